@@ -1,0 +1,56 @@
+# gpulaunch — the README's two commands are `make demo` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/gpulaunch
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+# cgo builds get a private temp dir: a stray nvml.h in a shared /tmp is
+# picked up by gcc and breaks go-nvml's build. go-nvml's header also warns
+# about every deprecated NVML call; those warnings are noise here.
+export TMPDIR := $(CURDIR)/.tmp
+export CGO_CFLAGS := -Wno-deprecated-declarations
+$(shell mkdir -p $(TMPDIR))
+
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts
+
+.PHONY: build test demo bench fuzz lint clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gpulaunch
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+
+test: lint
+	$(GO) test -race -count=1 ./...
+	CGO_ENABLED=0 $(GO) test -count=1 ./...
+
+demo: build
+	@echo '$$ gpulaunch info --simulate dgx-h100'
+	@$(BIN) info --simulate dgx-h100
+	@echo
+	@echo '$$ gpulaunch plan --simulate dgx-h100 -n 8'
+	@$(BIN) plan --simulate dgx-h100 -n 8
+	@echo
+	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 4 -G 2     # GPU 0 sits on NUMA node 2 here'
+	@$(BIN) plan --simulate dgx-a100 -n 4 -G 2
+	@echo
+	@echo '$$ gpulaunch info     # this machine'
+	@$(BIN) info
+
+bench:
+	@scripts/bench.sh
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+clean:
+	rm -rf bin .tmp

@@ -1,0 +1,147 @@
+// Command gpulaunch runs N pinned copies of a program inside a Slurm
+// allocation (or any Linux node with GPUs), each on its own GPU(s), a
+// NUMA-local CPU set and memory policy, and tells what the allocation holds.
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Exit codes of gpulaunch itself (instances' codes are passed on as srun does).
+const (
+	exitOK    = 0
+	exitError = 1 // the run could not be done (a failure of the machine, not of the input)
+	exitUsage = 2 // bad invocation or input: nothing was started
+)
+
+func main() {
+	a := &app{
+		stdout: os.Stdout, stderr: os.Stderr,
+		env:  binding.EnvFromList(os.Environ()),
+		root: os.DirFS("/"),
+		probeDevice: func(minor int) error {
+			f, err := os.Open(fmt.Sprintf("/dev/nvidia%d", minor))
+			if err == nil {
+				f.Close()
+			}
+			return err
+		},
+	}
+	a.hostname, _ = os.Hostname()
+	os.Exit(a.main(os.Args[1:]))
+}
+
+// app is one invocation with its world injected.
+type app struct {
+	stdout, stderr io.Writer
+	env            binding.Env
+	root           fs.FS
+	hostname       string
+	probeDevice    func(minor int) error
+}
+
+// usageError is bad input: one line on stderr, exit 2, nothing started.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func (a *app) main(args []string) int {
+	err := a.dispatch(args)
+	if err == nil {
+		return exitOK
+	}
+	if code, ok := err.(exitCode); ok {
+		return int(code)
+	}
+	msg := strings.TrimSpace(err.Error())
+	fmt.Fprintf(a.stderr, "gpulaunch: error: %s\n", strings.ReplaceAll(msg, "\n", " "))
+	if _, ok := err.(usageError); ok {
+		return exitUsage
+	}
+	return exitError
+}
+
+// exitCode carries an exit status that is not an error (instances' codes).
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
+
+func (a *app) dispatch(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, topUsage)
+		return usagef("no command: run `gpulaunch info`, `gpulaunch plan -n N` or `gpulaunch --help`")
+	}
+	switch args[0] {
+	case "info":
+		return a.info(args[1:])
+	case "plan":
+		return a.plan(args[1:])
+	case "version", "--version":
+		fmt.Fprintf(a.stdout, "gpulaunch %s\n", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(a.stdout, topUsage)
+		return nil
+	}
+	return usagef("unknown command %q: run `gpulaunch --help` for the commands", args[0])
+}
+
+// discover opens the backend and reconciles the allocation.
+func (a *app) discover(simulate string) (binding.Allocation, error) {
+	src, err := nvml.Open(nvml.Options{Simulate: simulate, Root: a.root, ProbeDevice: a.probeDevice})
+	if err != nil {
+		if simulate != "" {
+			return binding.Allocation{}, usagef("--simulate %s: %v", simulate, err)
+		}
+		return binding.Allocation{}, err
+	}
+	defer src.Close()
+	node, err := src.Inventory()
+	if err != nil {
+		return binding.Allocation{}, err
+	}
+	world, err := binding.ReadWorld(a.root, node, a.env, a.hostname)
+	if err != nil {
+		return binding.Allocation{}, err
+	}
+	alloc, err := binding.Reconcile(world)
+	if err != nil {
+		return binding.Allocation{}, usagef("%v", err)
+	}
+	return alloc, nil
+}
+
+const topUsage = `gpulaunch — run N pinned copies of a program on the GPUs of a Slurm allocation
+
+Usage:
+  gpulaunch info [--json] [--simulate NODE|FILE]
+  gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
+  gpulaunch version
+
+Commands:
+  info     what this process was given: GPUs (by UUID and PCI address), CPUs,
+           NUMA nodes, memory limit, Slurm and MPI context, and warnings
+  plan     where each of N instances would go: its GPU(s), CPU set and memory
+           policy, nothing started
+
+Examples:
+  gpulaunch info                              # in salloc, srun --pty or a tmux pane
+  gpulaunch plan -n 4                         # one GPU per instance, NUMA-local CPUs
+  gpulaunch plan -n 4 -G 2 --simulate dgx-h100 --json
+  gpulaunch plan -n 8 --simulate my-node.json # a node described in JSON (docs/topology.md)
+
+Simulated nodes: dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu.
+Run 'gpulaunch COMMAND --help' for a command's flags.
+`

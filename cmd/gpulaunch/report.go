@@ -1,0 +1,355 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// commonFlags are shared by every command that looks at an allocation.
+type commonFlags struct {
+	simulate  string
+	json      bool
+	logFormat string
+	verbose   bool
+}
+
+func (c *commonFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node (dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu) or a topology file instead of this machine")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
+}
+
+// newFlagSet makes a flag set whose errors become usage errors and whose
+// --help prints usage to stdout.
+func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
+	fs.SetOutput(io.Discard)
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return false, usagef("%v (see `gpulaunch %s --help`)", err, fs.Name())
+	}
+	if *help {
+		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
+		return true, nil
+	}
+	return false, nil
+}
+
+func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) {
+	level := zap.WarnLevel
+	if c.verbose {
+		level = zap.DebugLevel
+	}
+	var enc zapcore.Encoder
+	switch c.logFormat {
+	case "console":
+		cfg := zap.NewDevelopmentEncoderConfig()
+		cfg.TimeKey, cfg.CallerKey = "", ""
+		cfg.ConsoleSeparator = " "
+		enc = zapcore.NewConsoleEncoder(cfg)
+	case "json":
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	default:
+		return nil, usagef("--log-format %q: use console or json", c.logFormat)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level)).Named("gpulaunch"), nil
+}
+
+const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
+
+Shows what this process was given: GPUs by UUID and PCI address with their
+NUMA node and local CPUs, the CPUs and memory nodes it may use, the cgroup
+memory limit, the Slurm job/step and MPI local rank, and every guess made.`
+
+func (a *app) info(args []string) error {
+	var c commonFlags
+	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
+	c.register(fs)
+	if done, err := a.parseFlags(fs, args, infoUsage); done || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("info takes no arguments, got %q", fs.Arg(0))
+	}
+	log, err := c.logger(a.stderr)
+	if err != nil {
+		return err
+	}
+	alloc, err := a.discover(c.simulate)
+	if err != nil {
+		return err
+	}
+	log.Debug("allocation", zap.String("backend", alloc.Backend), zap.Int("gpus", len(alloc.GPUs)), zap.Stringer("cpus", alloc.CPUs))
+	if c.json {
+		return writeJSON(a.stdout, infoJSON(alloc))
+	}
+	writeInfo(a.stdout, alloc)
+	return nil
+}
+
+// infoDoc is `info --json`.
+type infoDoc struct {
+	binding.Allocation
+	Topology topologySummary `json:"topology"`
+}
+
+type topologySummary struct {
+	CPUs           string `json:"cpus"`
+	Sockets        int    `json:"sockets"`
+	NUMANodes      []int  `json:"numa_nodes"`
+	ThreadsPerCore int    `json:"threads_per_core"`
+}
+
+func infoJSON(a binding.Allocation) infoDoc {
+	if a.GPUs == nil {
+		a.GPUs = []nvml.GPU{}
+	}
+	if a.Warnings == nil {
+		a.Warnings = []string{}
+	}
+	t := a.Topology
+	return infoDoc{Allocation: a, Topology: topologySummary{
+		CPUs: t.CPUs().String(), Sockets: t.Sockets(), NUMANodes: t.NUMANodes(), ThreadsPerCore: t.ThreadsPerCore(),
+	}}
+}
+
+func writeInfo(w io.Writer, a binding.Allocation) {
+	t := a.Topology
+	fmt.Fprintf(w, "Host:      %s (GPUs from %s", orDash(a.Hostname), a.Backend)
+	if a.Driver != "" {
+		fmt.Fprintf(w, ", driver %s", a.Driver)
+	}
+	fmt.Fprintln(w, ")")
+	if len(a.GPUs) == 0 {
+		fmt.Fprintf(w, "GPUs:      none found: %s\n", a.GPUReason)
+	} else {
+		fmt.Fprintf(w, "GPUs:      %d — %s\n", len(a.GPUs), a.GPUReason)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CUDA\tUUID\tPCI\tNUMA\tLOCAL CPUS\tMEMORY\tNAME")
+		for i, g := range a.GPUs {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i, g.UUID, g.BusID, numaString(g.NUMANode),
+				orDash(g.LocalCPUs.String()), bytesString(g.MemoryBytes), g.Name)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "CPUs:      %d allowed (%s) of %d; %d socket(s), NUMA nodes %s, %d thread(s) per core\n",
+		a.CPUs.Size(), a.CPUs, t.CPUs().Size(), t.Sockets(), intsString(t.NUMANodes()), t.ThreadsPerCore())
+	mem := "no cgroup memory limit"
+	if a.MemoryLimit > 0 {
+		mem = "cgroup memory limit " + bytesString(a.MemoryLimit)
+	}
+	fmt.Fprintf(w, "Memory:    NUMA nodes %s; %s\n", a.MemNodes, mem)
+	s := a.Slurm
+	switch {
+	case !s.InJob():
+		fmt.Fprintln(w, "Slurm:     not in a Slurm job")
+	case s.InStep():
+		fmt.Fprintf(w, "Slurm:     job %s, step %s on %s (node %d of %d), task %d, local task %d of %d\n",
+			s.JobID, s.StepID, orDash(s.NodeName), s.NodeID, max(len(s.Nodes), 1), s.ProcID, s.LocalID, s.TasksOnThisNode())
+	default:
+		fmt.Fprintf(w, "Slurm:     job %s on %s, no srun step (batch script, salloc or interactive step)\n", s.JobID, orDash(s.NodeName))
+	}
+	if a.LocalRank != nil {
+		fmt.Fprintf(w, "Launcher:  local rank %d", a.LocalRank.Rank)
+		if a.LocalRank.Size > 0 {
+			fmt.Fprintf(w, " of %d", a.LocalRank.Size)
+		}
+		fmt.Fprintf(w, " (%s)\n", a.LocalRank.Source)
+	}
+	writeWarnings(w, a.Warnings)
+}
+
+func writeWarnings(w io.Writer, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Warnings:")
+	for _, x := range warnings {
+		fmt.Fprintf(w, "  - %s\n", x)
+	}
+}
+
+const planUsage = `Usage: gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
+
+Shows where each of N instances would run — its GPU(s), CPU set and memory
+policy — without starting anything. The same plan is what a run uses.`
+
+// planFlags are the flags that shape slots, shared by plan and run.
+type planFlags struct {
+	instances, gpus, cpus int
+	memBind               string
+	shareGPUs             bool
+}
+
+func (p *planFlags) register(fs *pflag.FlagSet) {
+	fs.IntVarP(&p.instances, "ntasks", "n", 0, "number of instances N")
+	fs.IntVarP(&p.gpus, "gpus-per-task", "G", 1, "GPUs per instance; 0 runs instances without a GPU")
+	fs.IntVarP(&p.cpus, "cpus-per-task", "c", 0, "CPUs per instance (default: an even share of the GPU-local CPUs)")
+	fs.StringVar(&p.memBind, "mem-bind", "preferred", "NUMA memory policy: preferred, bind or none")
+	fs.BoolVar(&p.shareGPUs, "share-gpus", false, "allow more instances than GPUs; instances take turns on them")
+}
+
+func (p planFlags) request(fs *pflag.FlagSet) (binding.Request, error) {
+	if !fs.Changed("ntasks") {
+		return binding.Request{}, usagef("-n N is required: how many instances to plan")
+	}
+	pol, err := binding.ParseMemPolicy(p.memBind)
+	if err != nil {
+		return binding.Request{}, usageError{err.Error()}
+	}
+	r := binding.Request{Instances: p.instances, GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol, ShareGPUs: p.shareGPUs}
+	return r, nil
+}
+
+func (a *app) plan(args []string) error {
+	var c commonFlags
+	var p planFlags
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	c.register(fs)
+	p.register(fs)
+	if done, err := a.parseFlags(fs, args, planUsage); done || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("plan takes no command; to run one use `gpulaunch -n N -- %s`", fs.Arg(0))
+	}
+	req, err := p.request(fs)
+	if err != nil {
+		return err
+	}
+	if _, err := c.logger(a.stderr); err != nil {
+		return err
+	}
+	alloc, err := a.discover(c.simulate)
+	if err != nil {
+		return err
+	}
+	plan, err := binding.NewPlan(alloc, req)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if c.json {
+		return writeJSON(a.stdout, planJSON(alloc, req, plan))
+	}
+	writePlan(a.stdout, alloc, plan)
+	return nil
+}
+
+// planDoc is `plan --json`.
+type planDoc struct {
+	Host     string         `json:"host,omitempty"`
+	Backend  string         `json:"gpu_backend"`
+	Request  requestDoc     `json:"request"`
+	CPUs     string         `json:"allowed_cpus"`
+	Slots    []binding.Slot `json:"slots"`
+	Locality float64        `json:"locality"`
+	Warnings []string       `json:"warnings"`
+}
+
+type requestDoc struct {
+	Instances       int    `json:"instances"`
+	GPUsPerInstance int    `json:"gpus_per_instance"`
+	CPUsPerInstance int    `json:"cpus_per_instance"`
+	MemPolicy       string `json:"mem_policy"`
+	ShareGPUs       bool   `json:"share_gpus"`
+}
+
+func planJSON(a binding.Allocation, r binding.Request, p binding.Plan) planDoc {
+	warn := append(append([]string{}, a.Warnings...), p.Warnings...)
+	for i := range p.Slots {
+		if p.Slots[i].GPUs == nil {
+			p.Slots[i].GPUs = []nvml.GPU{}
+		}
+	}
+	return planDoc{Host: a.Hostname, Backend: a.Backend, CPUs: a.CPUs.String(), Slots: p.Slots, Locality: p.Locality(), Warnings: warn,
+		Request: requestDoc{r.Instances, r.GPUsPerInstance, r.CPUsPerInstance, string(r.MemPolicy), r.ShareGPUs}}
+}
+
+func writePlan(w io.Writer, a binding.Allocation, p binding.Plan) {
+	fmt.Fprintf(w, "Plan for %d instance(s) on %s (GPUs from %s), %d allowed CPUs:\n", len(p.Slots), orDash(a.Hostname), a.Backend, a.CPUs.Size())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  INSTANCE\tGPU (PCI)\tUUID\tNUMA\tCPUS\tLOCAL\tMEMORY")
+	for _, s := range p.Slots {
+		var bus, uuid, numa []string
+		for _, g := range s.GPUs {
+			bus, uuid, numa = append(bus, g.BusID), append(uuid, shortUUID(g.UUID)), append(numa, numaString(g.NUMANode))
+		}
+		local := "-"
+		if s.LocalCPUs >= 0 {
+			local = fmt.Sprintf("%d/%d", s.LocalCPUs, s.CPUs.Size())
+		}
+		mem := string(s.MemPolicy)
+		if !s.MemNodes.IsEmpty() {
+			mem += ":" + s.MemNodes.String()
+		}
+		cpus := s.CPUs.String()
+		if s.SharedCPUs {
+			cpus += " (shared)"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, orDash(strings.Join(bus, ",")), orDash(strings.Join(uuid, ",")),
+			orDash(strings.Join(numa, ",")), cpus, local, mem)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "Locality:  %.0f%% of the CPUs are local to their instance's GPU(s)\n", 100*p.Locality())
+	writeWarnings(w, append(append([]string{}, a.Warnings...), p.Warnings...))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return errors.New("writing JSON: " + err.Error())
+	}
+	return nil
+}
+
+func shortUUID(u string) string {
+	if len(u) > 12 {
+		return u[:12] + "…"
+	}
+	return u
+}
+
+func numaString(n int) string {
+	if n < 0 {
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func intsString(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ",")
+}
+
+func bytesString(b uint64) string {
+	switch {
+	case b == 0:
+		return "-"
+	case b >= 1<<30:
+		return fmt.Sprintf("%.0f GiB", float64(b)/(1<<30))
+	default:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	}
+}

@@ -1,0 +1,180 @@
+package binding
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// fourGPUNode: GPUs at 07, 0f (NUMA 0) and 47, 4e (NUMA 1) on 2 sockets ×
+// 4 cores, one NUMA node per socket.
+func fourGPUNode(hidden ...int) nvml.Node {
+	buses := []string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0"}
+	var gpus []nvml.GPU
+	for i, b := range buses {
+		gpus = append(gpus, nvml.GPU{UUID: nvml.DeterministicUUID("four", i), BusID: b, Index: i, Minor: i, NUMANode: i / 2})
+	}
+	for _, h := range hidden {
+		gpus[h].Hidden = true
+	}
+	return nvml.Node{Backend: "test", GPUs: gpus}
+}
+
+var eightCPUs = NewTopology([]nvml.CPU{
+	{ID: 0, Core: 0, Socket: 0, NUMA: 0}, {ID: 1, Core: 1, Socket: 0, NUMA: 0},
+	{ID: 2, Core: 2, Socket: 0, NUMA: 0}, {ID: 3, Core: 3, Socket: 0, NUMA: 0},
+	{ID: 4, Core: 4, Socket: 1, NUMA: 1}, {ID: 5, Core: 5, Socket: 1, NUMA: 1},
+	{ID: 6, Core: 6, Socket: 1, NUMA: 1}, {ID: 7, Core: 7, Socket: 1, NUMA: 1},
+})
+
+func TestReconcileGPUs(t *testing.T) {
+	node := fourGPUNode()
+	uuid := func(i int) string { return node.GPUs[i].UUID }
+	mig := fourGPUNode()
+	mig.GPUs[3].MIG = []nvml.GPU{
+		{UUID: "MIG-11111111-0000-0000-0000-000000000000", BusID: "0000:4e:00.0", NUMANode: 1, Parent: uuid(3)},
+		{UUID: "MIG-22222222-0000-0000-0000-000000000000", BusID: "0000:4e:00.0", NUMANode: 1, Parent: uuid(3)},
+	}
+	batch := Env{"SLURM_JOB_ID": "30", "SLURMD_NODENAME": "vm", "SLURM_GPUS_ON_NODE": "2"}
+	with := func(base Env, kv ...string) Env {
+		e := Env{}
+		for k, v := range base {
+			e[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			e[kv[i]] = kv[i+1]
+		}
+		return e
+	}
+	cases := []struct {
+		name        string
+		node        nvml.Node
+		env         Env
+		wantBus     string // comma-separated bus ids, or MIG UUIDs
+		constrained bool
+		warnWord    string
+		reasonWord  string
+	}{
+		{name: "no Slurm, no CUDA_VISIBLE_DEVICES: every openable GPU", node: node, env: Env{},
+			wantBus: "0000:07:00.0,0000:0f:00.0,0000:47:00.0,0000:4e:00.0"},
+		{name: "ConstrainDevices: job holds GPUs 2,3, renumbered 0,1", node: fourGPUNode(0, 1),
+			env:     with(batch, "CUDA_VISIBLE_DEVICES", "0,1", "SLURM_JOB_GPUS", "2,3"),
+			wantBus: "0000:47:00.0,0000:4e:00.0", constrained: true, reasonWord: "renumbered"},
+		{name: "no ConstrainDevices: global indices 2,3", node: node,
+			env:     with(batch, "CUDA_VISIBLE_DEVICES", "2,3", "SLURM_JOB_GPUS", "2,3"),
+			wantBus: "0000:47:00.0,0000:4e:00.0"},
+		{name: "gres.conf order differs from PCI order: warned", node: node,
+			env:     with(batch, "CUDA_VISIBLE_DEVICES", "2,3", "SLURM_JOB_GPUS", "0,1"),
+			wantBus: "0000:47:00.0,0000:4e:00.0", warnWord: "gres.conf"},
+		{name: "UUIDs, in list order", node: node, env: Env{"CUDA_VISIBLE_DEVICES": uuid(3) + "," + uuid(0)},
+			wantBus: "0000:4e:00.0,0000:07:00.0"},
+		{name: "unique UUID prefix", node: node, env: Env{"CUDA_VISIBLE_DEVICES": uuid(2)[:12]},
+			wantBus: "0000:47:00.0"},
+		{name: "MIG UUID picks the MIG device", node: mig, env: Env{"CUDA_VISIBLE_DEVICES": "MIG-2222"},
+			wantBus: "MIG-22222222-0000-0000-0000-000000000000"},
+		{name: "MIG mode on, no CUDA_VISIBLE_DEVICES: its MIG devices", node: mig, env: Env{},
+			wantBus: "0000:07:00.0,0000:0f:00.0,0000:47:00.0,MIG-11111111-0000-0000-0000-000000000000,MIG-22222222-0000-0000-0000-000000000000"},
+		{name: "invalid entry mid-list ends it, warned", node: node, env: Env{"CUDA_VISIBLE_DEVICES": "1,0,bogus,3"},
+			wantBus: "0000:0f:00.0,0000:07:00.0", warnWord: "ends early"},
+		{name: "empty CUDA_VISIBLE_DEVICES: no GPU", node: node, env: Env{"CUDA_VISIBLE_DEVICES": ""},
+			wantBus: "", reasonWord: "empty"},
+		{name: "salloc shell on the submit host: no GPU, explained", node: node,
+			env:     Env{"SLURM_JOB_ID": "33", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "vm"},
+			wantBus: "", warnWord: "salloc shell"},
+		{name: "batch step leaks SLURM_LOCALID=0: still the whole job's GPUs", node: node,
+			env: with(batch, "CUDA_VISIBLE_DEVICES", "0,1,2,3", "SLURM_GPUS_ON_NODE", "4", "SLURM_JOB_GPUS", "0,1,2,3",
+				"SLURM_LOCALID", "0", "SLURM_PROCID", "0", "SLURM_NTASKS", "4", "SLURM_TASKS_PER_NODE", "4"),
+			wantBus: "0000:07:00.0,0000:0f:00.0,0000:47:00.0,0000:4e:00.0"},
+		{name: "job without GPUs on this node: none, says how to ask", node: node,
+			env:     Env{"SLURM_JOB_ID": "8", "SLURMD_NODENAME": "vm"},
+			wantBus: "", reasonWord: "--gres=gpu:N"},
+		{name: "--gpu-bind=none: SLURM_STEP_GPUS as global indices", node: node,
+			env:     Env{"SLURM_JOB_ID": "8", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_GPUS_ON_NODE": "2", "SLURM_STEP_GPUS": "1,3"},
+			wantBus: "0000:0f:00.0,0000:4e:00.0"},
+		{name: "--gpu-bind=none under ConstrainDevices: the openable GPUs", node: fourGPUNode(0, 2),
+			env:     Env{"SLURM_JOB_ID": "8", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_GPUS_ON_NODE": "2"},
+			wantBus: "0000:0f:00.0,0000:4e:00.0", constrained: true},
+		{name: "per-task bound step: SLURM_STEP_GPUS is not cross-checked", node: fourGPUNode(0, 1, 2),
+			env: Env{"SLURM_JOB_ID": "8", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_LOCALID": "1",
+				"SLURM_STEP_TASKS_PER_NODE": "2", "CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "2"},
+			wantBus: "0000:4e:00.0", constrained: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := Reconcile(World{Node: tc.node, Topology: eightCPUs, Env: tc.env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, g := range a.GPUs {
+				if g.Parent != "" {
+					got = append(got, g.UUID)
+				} else {
+					got = append(got, g.BusID)
+				}
+			}
+			if strings.Join(got, ",") != tc.wantBus {
+				t.Fatalf("GPUs %v, want %s (reason %q, warnings %q)", got, tc.wantBus, a.GPUReason, a.Warnings)
+			}
+			if a.DevicesConstrained != tc.constrained {
+				t.Fatalf("DevicesConstrained = %v", a.DevicesConstrained)
+			}
+			warnings := strings.Join(a.Warnings, "\n")
+			if (tc.warnWord == "") != (warnings == "") || !strings.Contains(warnings, tc.warnWord) {
+				t.Fatalf("warnings %q, want one containing %q", a.Warnings, tc.warnWord)
+			}
+			if !strings.Contains(a.GPUReason, tc.reasonWord) {
+				t.Fatalf("reason %q, want %q in it", a.GPUReason, tc.reasonWord)
+			}
+			if a.LocalRank != nil && tc.env["SLURM_STEP_ID"] == "" {
+				t.Fatalf("a local rank %+v was read outside a step", a.LocalRank)
+			}
+		})
+	}
+}
+
+func TestReconcileCPUsAndMemory(t *testing.T) {
+	cases := []struct {
+		name               string
+		affinity, cg, mems string
+		env                Env
+		wantCPUs, wantMems string
+		warnWord           string
+	}{
+		{name: "no cgroup: the affinity", affinity: "0-7", wantCPUs: "0-7", wantMems: "0-1"},
+		{name: "cgroup cpuset narrows", affinity: "0-7", cg: "2-5", wantCPUs: "2-5", wantMems: "0-1"},
+		{name: "affinity outside the cgroup: intersection, warned", affinity: "0-7", cg: "4-7", mems: "1", wantCPUs: "4-7", wantMems: "1",
+			warnWord: "reaches outside the cgroup"},
+		{name: "task bound narrower than its step's cgroup: warned", affinity: "0", cg: "0-3",
+			env: Env{"SLURM_CPU_BIND_TYPE": "mask_cpu:", "SLURM_CPU_BIND": "quiet,mask_cpu:0x1"}, wantCPUs: "0", wantMems: "0-1", warnWord: "--cpu-bind=none"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := tc.env
+			if env == nil {
+				env = Env{}
+			}
+			w := World{Node: fourGPUNode(), Topology: eightCPUs, Env: env, Affinity: cpuset.MustParse(tc.affinity),
+				Cgroup: Cgroup{CPUs: cpuset.MustParse(tc.cg), Mems: cpuset.MustParse(tc.mems)}}
+			a, err := Reconcile(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.CPUs.String() != tc.wantCPUs || a.MemNodes.String() != tc.wantMems {
+				t.Fatalf("CPUs %s mems %s, want %s %s", a.CPUs, a.MemNodes, tc.wantCPUs, tc.wantMems)
+			}
+			if !strings.Contains(strings.Join(a.Warnings, "\n"), tc.warnWord) {
+				t.Fatalf("warnings %q, want %q", a.Warnings, tc.warnWord)
+			}
+		})
+	}
+}
+
+func TestReconcileRejectsBadLocalRank(t *testing.T) {
+	_, err := Reconcile(World{Node: fourGPUNode(), Topology: eightCPUs, Env: Env{"OMPI_COMM_WORLD_LOCAL_RANK": "-1"}})
+	if err == nil || !strings.Contains(err.Error(), "OMPI_COMM_WORLD_LOCAL_RANK") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,441 @@
+package binding
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// MemPolicy is the NUMA memory policy an instance starts with.
+type MemPolicy string
+
+// Memory policies (set_mempolicy(2) modes).
+const (
+	// MemPreferred allocates on the GPU's NUMA node and falls back to
+	// others when it is full: the default, since a strict bind can OOM an
+	// instance while other nodes have room.
+	MemPreferred MemPolicy = "preferred"
+	// MemBind allows only the GPU's NUMA node(s).
+	MemBind MemPolicy = "bind"
+	// MemNone leaves the kernel's default (local) policy.
+	MemNone MemPolicy = "none"
+)
+
+// ParseMemPolicy reads a --mem-bind value.
+func ParseMemPolicy(s string) (MemPolicy, error) {
+	switch p := MemPolicy(s); p {
+	case MemPreferred, MemBind, MemNone:
+		return p, nil
+	}
+	return "", fmt.Errorf("--mem-bind %q: use preferred, bind or none", s)
+}
+
+// Request is what the user asked for.
+type Request struct {
+	Instances int // N, at least 1
+	// GPUsPerInstance is G; 0 runs instances without a GPU.
+	GPUsPerInstance int
+	// CPUsPerInstance is C; 0 gives each instance an even share.
+	CPUsPerInstance int
+	MemPolicy       MemPolicy
+	// ShareGPUs lets more instances than GPU groups take turns on them.
+	ShareGPUs bool
+}
+
+// Slot is one instance's share of the allocation.
+type Slot struct {
+	Index int        `json:"instance"`
+	GPUs  []nvml.GPU `json:"gpus"`
+	CPUs  cpuset.Set `json:"cpus"`
+	// LocalCPUs counts the CPUs of CPUs that are local to the slot's GPUs
+	// (-1 when the GPUs' locality is unknown or the slot has no GPU).
+	LocalCPUs int        `json:"local_cpus"`
+	MemPolicy MemPolicy  `json:"mem_policy"`
+	MemNodes  cpuset.Set `json:"mem_nodes"`
+	// SharedCPUs: the slot's CPUs overlap other slots' (more instances
+	// than CPUs).
+	SharedCPUs bool `json:"shared_cpus,omitempty"`
+}
+
+// Plan is every instance's slot.
+type Plan struct {
+	Slots    []Slot   `json:"slots"`
+	Warnings []string `json:"warnings"`
+}
+
+// NewPlan divides the allocation among the requested instances. It does no
+// I/O and depends only on its arguments, so every rank of a node computes
+// the same plan without talking to the others.
+//
+// GPUs
+//
+//  1. GPUs are taken in PCI bus order (the order CUDA_DEVICE_ORDER=PCI_BUS_ID
+//     gives), and every tie below is broken by it.
+//  2. With G GPUs per instance, GPUs are grouped G at a time within one NUMA
+//     node first, then within one socket, then across the node, so a group
+//     straddles a socket only when no same-socket group is left.
+//  3. When there are more groups than instances, groups are picked round-robin
+//     over NUMA nodes (the first group of every node, then the second …) so
+//     instances spread over memory controllers and CPU domains; the picked
+//     groups are numbered in bus order of their first GPU.
+//  4. More instances than groups is an error, unless sharing is asked for:
+//     then instance i gets group i mod groups.
+//
+// CPUs
+//
+//  5. An instance's domain is the union of its GPUs' local CPUs (NVML or
+//     sysfs affinity, else the CPUs of the GPU's NUMA node) ∩ the allowed
+//     CPUs. Without GPUs, or with GPUs of unknown locality (numa_node = -1),
+//     the domain is every allowed CPU.
+//  6. Each instance's share is C CPUs when asked, else an even share of its
+//     domain: |domain| / k, where k weighs every instance whose domain
+//     overlaps it by the fraction of its own domain the overlap is. When some
+//     instance's domain has no allowed CPU at all, every share is capped at
+//     |allowed| / N so that CPUs are left for it.
+//  7. Instances with the smallest domains choose first. CPUs are taken in
+//     whole cores: a core's hardware threads go to one instance, and a core
+//     is split only for a remainder smaller than a core.
+//  8. When its domain runs out, an instance takes the nearest free CPUs —
+//     same NUMA node, then same socket, then any — and the plan warns.
+//  9. CPU sets are disjoint. With fewer allowed CPUs than instances and no
+//     C, instances share their domains and the plan warns; with C, it is an
+//     error.
+//
+// Memory
+//
+//  10. The memory nodes are the NUMA nodes of the instance's GPUs that this
+//     process may allocate on: preferred takes the first, bind all of them,
+//     none nothing. Unknown locality means no policy.
+func NewPlan(a Allocation, r Request) (Plan, error) {
+	if err := r.validate(); err != nil {
+		return Plan{}, err
+	}
+	p := Plan{Slots: make([]Slot, r.Instances)}
+	groups, err := pickGroups(a, r)
+	if err != nil {
+		return Plan{}, err
+	}
+	for i := range p.Slots {
+		p.Slots[i] = Slot{Index: i, MemPolicy: r.MemPolicy}
+		if len(groups) > 0 {
+			p.Slots[i].GPUs = groups[i%len(groups)]
+		}
+	}
+	if r.ShareGPUs && r.GPUsPerInstance > 0 && r.Instances > len(groups) {
+		p.warn("%d instances share %d GPU group(s): instance i runs on group i mod %d", r.Instances, len(groups), len(groups))
+	}
+	if err := p.assignCPUs(a, r); err != nil {
+		return Plan{}, err
+	}
+	p.assignMemory(a)
+	return p, nil
+}
+
+func (r Request) validate() error {
+	switch {
+	case r.Instances < 1:
+		return fmt.Errorf("-n %d: the number of instances must be at least 1", r.Instances)
+	case r.GPUsPerInstance < 0:
+		return fmt.Errorf("-G %d: GPUs per instance cannot be negative", r.GPUsPerInstance)
+	case r.CPUsPerInstance < 0:
+		return fmt.Errorf("-c %d: CPUs per instance cannot be negative", r.CPUsPerInstance)
+	}
+	if _, err := ParseMemPolicy(string(r.MemPolicy)); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *Plan) warn(format string, args ...any) {
+	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
+}
+
+// pickGroups implements rules 1–4.
+func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
+	g := r.GPUsPerInstance
+	if g == 0 {
+		return nil, nil
+	}
+	need := r.Instances * g
+	if len(a.GPUs) < g || (!r.ShareGPUs && len(a.GPUs) < need) {
+		return nil, fmt.Errorf("-n %d -G %d needs %d GPU(s), the allocation has %d: %s. Ask for fewer instances, use -G 0 for instances without a GPU, or --share-gpus to let instances take turns on GPUs",
+			r.Instances, g, max(need, g), len(a.GPUs), a.GPUReason)
+	}
+	gpus := append([]nvml.GPU(nil), a.GPUs...)
+	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
+
+	type group struct {
+		gpus []nvml.GPU
+		rank int // position among the groups of its NUMA node
+	}
+	var groups []group
+	chunk := func(pool []nvml.GPU) (left []nvml.GPU) {
+		rank := 0
+		for len(pool) >= g {
+			groups = append(groups, group{gpus: pool[:g:g], rank: rank})
+			pool, rank = pool[g:], rank+1
+		}
+		return pool
+	}
+	byKey := func(pool []nvml.GPU, key func(nvml.GPU) int) (left []nvml.GPU) {
+		buckets := map[int][]nvml.GPU{}
+		var keys []int
+		for _, x := range pool {
+			k := key(x)
+			if _, ok := buckets[k]; !ok {
+				keys = append(keys, k)
+			}
+			buckets[k] = append(buckets[k], x)
+		}
+		sort.Ints(keys)
+		for _, k := range keys {
+			left = append(left, chunk(buckets[k])...)
+		}
+		sort.SliceStable(left, func(i, j int) bool { return left[i].BusID < left[j].BusID })
+		return left
+	}
+	left := byKey(gpus, func(x nvml.GPU) int { return x.NUMANode })
+	left = byKey(left, func(x nvml.GPU) int { return a.Topology.SocketOfNUMA(x.NUMANode) })
+	chunk(left)
+
+	sort.SliceStable(groups, func(i, j int) bool {
+		if groups[i].rank != groups[j].rank {
+			return groups[i].rank < groups[j].rank
+		}
+		return groups[i].gpus[0].BusID < groups[j].gpus[0].BusID
+	})
+	if len(groups) > r.Instances {
+		groups = groups[:r.Instances]
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i].gpus[0].BusID < groups[j].gpus[0].BusID })
+	out := make([][]nvml.GPU, len(groups))
+	for i, gr := range groups {
+		out[i] = gr.gpus
+	}
+	return out, nil
+}
+
+// gpuLocal is the set of CPUs local to the GPUs, empty when unknown.
+func gpuLocal(gpus []nvml.GPU, topo Topology) cpuset.Set {
+	var local cpuset.Set
+	for _, g := range gpus {
+		switch {
+		case !g.LocalCPUs.IsEmpty():
+			local = local.Union(g.LocalCPUs)
+		case g.NUMANode >= 0:
+			local = local.Union(topo.NUMANodeCPUs(g.NUMANode))
+		}
+	}
+	return local
+}
+
+// assignCPUs implements rules 5–9.
+func (p *Plan) assignCPUs(a Allocation, r Request) error {
+	allowed := a.CPUs
+	n := len(p.Slots)
+	if r.CPUsPerInstance > 0 && r.CPUsPerInstance*n > allowed.Size() {
+		return fmt.Errorf("-n %d -c %d needs %d CPUs, the allocation has %d (%s): ask for fewer CPUs per instance or leave -c out for an even share",
+			n, r.CPUsPerInstance, r.CPUsPerInstance*n, allowed.Size(), allowed)
+	}
+	domains := make([]cpuset.Set, n)
+	local := make([]cpuset.Set, n)
+	homeless := 0
+	for i, s := range p.Slots {
+		local[i] = gpuLocal(s.GPUs, a.Topology)
+		if local[i].IsEmpty() {
+			domains[i] = allowed
+			continue
+		}
+		domains[i] = local[i].Intersect(allowed)
+		if domains[i].IsEmpty() {
+			homeless++
+		}
+	}
+	if r.CPUsPerInstance == 0 && n > allowed.Size() {
+		for i := range p.Slots {
+			p.Slots[i].CPUs = domains[i]
+			if domains[i].IsEmpty() {
+				p.Slots[i].CPUs = allowed
+			}
+			p.Slots[i].SharedCPUs = true
+			p.Slots[i].LocalCPUs = countLocal(p.Slots[i].CPUs, local[i])
+		}
+		p.warn("%d instances but only %d allowed CPU(s) (%s): instances share CPUs instead of each having its own", n, allowed.Size(), allowed)
+		return nil
+	}
+
+	// Instances mostly share a few distinct domains (one per NUMA node), so
+	// the overlap weights of rule 6 are computed per distinct domain.
+	type domainCount struct {
+		set   cpuset.Set
+		count int
+	}
+	distinct := map[string]*domainCount{}
+	for _, d := range domains {
+		if d.IsEmpty() {
+			continue
+		}
+		if dc := distinct[d.String()]; dc != nil {
+			dc.count++
+		} else {
+			distinct[d.String()] = &domainCount{set: d, count: 1}
+		}
+	}
+	weight := map[string]float64{}
+	for key, di := range distinct {
+		for _, dj := range distinct {
+			weight[key] += float64(dj.count) * float64(di.set.Intersect(dj.set).Size()) / float64(dj.set.Size())
+		}
+	}
+	share := make([]int, n)
+	for i := range share {
+		switch {
+		case r.CPUsPerInstance > 0:
+			share[i] = r.CPUsPerInstance
+		case domains[i].IsEmpty():
+			share[i] = allowed.Size() / n
+		default:
+			share[i] = int(float64(domains[i].Size()) / weight[domains[i].String()])
+		}
+		if homeless > 0 && r.CPUsPerInstance == 0 {
+			share[i] = min(share[i], allowed.Size()/n)
+		}
+		share[i] = max(share[i], 1)
+	}
+
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool { return domains[order[x]].Size() < domains[order[y]].Size() })
+	free := allowed
+	for _, i := range order {
+		got := takeCores(free.Intersect(domains[i]), share[i], a.Topology)
+		free = free.Difference(got)
+		if short := share[i] - got.Size(); short > 0 {
+			more := takeNearest(free, short, p.Slots[i].GPUs, a.Topology)
+			free = free.Difference(more)
+			got = got.Union(more)
+			if !local[i].IsEmpty() {
+				p.warn("instance %d: %d of its %d CPUs are not local to its GPU(s) %s: their local CPUs %s have too few free in this allocation (%s)",
+					i, more.Size(), got.Size(), busList(p.Slots[i].GPUs), local[i], allowed)
+			}
+		}
+		p.Slots[i].CPUs = got
+		p.Slots[i].LocalCPUs = countLocal(got, local[i])
+	}
+	return nil
+}
+
+func countLocal(cpus, local cpuset.Set) int {
+	if local.IsEmpty() {
+		return -1
+	}
+	return cpus.Intersect(local).Size()
+}
+
+// takeCores takes up to need CPUs from pool, whole cores first (rule 7).
+func takeCores(pool cpuset.Set, need int, topo Topology) cpuset.Set {
+	var took []int
+	var partial [][]int // free threads of cores too big for the remainder
+	for _, threads := range topo.cores {
+		if len(took) >= need {
+			break
+		}
+		var free []int
+		for _, id := range threads {
+			if pool.Contains(id) {
+				free = append(free, id)
+			}
+		}
+		switch {
+		case len(free) == 0:
+		case len(free) <= need-len(took):
+			took = append(took, free...)
+		default:
+			partial = append(partial, free)
+		}
+	}
+	// CPUs the layout does not know count as cores of their own.
+	for _, id := range pool.Difference(topo.all).List() {
+		if len(took) < need {
+			took = append(took, id)
+		}
+	}
+	// A remainder smaller than a core: split the core with the fewest
+	// free threads, so fresh cores stay whole for the next instance.
+	sort.SliceStable(partial, func(i, j int) bool { return len(partial[i]) < len(partial[j]) })
+	for _, free := range partial {
+		for _, id := range free {
+			if len(took) < need {
+				took = append(took, id)
+			}
+		}
+	}
+	return cpuset.New(took...)
+}
+
+// takeNearest takes need CPUs from free for an instance whose domain ran
+// out (rule 8): same NUMA node as its first GPU, then same socket, then any.
+func takeNearest(free cpuset.Set, need int, gpus []nvml.GPU, topo Topology) cpuset.Set {
+	var tiers []cpuset.Set
+	if len(gpus) > 0 && gpus[0].NUMANode >= 0 {
+		tiers = append(tiers, topo.NUMANodeCPUs(gpus[0].NUMANode))
+		if s := topo.SocketOfNUMA(gpus[0].NUMANode); s >= 0 {
+			tiers = append(tiers, topo.SocketCPUs(s))
+		}
+	}
+	tiers = append(tiers, free)
+	var got cpuset.Set
+	for _, tier := range tiers {
+		more := takeCores(free.Difference(got).Intersect(tier), need-got.Size(), topo)
+		got = got.Union(more)
+		if got.Size() >= need {
+			break
+		}
+	}
+	return got
+}
+
+// assignMemory implements rule 10.
+func (p *Plan) assignMemory(a Allocation) {
+	for i := range p.Slots {
+		s := &p.Slots[i]
+		if s.MemPolicy == MemNone {
+			continue
+		}
+		var nodes []int
+		for _, g := range s.GPUs {
+			if g.NUMANode >= 0 && a.MemNodes.Contains(g.NUMANode) && !cpuset.New(nodes...).Contains(g.NUMANode) {
+				nodes = append(nodes, g.NUMANode)
+			}
+		}
+		switch {
+		case len(nodes) == 0:
+			s.MemPolicy = MemNone
+		case s.MemPolicy == MemPreferred:
+			s.MemNodes = cpuset.New(nodes[0])
+		default:
+			s.MemNodes = cpuset.New(nodes...)
+		}
+	}
+}
+
+// Locality is the share of the plan's CPUs that are local to their slot's
+// GPUs, over slots whose GPU locality is known; 1 when none is.
+func (p Plan) Locality() float64 {
+	local, total := 0, 0
+	for _, s := range p.Slots {
+		if s.LocalCPUs < 0 {
+			continue
+		}
+		local += s.LocalCPUs
+		total += s.CPUs.Size()
+	}
+	if total == 0 {
+		return 1
+	}
+	return float64(local) / float64(total)
+}

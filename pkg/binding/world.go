@@ -1,0 +1,69 @@
+package binding
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// ReadWorld gathers a World from a machine's filesystem root (os.DirFS("/")
+// in production): the CPU layout from sysfs, the affinity and allowed memory
+// nodes from /proc/self/status (which mirror sched_getaffinity and the
+// cpuset's mems for this process), and the cgroup limits.
+//
+// A node that describes its own CPUs (simulated or from a topology file) is
+// another machine: this machine's layout, affinity and cgroup do not apply
+// to it, and only the environment is carried over, so that a user can ask
+// "what would my plan be there with these Slurm variables".
+func ReadWorld(root fs.FS, node nvml.Node, env Env, hostname string) (World, error) {
+	w := World{Node: node, Env: env, Hostname: hostname}
+	if node.CPUs != nil {
+		w.Topology = NewTopology(node.CPUs)
+		w.Affinity = w.Topology.CPUs()
+		return w, nil
+	}
+	topo, err := ReadTopology(root)
+	if err != nil {
+		return World{}, err
+	}
+	w.Topology = topo
+	if status, err := fs.ReadFile(root, "proc/self/status"); err == nil {
+		w.Affinity, w.MemsAllowed, err = ParseProcStatus(string(status))
+		if err != nil {
+			return World{}, err
+		}
+	}
+	self, err1 := fs.ReadFile(root, "proc/self/cgroup")
+	mounts, err2 := fs.ReadFile(root, "proc/self/mountinfo")
+	if err1 == nil && err2 == nil {
+		if w.Cgroup, err = ReadCgroup(root, string(self), string(mounts)); err != nil {
+			return World{}, err
+		}
+	}
+	return w, nil
+}
+
+// ParseProcStatus reads Cpus_allowed_list and Mems_allowed_list from
+// /proc/<pid>/status.
+func ParseProcStatus(s string) (cpus, mems cpuset.Set, err error) {
+	for _, line := range strings.Split(s, "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "Cpus_allowed_list":
+			if cpus, err = cpuset.Parse(val); err != nil {
+				return cpus, mems, fmt.Errorf("/proc/self/status: %w", err)
+			}
+		case "Mems_allowed_list":
+			if mems, err = cpuset.Parse(val); err != nil {
+				return cpus, mems, fmt.Errorf("/proc/self/status: %w", err)
+			}
+		}
+	}
+	return cpus, mems, nil
+}

@@ -1,0 +1,331 @@
+//go:build cgo
+
+// This is the only file of gpulaunch that imports go-nvml: it adapts the
+// vendor interface (C return codes, fixed-size arrays, device handles) into
+// this package's plain structs and Go errors.
+
+package nvml
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxb200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+)
+
+// library is a Source over any gonvml.Interface: the real libnvidia-ml or
+// a mock server.
+type library struct {
+	lib     gonvml.Interface
+	backend string
+	sysfs   fs.FS // where numa_node / local_cpulist are read when NVML does not say; may be nil
+	maxCPUs int   // how many CPUs an affinity query asks about
+
+	mu      sync.Mutex
+	handles map[string]gonvml.Device // UUID → handle, filled by Inventory
+}
+
+// OpenNVML loads libnvidia-ml.so.1 and initialises it. sysfs (the machine's
+// root, normally os.DirFS("/")) fills in NUMA locality that NVML lacks.
+func OpenNVML(sysfs fs.FS) (Source, error) {
+	lib := gonvml.New()
+	if ret := lib.Init(); ret != gonvml.SUCCESS {
+		if ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
+			return nil, ErrNoLibrary
+		}
+		return nil, fmt.Errorf("NVML init: %w", ret)
+	}
+	return newLibrary(lib, "nvml", sysfs, 0), nil
+}
+
+func newLibrary(lib gonvml.Interface, backend string, sysfs fs.FS, maxCPUs int) *library {
+	if maxCPUs <= 0 {
+		maxCPUs = 4096
+	}
+	return &library{lib: lib, backend: backend, sysfs: sysfs, maxCPUs: maxCPUs, handles: map[string]gonvml.Device{}}
+}
+
+func (l *library) Close() error {
+	if ret := l.lib.Shutdown(); ret != gonvml.SUCCESS {
+		return fmt.Errorf("NVML shutdown: %w", ret)
+	}
+	return nil
+}
+
+func (l *library) Inventory() (Node, error) {
+	node := Node{Backend: l.backend}
+	if v, ret := l.lib.SystemGetDriverVersion(); ret == gonvml.SUCCESS {
+		node.Driver = v
+	}
+	count, ret := l.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		return Node{}, fmt.Errorf("NVML device count: %w", ret)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range count {
+		dev, ret := l.lib.DeviceGetHandleByIndex(i)
+		if ret != gonvml.SUCCESS {
+			// Under a device cgroup NVML may count GPUs it may not open:
+			// they belong to another job, so they are skipped, not fatal.
+			node.Warnings = append(node.Warnings, fmt.Sprintf("NVML GPU %d skipped: %v", i, ret))
+			continue
+		}
+		g, err := l.describe(dev, i)
+		if err != nil {
+			node.Warnings = append(node.Warnings, fmt.Sprintf("NVML GPU %d skipped: %v", i, err))
+			continue
+		}
+		l.handles[g.UUID] = dev
+		g.MIG, node.Warnings = l.migDevices(dev, g, node.Warnings)
+		node.GPUs = append(node.GPUs, g)
+	}
+	sortByBus(node.GPUs)
+	return node, nil
+}
+
+func (l *library) describe(dev gonvml.Device, index int) (GPU, error) {
+	uuid, ret := dev.GetUUID()
+	if ret != gonvml.SUCCESS {
+		return GPU{}, fmt.Errorf("uuid: %w", ret)
+	}
+	pci, ret := dev.GetPciInfo()
+	if ret != gonvml.SUCCESS {
+		return GPU{}, fmt.Errorf("PCI info: %w", ret)
+	}
+	bus, err := NormalizeBusID(cString(pci.BusId[:]))
+	if err != nil {
+		return GPU{}, err
+	}
+	g := GPU{UUID: uuid, BusID: bus, Index: index, Minor: -1, NUMANode: -1}
+	if name, ret := dev.GetName(); ret == gonvml.SUCCESS {
+		g.Name = name
+	}
+	if minor, ret := dev.GetMinorNumber(); ret == gonvml.SUCCESS {
+		g.Minor = minor
+	}
+	if mem, ret := dev.GetMemoryInfo(); ret == gonvml.SUCCESS {
+		g.MemoryBytes = mem.Total
+	}
+	// NVML's memory affinity is the CPU-side node; GetNumaNodeId is not
+	// used because on coherent platforms (Grace) it names the GPU's own
+	// memory node, where host allocations must not be bound.
+	if words, ret := dev.GetMemoryAffinity(64, gonvml.AFFINITY_SCOPE_NODE); ret == gonvml.SUCCESS {
+		if nodes := maskToSet(words); nodes.Size() == 1 {
+			g.NUMANode = nodes.Min()
+		}
+	}
+	if words, ret := dev.GetCpuAffinityWithinScope(l.maxCPUs, gonvml.AFFINITY_SCOPE_NODE); ret == gonvml.SUCCESS {
+		g.LocalCPUs = maskToSet(words)
+	}
+	if g.NUMANode < 0 || g.LocalCPUs.IsEmpty() {
+		numa, cpus := sysfsLocality(l.sysfs, bus)
+		if g.NUMANode < 0 {
+			g.NUMANode = numa
+		}
+		if g.LocalCPUs.IsEmpty() {
+			g.LocalCPUs = cpus
+		}
+	}
+	return g, nil
+}
+
+func (l *library) migDevices(dev gonvml.Device, parent GPU, warnings []string) ([]GPU, []string) {
+	current, _, ret := dev.GetMigMode()
+	if ret != gonvml.SUCCESS || current != gonvml.DEVICE_MIG_ENABLE {
+		return nil, warnings
+	}
+	n, ret := dev.GetMaxMigDeviceCount()
+	if ret != gonvml.SUCCESS {
+		return nil, append(warnings, fmt.Sprintf("GPU %s: MIG device count: %v", parent.UUID, ret))
+	}
+	var out []GPU
+	for j := range n {
+		mig, ret := dev.GetMigDeviceHandleByIndex(j)
+		if ret != gonvml.SUCCESS {
+			continue // an unpopulated MIG slot
+		}
+		uuid, ret := mig.GetUUID()
+		if ret != gonvml.SUCCESS {
+			continue
+		}
+		m := GPU{UUID: uuid, BusID: parent.BusID, Index: parent.Index, Minor: parent.Minor,
+			NUMANode: parent.NUMANode, LocalCPUs: parent.LocalCPUs, Parent: parent.UUID}
+		if name, ret := mig.GetName(); ret == gonvml.SUCCESS {
+			m.Name = name
+		}
+		if mem, ret := mig.GetMemoryInfo(); ret == gonvml.SUCCESS {
+			m.MemoryBytes = mem.Total
+		}
+		l.handles[uuid] = mig
+		out = append(out, m)
+	}
+	return out, warnings
+}
+
+func (l *library) Usage(uuids []string) ([]Usage, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Usage, 0, len(uuids))
+	var errs []error
+	for _, id := range uuids {
+		dev, ok := l.handles[id]
+		if !ok {
+			errs = append(errs, fmt.Errorf("GPU %s is not in the inventory", id))
+			continue
+		}
+		u := Usage{UUID: id, Utilization: -1}
+		if r, ret := dev.GetUtilizationRates(); ret == gonvml.SUCCESS {
+			u.Utilization = int(r.Gpu)
+		}
+		if m, ret := dev.GetMemoryInfo(); ret == gonvml.SUCCESS {
+			u.MemoryUsed = m.Used
+		}
+		if procs, ret := dev.GetComputeRunningProcesses(); ret == gonvml.SUCCESS {
+			for _, p := range procs {
+				u.Processes = append(u.Processes, GPUProcess{PID: int(p.Pid), MemoryUsed: p.UsedGpuMemory})
+			}
+		}
+		out = append(out, u)
+	}
+	return out, errors.Join(errs...)
+}
+
+// maskToSet decodes NVML's affinity words: bit b of word w is id w*64+b
+// (the words are C unsigned longs, 64 bits on every platform gpulaunch
+// supports).
+func maskToSet(words []uint) cpuset.Set {
+	var ids []int
+	for w, word := range words {
+		for b := 0; b < 64; b++ {
+			if uint64(word)&(1<<b) != 0 {
+				ids = append(ids, w*64+b)
+			}
+		}
+	}
+	return cpuset.New(ids...)
+}
+
+func cString(b []int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}
+
+// simulatedSource builds a go-nvml mock server for a described node and
+// reads it through the same adapter as real NVML, so simulated runs
+// exercise the real code path. The mock fakes identity and memory only;
+// the topology (PCI addresses, NUMA, CPU affinity), telemetry and
+// deterministic UUIDs come from the description.
+func simulatedSource(t Topology) (Source, error) {
+	if t.Mock == "" {
+		return staticSource{node: t.Node("simulated " + t.Name)}, nil
+	}
+	var srv *server.Server
+	switch t.Mock {
+	case "dgxa100":
+		srv = dgxa100.New()
+	case "dgxh100":
+		srv = dgxh100.New()
+	case "dgxh200":
+		srv = dgxh200.New()
+	case "dgxb200":
+		srv = dgxb200.New()
+	default:
+		return nil, fmt.Errorf("simulated node %s: unknown go-nvml mock %q", t.Name, t.Mock)
+	}
+	want := t.Node("")
+	if len(srv.Devices) != len(t.GPUs) {
+		return nil, fmt.Errorf("simulated node %s: mock %s has %d GPUs, the description %d",
+			t.Name, t.Mock, len(srv.Devices), len(t.GPUs))
+	}
+	// The description is in PCI order already; the mock's index i becomes
+	// the i-th GPU of the description.
+	byIndex := make([]GPU, len(t.GPUs))
+	for _, g := range want.GPUs {
+		byIndex[g.Index] = g
+	}
+	for i, d := range srv.Devices {
+		dev := d.(*server.Device)
+		g := byIndex[i]
+		dev.UUID = g.UUID
+		dev.PciBusID = g.BusID // keeps DeviceGetHandleByPciBusId consistent
+		busID, numa, cpus := g.BusID, g.NUMANode, g.LocalCPUs
+		dev.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
+			var p gonvml.PciInfo
+			nvmlForm := "0000" + strings.ToUpper(busID) // NVML's 8-digit domain
+			for k := 0; k < len(nvmlForm) && k < len(p.BusId)-1; k++ {
+				p.BusId[k] = int8(nvmlForm[k])
+			}
+			p.PciDeviceId = dev.Config.PciDeviceId
+			return p, gonvml.SUCCESS
+		}
+		dev.GetMemoryAffinityFunc = func(n int, _ gonvml.AffinityScope) ([]uint, gonvml.Return) {
+			if numa < 0 {
+				return nil, gonvml.ERROR_NOT_SUPPORTED
+			}
+			return setToMask(cpuset.New(numa), n), gonvml.SUCCESS
+		}
+		dev.GetCpuAffinityWithinScopeFunc = func(n int, _ gonvml.AffinityScope) ([]uint, gonvml.Return) {
+			return setToMask(cpus, n), gonvml.SUCCESS
+		}
+		dev.GetCpuAffinityFunc = func(n int) ([]uint, gonvml.Return) { return setToMask(cpus, n), gonvml.SUCCESS }
+		dev.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return numa, gonvml.SUCCESS }
+		dev.GetMigModeFunc = func() (int, int, gonvml.Return) {
+			return gonvml.DEVICE_MIG_DISABLE, gonvml.DEVICE_MIG_DISABLE, gonvml.SUCCESS
+		}
+		dev.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) { return gonvml.Utilization{}, gonvml.SUCCESS }
+		dev.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return nil, gonvml.SUCCESS }
+	}
+	srv.DriverVersion = t.Driver
+	lib := newLibrary(srv, "simulated "+t.Name+" (go-nvml mock "+t.Mock+")", nil, maxID(want.CPUs)+1)
+	return &simulated{library: lib, cpus: want.CPUs}, nil
+}
+
+// simulated adds the described CPU layout, which NVML does not report.
+type simulated struct {
+	*library
+	cpus []CPU
+}
+
+func (s *simulated) Inventory() (Node, error) {
+	n, err := s.library.Inventory()
+	n.CPUs = s.cpus
+	return n, err
+}
+
+func setToMask(s cpuset.Set, n int) []uint {
+	ids := s.List()
+	size := max((n+63)/64, 1)
+	if len(ids) > 0 {
+		size = max(size, ids[len(ids)-1]/64+1)
+	}
+	words := make([]uint, size)
+	for _, id := range ids {
+		words[id/64] |= 1 << (id % 64)
+	}
+	return words
+}
+
+func maxID(cpus []CPU) int {
+	m := 0
+	for _, c := range cpus {
+		m = max(m, c.ID)
+	}
+	return m
+}

@@ -1,0 +1,187 @@
+package nvml
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestNormalizeBusID(t *testing.T) {
+	cases := map[string]string{
+		"00000000:3B:00.0":     "0000:3b:00.0",
+		"0000:3B:00.0":         "0000:3b:00.0",
+		"0000:3b:00.0\n":       "0000:3b:00.0",
+		"3b:00.0":              "0000:3b:00.0",
+		"00000001:07:1F.7":     "0001:07:1f.7",
+		"00010000:01:00.0":     "00010000:01:00.0",
+		"0000:3b:00.0\x00\x00": "0000:3b:00.0",
+	}
+	for in, want := range cases {
+		if got, err := NormalizeBusID(in); err != nil || got != want {
+			t.Errorf("NormalizeBusID(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "3b", "zz:00.0", "0000:3b:00.9", "0000:3b:40.0", "1:2:3:4"} {
+		if _, err := NormalizeBusID(bad); err == nil {
+			t.Errorf("NormalizeBusID(%q) accepted", bad)
+		}
+	}
+}
+
+// TestSimulatedNodes reads every built-in node through the backend a user
+// gets (the go-nvml mock adapter with cgo, the description without) and
+// checks it against its description.
+func TestSimulatedNodes(t *testing.T) {
+	for _, name := range SimulatedNames() {
+		t.Run(name, func(t *testing.T) {
+			desc, err := BuiltinTopology(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := Open(Options{Simulate: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			node, err := src.Inventory()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := desc.Node("")
+			if len(node.GPUs) != len(want.GPUs) || len(node.CPUs) != len(want.CPUs) {
+				t.Fatalf("%d GPUs %d CPUs, want %d %d", len(node.GPUs), len(node.CPUs), len(want.GPUs), len(want.CPUs))
+			}
+			for i, g := range node.GPUs {
+				w := want.GPUs[i]
+				if g.UUID != w.UUID || g.BusID != w.BusID || g.NUMANode != w.NUMANode || !g.LocalCPUs.Equal(w.LocalCPUs) || g.MemoryBytes == 0 {
+					t.Errorf("GPU %d = %+v, want %+v", i, g, w)
+				}
+			}
+			if node.Driver == "" || !strings.Contains(node.Backend, name) {
+				t.Errorf("backend %q driver %q", node.Backend, node.Driver)
+			}
+		})
+	}
+}
+
+func TestSimulatedDGXA100Locality(t *testing.T) {
+	src, err := Open(Options{Simulate: "dgx-a100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := src.Inventory()
+	// NVIDIA's DGX A100 map: GPU 0 (bus 07) on NUMA 2, cores 32-47 + SMT siblings.
+	if g := node.GPUs[0]; g.BusID != "0000:07:00.0" || g.NUMANode != 2 || g.LocalCPUs.String() != "32-47,160-175" {
+		t.Fatalf("GPU 0 = %+v", g)
+	}
+	if again, _ := Open(Options{Simulate: "dgx-a100"}); again != nil {
+		n2, _ := again.Inventory()
+		if n2.GPUs[3].UUID != node.GPUs[3].UUID {
+			t.Fatal("simulated UUIDs are not deterministic")
+		}
+	}
+}
+
+func TestTopologyFileErrors(t *testing.T) {
+	cases := map[string]string{
+		`{"gpus": []}`: "no CPUs",
+		`{"cpu_layout": {"sockets": 0, "numa_per_socket": 1, "cores_per_numa": 1, "threads_per_core": 1}, "gpus": []}`:                                            "must all be >= 1",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1, "smt": "odd"}, "gpus": []}`:                              "smt",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "nope"}]}`:                             "PCI address",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "numa": 3}]}`:               "numa node 3 has no CPUs",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0"}, {"pci": "0000:01:00.0"}]}`: "appears twice",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "uuid": "abc"}]}`:           "GPU-",
+		`{"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0}, {"cpu": 0, "core": 0, "socket": 0, "numa": 0}], "gpus": []}`:                                    "listed twice",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [], "colour": 1}`:                               "unknown field",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "local_cpus": "3-1"}]}`:     "local_cpus",
+	}
+	for doc, want := range cases {
+		if _, err := ParseTopology([]byte(doc), "t.json"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTopology(%s) err = %v, want %q", doc, err, want)
+		}
+	}
+	if _, err := Open(Options{Simulate: "dgx-z900"}); err == nil || !strings.Contains(err.Error(), "known: dgx-a100") {
+		t.Errorf("unknown simulated node: %v", err)
+	}
+}
+
+func TestTopologyLayouts(t *testing.T) {
+	doc := `{"name": "n", "cpu_layout": {"sockets": 1, "numa_per_socket": 2, "cores_per_numa": 2, "threads_per_core": 2, "smt": "adjacent"},
+	  "gpus": [{"pci": "0000:81:00.0", "numa": 1, "mig": [{"uuid": "MIG-1"}]}, {"pci": "0000:01:00.0", "numa": -1}]}`
+	top, err := ParseTopology([]byte(doc), "n.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := top.Node("file")
+	// adjacent SMT: core 2 (NUMA 1) has CPUs 4,5.
+	if node.CPUs[5].Core != 4 || node.CPUs[5].NUMA != 1 {
+		t.Fatalf("cpu 5 = %+v", node.CPUs[5])
+	}
+	if g := node.GPUs[1]; g.BusID != "0000:81:00.0" || g.LocalCPUs.String() != "4-7" || len(g.MIG) != 1 || g.MIG[0].Parent != g.UUID {
+		t.Fatalf("GPU sorted second = %+v", g)
+	}
+	if g := node.GPUs[0]; g.NUMANode != -1 || !g.LocalCPUs.IsEmpty() {
+		t.Fatalf("unknown-NUMA GPU = %+v", g)
+	}
+	if got := len(node.Flatten()); got != 2 {
+		t.Fatalf("Flatten gave %d devices, want the plain GPU and one MIG device", got)
+	}
+}
+
+func TestSysfsBackend(t *testing.T) {
+	info := "Model:           NVIDIA H100 80GB HBM3\nIRQ: 1\nGPU UUID:        GPU-11111111-2222-3333-4444-555555555555\nBus Location:    0000:18:00.0\nDevice Minor:    1\n"
+	root := fstest.MapFS{
+		"proc/driver/nvidia/gpus/0000:18:00.0/information": {Data: []byte(info)},
+		"proc/driver/nvidia/gpus/0000:2a:00.0/information": {Data: []byte(strings.NewReplacer("18:00", "2a:00", "1111", "2222", "Minor:    1", "Minor:    0").Replace(info))},
+		"sys/bus/pci/devices/0000:18:00.0/numa_node":       {Data: []byte("0\n")},
+		"sys/bus/pci/devices/0000:18:00.0/local_cpulist":   {Data: []byte("0-55,112-167\n")},
+		"sys/bus/pci/devices/0000:2a:00.0/numa_node":       {Data: []byte("-1\n")},
+	}
+	// A device cgroup denies /dev/nvidia0: open fails with EPERM.
+	src, _ := Open(Options{Root: root, ProbeDevice: func(minor int) error {
+		if minor == 0 {
+			return fmt.Errorf("open /dev/nvidia0: %w", fs.ErrPermission)
+		}
+		return nil
+	}})
+	node, err := src.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Backend != "sysfs" && !strings.Contains(node.Backend, "nvml") {
+		t.Fatalf("backend %q", node.Backend)
+	}
+	if node.Backend != "sysfs" {
+		t.Skip("a real NVML library is present; the sysfs fallback is not used")
+	}
+	if len(node.GPUs) != 2 {
+		t.Fatalf("GPUs %+v", node.GPUs)
+	}
+	g0, g1 := node.GPUs[0], node.GPUs[1]
+	if g0.Minor != 1 || g0.NUMANode != 0 || g0.LocalCPUs.String() != "0-55,112-167" || g0.Hidden || g0.Name != "NVIDIA H100 80GB HBM3" {
+		t.Fatalf("GPU 0 = %+v", g0)
+	}
+	if g1.NUMANode != -1 || !g1.Hidden {
+		t.Fatalf("GPU 1 = %+v, want numa -1 and hidden by the device cgroup", g1)
+	}
+	if !strings.Contains(strings.Join(node.Warnings, " "), "without utilisation telemetry") {
+		t.Fatalf("warnings %q", node.Warnings)
+	}
+}
+
+func TestNoGPUMachine(t *testing.T) {
+	src, err := Open(Options{Root: fstest.MapFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := src.Inventory()
+	if node.Backend == "sysfs" && (len(node.GPUs) != 0 || !strings.Contains(strings.Join(node.Warnings, " "), "no NVIDIA GPU")) {
+		t.Fatalf("node %+v", node)
+	}
+	if _, err := src.Usage(nil); node.Backend == "sysfs" && !errors.Is(err, ErrNoTelemetry) {
+		t.Fatalf("Usage err = %v", err)
+	}
+}

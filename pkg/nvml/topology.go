@@ -1,0 +1,252 @@
+package nvml
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+)
+
+// Topology is a node described in JSON: the format of `--simulate FILE` and
+// of the built-in simulated nodes (nodes/*.json). docs/topology.md is its
+// reference.
+type Topology struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Driver      string `json:"driver,omitempty"`
+	// Mock names the go-nvml mock server a simulated node is built on
+	// (dgxa100, dgxh100, dgxh200, dgxb200); empty for plain descriptions.
+	Mock string `json:"mock,omitempty"`
+	// Layout generates the CPU list from counts; CPUList lists CPUs one by
+	// one. Exactly one of them is given.
+	Layout  *CPULayout    `json:"cpu_layout,omitempty"`
+	CPUList []CPU         `json:"cpus,omitempty"`
+	GPUs    []TopologyGPU `json:"gpus"`
+}
+
+// CPULayout is a regular node: Sockets × NUMAPerSocket × CoresPerNUMA cores,
+// ThreadsPerCore hardware threads each.
+type CPULayout struct {
+	Sockets        int `json:"sockets"`
+	NUMAPerSocket  int `json:"numa_per_socket"`
+	CoresPerNUMA   int `json:"cores_per_numa"`
+	ThreadsPerCore int `json:"threads_per_core"`
+	// SMT is how Linux numbers the threads: "blocked" (x86 default: all
+	// first threads, then all second threads) or "adjacent" (siblings have
+	// consecutive ids, as on POWER and some BIOS settings).
+	SMT string `json:"smt,omitempty"`
+}
+
+// TopologyGPU is one GPU of a described node.
+type TopologyGPU struct {
+	Name      string `json:"name,omitempty"`
+	UUID      string `json:"uuid,omitempty"` // default: derived from the node name and position
+	PCI       string `json:"pci"`
+	NUMA      *int   `json:"numa"`                 // null or -1: unknown
+	LocalCPUs string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
+	MemoryMiB uint64 `json:"memory_mib,omitempty"`
+	Minor     *int   `json:"minor,omitempty"` // default: position
+	MIG       []struct {
+		UUID      string `json:"uuid"`
+		Name      string `json:"name,omitempty"`
+		MemoryMiB uint64 `json:"memory_mib,omitempty"`
+	} `json:"mig,omitempty"`
+}
+
+//go:embed nodes/*.json
+var builtinNodes embed.FS
+
+// SimulatedNames lists the built-in simulated nodes.
+func SimulatedNames() []string {
+	entries, _ := builtinNodes.ReadDir("nodes")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	return names
+}
+
+// BuiltinTopology returns a built-in node description by name.
+func BuiltinTopology(name string) (Topology, error) {
+	data, err := builtinNodes.ReadFile(path.Join("nodes", name+".json"))
+	if err != nil {
+		return Topology{}, fmt.Errorf("no simulated node %q (known: %s; or give a topology file path)",
+			name, strings.Join(SimulatedNames(), ", "))
+	}
+	return ParseTopology(data, name)
+}
+
+// ReadTopologyFile reads and checks a topology file.
+func ReadTopologyFile(file string) (Topology, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Topology{}, fmt.Errorf("topology file: %w", err)
+	}
+	return ParseTopology(data, file)
+}
+
+// ParseTopology decodes and validates a description; origin names it in
+// errors.
+func ParseTopology(data []byte, origin string) (Topology, error) {
+	var t Topology
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
+	}
+	if t.Name == "" {
+		t.Name = strings.TrimSuffix(path.Base(origin), ".json")
+	}
+	if _, err := t.cpus(); err != nil {
+		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
+	}
+	if _, err := t.gpus(); err != nil {
+		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
+	}
+	return t, nil
+}
+
+// Node turns the description into an inventory without any NVML in
+// between (topology files, and simulated nodes in builds without cgo).
+func (t Topology) Node(backend string) Node {
+	cpus, _ := t.cpus()
+	gpus, _ := t.gpus()
+	return Node{Backend: backend, Driver: t.Driver, GPUs: gpus, CPUs: cpus}
+}
+
+func (t Topology) cpus() ([]CPU, error) {
+	switch {
+	case t.Layout != nil && t.CPUList != nil:
+		return nil, fmt.Errorf("give either cpu_layout or cpus, not both")
+	case t.CPUList != nil:
+		seen := map[int]bool{}
+		for _, c := range t.CPUList {
+			if c.ID < 0 || c.Core < 0 || c.Socket < 0 || c.NUMA < 0 {
+				return nil, fmt.Errorf("cpu %d: ids must be >= 0", c.ID)
+			}
+			if seen[c.ID] {
+				return nil, fmt.Errorf("cpu %d listed twice", c.ID)
+			}
+			seen[c.ID] = true
+		}
+		out := append([]CPU(nil), t.CPUList...)
+		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+		return out, nil
+	case t.Layout != nil:
+		return t.Layout.expand()
+	}
+	return nil, fmt.Errorf("no CPUs: give cpu_layout or cpus")
+}
+
+func (l CPULayout) expand() ([]CPU, error) {
+	if l.Sockets < 1 || l.NUMAPerSocket < 1 || l.CoresPerNUMA < 1 || l.ThreadsPerCore < 1 {
+		return nil, fmt.Errorf("cpu_layout: sockets, numa_per_socket, cores_per_numa and threads_per_core must all be >= 1")
+	}
+	cores := l.Sockets * l.NUMAPerSocket * l.CoresPerNUMA
+	if cores*l.ThreadsPerCore > cpuset.MaxID {
+		return nil, fmt.Errorf("cpu_layout: %d CPUs is more than %d", cores*l.ThreadsPerCore, cpuset.MaxID)
+	}
+	var out []CPU
+	for c := 0; c < cores; c++ {
+		numa := c / l.CoresPerNUMA
+		socket := numa / l.NUMAPerSocket
+		for th := 0; th < l.ThreadsPerCore; th++ {
+			var id, first int
+			switch l.SMT {
+			case "", "blocked":
+				id, first = th*cores+c, c
+			case "adjacent":
+				id, first = c*l.ThreadsPerCore+th, c*l.ThreadsPerCore
+			default:
+				return nil, fmt.Errorf("cpu_layout: smt %q is not blocked or adjacent", l.SMT)
+			}
+			out = append(out, CPU{ID: id, Core: first, Socket: socket, NUMA: numa})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (t Topology) gpus() ([]GPU, error) {
+	cpus, err := t.cpus()
+	if err != nil {
+		return nil, err
+	}
+	numaCPUs := map[int][]int{}
+	for _, c := range cpus {
+		numaCPUs[c.NUMA] = append(numaCPUs[c.NUMA], c.ID)
+	}
+	seen := map[string]bool{}
+	var out []GPU
+	for i, tg := range t.GPUs {
+		bus, err := NormalizeBusID(tg.PCI)
+		if err != nil {
+			return nil, fmt.Errorf("gpu %d: %w", i, err)
+		}
+		g := GPU{
+			UUID: tg.UUID, BusID: bus, Index: i, Minor: i, Name: tg.Name,
+			MemoryBytes: tg.MemoryMiB << 20, NUMANode: -1,
+		}
+		if g.UUID == "" {
+			g.UUID = DeterministicUUID(t.Name, i)
+		}
+		if !strings.HasPrefix(g.UUID, "GPU-") {
+			return nil, fmt.Errorf("gpu %d: uuid %q does not start with GPU-", i, g.UUID)
+		}
+		if tg.Minor != nil {
+			g.Minor = *tg.Minor
+		}
+		if tg.NUMA != nil && *tg.NUMA >= 0 {
+			if _, ok := numaCPUs[*tg.NUMA]; !ok {
+				return nil, fmt.Errorf("gpu %d: numa node %d has no CPUs in this description", i, *tg.NUMA)
+			}
+			g.NUMANode = *tg.NUMA
+		}
+		switch {
+		case tg.LocalCPUs != "":
+			if g.LocalCPUs, err = cpuset.Parse(tg.LocalCPUs); err != nil {
+				return nil, fmt.Errorf("gpu %d: local_cpus: %w", i, err)
+			}
+		case g.NUMANode >= 0:
+			g.LocalCPUs = cpuset.New(numaCPUs[g.NUMANode]...)
+		}
+		for j, m := range tg.MIG {
+			if !strings.HasPrefix(m.UUID, "MIG-") {
+				return nil, fmt.Errorf("gpu %d mig %d: uuid %q does not start with MIG-", i, j, m.UUID)
+			}
+			g.MIG = append(g.MIG, GPU{UUID: m.UUID, BusID: bus, Index: i, Minor: g.Minor, Name: m.Name,
+				MemoryBytes: m.MemoryMiB << 20, NUMANode: g.NUMANode, LocalCPUs: g.LocalCPUs, Parent: g.UUID})
+		}
+		for _, id := range append([]string{g.UUID, g.BusID}, migUUIDs(g)...) {
+			if seen[id] {
+				return nil, fmt.Errorf("gpu %d: %s appears twice", i, id)
+			}
+			seen[id] = true
+		}
+		out = append(out, g)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].BusID < out[j].BusID })
+	return out, nil
+}
+
+func migUUIDs(g GPU) []string {
+	var ids []string
+	for _, m := range g.MIG {
+		ids = append(ids, m.UUID)
+	}
+	return ids
+}
+
+// DeterministicUUID makes a stable, UUID-shaped GPU id for a described GPU,
+// so simulated runs are reproducible (go-nvml's mock draws random ones).
+func DeterministicUUID(node string, i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("gpulaunch/%s/%d", node, i)))
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
