@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
@@ -25,6 +26,7 @@ const (
 )
 
 func main() {
+	launcher.MaybeShim() // an instance's shim binds itself and execs the app here
 	a := &app{
 		stdout: os.Stdout, stderr: os.Stderr,
 		env:  binding.EnvFromList(os.Environ()),
@@ -67,8 +69,11 @@ func (a *app) main(args []string) int {
 	}
 	msg := strings.TrimSpace(err.Error())
 	fmt.Fprintf(a.stderr, "gpulaunch: error: %s\n", strings.ReplaceAll(msg, "\n", " "))
-	if _, ok := err.(usageError); ok {
+	switch e := err.(type) {
+	case usageError:
 		return exitUsage
+	case commandError:
+		return e.code
 	}
 	return exitError
 }
@@ -80,10 +85,12 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
 func (a *app) dispatch(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(a.stderr, topUsage)
+		io.WriteString(a.stderr, topUsage)
 		return usagef("no command: run `gpulaunch info`, `gpulaunch plan -n N` or `gpulaunch --help`")
 	}
 	switch args[0] {
+	case "run":
+		return a.run(args[1:])
 	case "info":
 		return a.info(args[1:])
 	case "plan":
@@ -92,10 +99,13 @@ func (a *app) dispatch(args []string) error {
 		fmt.Fprintf(a.stdout, "gpulaunch %s\n", version)
 		return nil
 	case "help", "-h", "--help":
-		fmt.Fprint(a.stdout, topUsage)
+		io.WriteString(a.stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: run `gpulaunch --help` for the commands", args[0])
+	if strings.HasPrefix(args[0], "-") {
+		return a.run(args) // gpulaunch -n 4 -- app
+	}
+	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
 }
 
 // discover opens the backend and reconciles the allocation.
@@ -126,17 +136,21 @@ func (a *app) discover(simulate string) (binding.Allocation, error) {
 const topUsage = `gpulaunch — run N pinned copies of a program on the GPUs of a Slurm allocation
 
 Usage:
+  gpulaunch [run] -n N [-G G] [-c C] [-l] [-K] [flags] -- COMMAND [ARGS…]
   gpulaunch info [--json] [--simulate NODE|FILE]
   gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
   gpulaunch version
 
 Commands:
+  run      (the default) start N instances of COMMAND, each pinned to its slot,
+           and supervise them until every one exits; 'gpulaunch run --help'
   info     what this process was given: GPUs (by UUID and PCI address), CPUs,
            NUMA nodes, memory limit, Slurm and MPI context, and warnings
   plan     where each of N instances would go: its GPU(s), CPU set and memory
            policy, nothing started
 
 Examples:
+  gpulaunch -n 4 -l -- python train.py --shard %t
   gpulaunch info                              # in salloc, srun --pty or a tmux pane
   gpulaunch plan -n 4                         # one GPU per instance, NUMA-local CPUs
   gpulaunch plan -n 4 -G 2 --simulate dgx-h100 --json

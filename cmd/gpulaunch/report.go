@@ -46,8 +46,10 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 	return false, nil
 }
 
-func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) {
-	level := zap.WarnLevel
+func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
+
+// loggerAt builds the logger; level is the default without -v.
+func (c commonFlags) loggerAt(w io.Writer, level zapcore.Level) (*zap.Logger, error) {
 	if c.verbose {
 		level = zap.DebugLevel
 	}
@@ -63,8 +65,27 @@ func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) {
 	default:
 		return nil, usagef("--log-format %q: use console or json", c.logFormat)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level)).Named("gpulaunch"), nil
+	core := zapcore.NewCore(enc, zapcore.AddSync(w), level)
+	if c.logFormat == "console" {
+		core = messageOnly{core}
+	}
+	return zap.New(core).Named("gpulaunch"), nil
 }
+
+// messageOnly drops structured fields from console logs: the message is
+// already the human line, and the fields are for --log-format json.
+type messageOnly struct{ zapcore.Core }
+
+func (m messageOnly) With([]zapcore.Field) zapcore.Core { return m }
+
+func (m messageOnly) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if m.Enabled(e.Level) {
+		return ce.AddCore(e, m)
+	}
+	return ce
+}
+
+func (m messageOnly) Write(e zapcore.Entry, _ []zapcore.Field) error { return m.Core.Write(e, nil) }
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
 

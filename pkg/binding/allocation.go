@@ -30,6 +30,9 @@ type Allocation struct {
 	Driver   string `json:"driver,omitempty"`
 	// GPUs are this process's GPUs in the order CUDA numbers them.
 	GPUs []nvml.GPU `json:"gpus"`
+	// CUDAIndex maps a GPU's UUID to the ordinal CUDA gives it among the
+	// GPUs this process can open (PCI order), for apps that need integers.
+	CUDAIndex map[string]int `json:"-"`
 	// GPUReason says how GPUs was decided, in words for `info`.
 	GPUReason string `json:"gpu_reason"`
 	// DevicesConstrained: a device cgroup hides some of the node's GPUs, so
@@ -88,6 +91,10 @@ func Reconcile(w World) (Allocation, error) {
 			continue
 		}
 		openable = append(openable, g)
+	}
+	a.CUDAIndex = map[string]int{}
+	for i, g := range openable {
+		a.CUDAIndex[g.UUID] = i
 	}
 	a.GPUs, a.GPUReason = a.chooseGPUs(w, openable)
 	if len(w.Node.GPUs) == 0 {

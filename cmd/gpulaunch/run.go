@@ -1,0 +1,363 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+)
+
+const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
+
+Starts N copies of COMMAND, each on its own GPU(s), a NUMA-local CPU set and
+memory policy (see 'gpulaunch plan'), and supervises them until every one has
+exited. The exit status is srun's: 0 if all succeeded, 128 + the highest signal
+if any was killed by one, else the highest exit code.
+
+Examples:
+  gpulaunch -n 4 -- python train.py --shard %t      # %t: the instance number
+  gpulaunch -n 8 -l -K -- ./solver input.%t          # labelled output, stop all on a failure
+  gpulaunch -n 4 -o 'out/%j-%t.log' -- ./app         # one output file per instance
+  gpulaunch -n 2 -G 2 --gpu-visibility all -- ./app  # two GPUs each, all GPUs visible`
+
+// runFlags are run's own flags.
+type runFlags struct {
+	label         bool
+	output, error string
+	killOnBad     bool
+	wait          string
+	restarts      int
+	timeout       string
+	killWait      string
+	memPerTask    string
+	gpuIDs        string
+	visibility    string
+	dryRun        bool
+}
+
+func (r *runFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVarP(&r.label, "label", "l", false, "prefix every output line with its instance number")
+	fs.StringVarP(&r.output, "output", "o", "", "stdout file pattern per instance: %t instance, %j job, %s step, %N host, %n node index")
+	fs.StringVarP(&r.error, "error", "e", "", "stderr file pattern per instance (same patterns)")
+	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
+	fs.StringVarP(&r.wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
+	fs.IntVar(&r.restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
+	fs.StringVar(&r.timeout, "timeout", "", "end an instance that runs longer than this (e.g. 90s, 2h)")
+	fs.StringVar(&r.killWait, "kill-wait", "10s", "grace between TERM and KILL")
+	fs.StringVar(&r.memPerTask, "mem-per-task", "", "end an instance whose process tree uses more resident memory (e.g. 16G; plain numbers are MiB, as in Slurm)")
+	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers")
+	fs.StringVar(&r.visibility, "gpu-visibility", "own", "own: an instance sees its GPUs only; all: every GPU of the allocation, its own first (CUDA IPC, NCCL P2P)")
+	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
+}
+
+func (a *app) run(args []string) error {
+	var c commonFlags
+	var p planFlags
+	var rf runFlags
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetInterspersed(false) // everything after COMMAND is COMMAND's
+	c.register(fs)
+	p.register(fs)
+	rf.register(fs)
+	if done, err := a.parseFlags(fs, args, runUsage); done || err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 && !rf.dryRun {
+		return usagef("no command to run: gpulaunch -n N -- COMMAND [ARGS…]")
+	}
+	pol, err := rf.policy()
+	if err != nil {
+		return err
+	}
+	ids, vis := launcher.GPUIDs(rf.gpuIDs), launcher.Visibility(rf.visibility)
+	if ids != launcher.GPUIDsUUID && ids != launcher.GPUIDsIndex {
+		return usagef("--gpu-ids %q: use uuid or index", rf.gpuIDs)
+	}
+	if vis != launcher.VisibleOwn && vis != launcher.VisibleAll {
+		return usagef("--gpu-visibility %q: use own or all", rf.visibility)
+	}
+	log, err := c.loggerAt(a.stderr, zap.InfoLevel)
+	if err != nil {
+		return err
+	}
+	if !fs.Changed("ntasks") {
+		p.instances = -1 // decided from the allocation below
+	}
+	req, err := binding.Request{}, error(nil)
+	if p.instances >= 0 {
+		req, err = p.request(fs)
+	} else {
+		pol2, perr := binding.ParseMemPolicy(p.memBind)
+		req, err = binding.Request{GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol2, ShareGPUs: p.shareGPUs}, perr
+		if err != nil {
+			err = usageError{err.Error()}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	var path string
+	if len(argv) > 0 {
+		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {
+			return err
+		}
+	}
+	names := launcher.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}
+	for _, pat := range []string{rf.output, rf.error} {
+		if _, err := launcher.ExpandPattern(pat, 0, names); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	alloc, err := a.discover(c.simulate)
+	if err != nil {
+		return err
+	}
+	if req.Instances == 0 {
+		switch {
+		case req.GPUsPerInstance > 0 && len(alloc.GPUs) >= req.GPUsPerInstance:
+			req.Instances = len(alloc.GPUs) / req.GPUsPerInstance
+		default:
+			return usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
+		}
+	}
+	plan, err := binding.NewPlan(alloc, req)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if rf.dryRun {
+		writePlan(a.stdout, alloc, plan)
+		return nil
+	}
+	warnings := plan.Warnings
+	if req.GPUsPerInstance > 0 {
+		warnings = append(append([]string{}, alloc.Warnings...), warnings...)
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	bind := c.simulate == "" || a.hasCPUs(plan)
+	if !bind {
+		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
+	}
+	insts, err := a.instances(plan, alloc, argv, path, rf, ids, vis, names, bind)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the gpulaunch executable for the shim: %w", err)
+	}
+	outs, err := launcher.Run(launcher.Spec{
+		Instances: insts, Policy: pol, Label: rf.label, Log: log, Self: self,
+		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr),
+	})
+	if err != nil {
+		return err
+	}
+	launcher.WriteSummary(a.stderr, insts, outs)
+	if code := launcher.ExitCode(outs); code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []string, path string, rf runFlags,
+	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool) ([]launcher.Instance, error) {
+	keys := make([]string, 0, len(a.env))
+	for k := range a.env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	base := make([]string, 0, len(keys))
+	for _, k := range keys {
+		base = append(base, k+"="+a.env[k])
+	}
+	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex}
+	var insts []launcher.Instance
+	for _, s := range plan.Slots {
+		env, err := launcher.InstanceEnv(base, s, len(plan.Slots), opts)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		inst := launcher.Instance{Index: s.Index, Path: path, Args: launcher.ExpandArgs(argv, s.Index), Env: env}
+		if bind {
+			inst.Binding = launcher.Binding{CPUs: s.CPUs, MemPolicy: s.MemPolicy, MemNodes: s.MemNodes}
+		}
+		var gpus []string
+		for _, g := range s.GPUs {
+			gpus = append(gpus, g.BusID)
+		}
+		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
+		if rf.output != "" {
+			inst.Stdout, _ = launcher.ExpandPattern(rf.output, s.Index, names)
+		}
+		if rf.error != "" {
+			inst.Stderr, _ = launcher.ExpandPattern(rf.error, s.Index, names)
+		}
+		insts = append(insts, inst)
+	}
+	return insts, nil
+}
+
+// hasCPUs reports whether this process may run on every CPU the plan
+// uses: then a simulated or described node's binding can really be applied.
+func (a *app) hasCPUs(plan binding.Plan) bool {
+	status, err := fs.ReadFile(a.root, "proc/self/status")
+	if err != nil {
+		return false
+	}
+	mine, _, err := binding.ParseProcStatus(string(status))
+	if err != nil {
+		return false
+	}
+	for _, s := range plan.Slots {
+		if !s.CPUs.IsSubsetOf(mine) {
+			return false
+		}
+	}
+	return true
+}
+
+func (rf runFlags) policy() (launcher.Policy, error) {
+	p := launcher.Policy{KillOnBadExit: rf.killOnBad, Restarts: rf.restarts}
+	if rf.restarts < 0 {
+		return p, usagef("--restarts %d: cannot be negative", rf.restarts)
+	}
+	var err error
+	if p.WaitAfterFirst, err = parseDuration("--wait", rf.wait); err != nil {
+		return p, err
+	}
+	if p.Timeout, err = parseDuration("--timeout", rf.timeout); err != nil {
+		return p, err
+	}
+	if p.KillWait, err = parseDuration("--kill-wait", rf.killWait); err != nil {
+		return p, err
+	}
+	if p.KillWait == 0 {
+		return p, usagef("--kill-wait must be longer than 0: instances need a moment to stop")
+	}
+	if p.MemPerTask, err = parseSize("--mem-per-task", rf.memPerTask); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// parseDuration reads a Go duration ("90s", "1h30m") or plain seconds.
+func parseDuration(flag, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 {
+			return 0, usagef("%s %q: cannot be negative", flag, s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
+	}
+	if d < 0 {
+		return 0, usagef("%s %q: cannot be negative", flag, s)
+	}
+	return d, nil
+}
+
+// parseSize reads a memory size: K, M, G, T suffixes (binary), plain
+// numbers in MiB as Slurm's --mem.
+func parseSize(flag, s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := float64(1 << 20)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult, t = 1<<10, t[:len(t)-1]
+		case 'M':
+			mult, t = 1<<20, t[:len(t)-1]
+		case 'G':
+			mult, t = 1<<30, t[:len(t)-1]
+		case 'T':
+			mult, t = 1<<40, t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 || n*mult > 1<<62 {
+		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
+	}
+	return uint64(n * mult), nil
+}
+
+// commandError is a command that cannot be run: exit 127 or 126, like a shell.
+type commandError struct {
+	code int
+	msg  string
+}
+
+func (e commandError) Error() string { return e.msg }
+
+// lookPath resolves COMMAND as a shell would, against the PATH gpulaunch
+// was given, before anything starts.
+func lookPath(name, pathEnv string) (string, error) {
+	check := func(p string) error {
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return commandError{127, fmt.Sprintf("%s: no such file: nothing was started", p)}
+		case err != nil:
+			return commandError{126, fmt.Sprintf("%s: %v: nothing was started", p, err)}
+		case fi.IsDir():
+			return commandError{126, fmt.Sprintf("%s is a directory: nothing was started", p)}
+		case fi.Mode().Perm()&0o111 == 0:
+			return commandError{126, fmt.Sprintf("%s is not executable (chmod +x?): nothing was started", p)}
+		}
+		return nil
+	}
+	if strings.Contains(name, "/") {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return "", err
+		}
+		return abs, check(abs)
+	}
+	var denied error
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		err := check(p)
+		if err == nil {
+			return filepath.Abs(p)
+		}
+		if ce, ok := err.(commandError); ok && ce.code == 126 && denied == nil {
+			denied = err
+		}
+	}
+	if denied != nil {
+		return "", denied
+	}
+	return "", commandError{127, fmt.Sprintf("%s: command not found in PATH: nothing was started", name)}
+}
+
+func fileOf(w any, fallback *os.File) *os.File {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return fallback
+}

@@ -1,0 +1,590 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+)
+
+// The test binary is three programs: the shim (launcher.MaybeShim), the
+// gpulaunch CLI (GLTEST_MAIN=1), and the fake apps, chosen by argv
+// "gltest-helper NAME ARGS…" (argv, not env: instances inherit the env).
+func TestMain(m *testing.M) {
+	launcher.MaybeShim()
+	if len(os.Args) > 2 && os.Args[1] == "gltest-helper" {
+		os.Exit(helper(os.Args[2], os.Args[3:]))
+	}
+	if os.Getenv("GLTEST_MAIN") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+func instance() int { n, _ := strconv.Atoi(os.Getenv("GPULAUNCH_INSTANCE")); return n }
+
+// helper is the fake app.
+func helper(name string, args []string) int {
+	switch name {
+	case "exitn": // exit with args[instance]
+		n, _ := strconv.Atoi(args[instance()])
+		return n
+	case "report": // write what the instance sees to args[0].<instance>
+		status, _ := os.ReadFile("/proc/self/status")
+		numa, _ := os.ReadFile("/proc/self/numa_maps")
+		rep := map[string]string{"numa_maps_first": firstLine(string(numa))}
+		for _, l := range strings.Split(string(status), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && (k == "Cpus_allowed_list" || k == "Mems_allowed_list") {
+				rep[k] = strings.TrimSpace(v)
+			}
+		}
+		for _, kv := range os.Environ() {
+			rep["env:"+strings.SplitN(kv, "=", 2)[0]] = strings.SplitN(kv, "=", 2)[1]
+		}
+		rep["args"] = strings.Join(args[1:], " ")
+		b, _ := json.Marshal(rep)
+		_ = os.WriteFile(fmt.Sprintf("%s.%d", args[0], instance()), b, 0o644)
+		return 0
+	case "fail-after": // instance 0 exits args[1] after args[0] seconds; the others sleep
+		if instance() == 0 {
+			d, _ := time.ParseDuration(args[0])
+			time.Sleep(d)
+			n, _ := strconv.Atoi(args[1])
+			return n
+		}
+		time.Sleep(60 * time.Second)
+		return 0
+	case "count-and-fail": // append a line to args[0], exit 1
+		f, _ := os.OpenFile(args[0], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		fmt.Fprintln(f, "started")
+		f.Close()
+		return 1
+	case "sleep": // sleep args[0]; args[1] is a marker for /proc scans
+		d, _ := time.ParseDuration(args[0])
+		time.Sleep(d)
+		return 0
+	case "term-marker": // on TERM write args[0].<instance> and exit 0; instance args[1] ignores TERM
+		ignore, _ := strconv.Atoi(args[1])
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		fmt.Println("ready")
+		for range ch {
+			_ = os.WriteFile(fmt.Sprintf("%s.%d", args[0], instance()), []byte("TERM"), 0o644)
+			if instance() != ignore {
+				return 0
+			}
+		}
+		return 0
+	case "daemonize": // start a setsid'd sleeper through an intermediate and exit
+		cmd := exec.Command(os.Args[0], "gltest-helper", "spawn-setsid", args[0])
+		_ = cmd.Run()
+		return 0
+	case "spawn-setsid": // the intermediate: start the sleeper in its own session, exit at once
+		cmd := exec.Command(os.Args[0], "gltest-helper", "sleep", "60s", args[0])
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		_ = cmd.Start()
+		return 0
+	case "lines": // args[0] numbered lines "<instance>-<n>"
+		n, _ := strconv.Atoi(args[0])
+		w := bufio.NewWriterSize(os.Stdout, 4096)
+		for i := range n {
+			fmt.Fprintf(w, "%d-%d\n", instance(), i)
+		}
+		w.Flush()
+		return 0
+	case "bigline": // args[0] bytes of 'x', no newline
+		n, _ := strconv.Atoi(args[0])
+		_, _ = os.Stdout.Write(bytes.Repeat([]byte("x"), n))
+		return 0
+	case "alloc": // touch args[0] MiB and sleep
+		n, _ := strconv.Atoi(args[0])
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		time.Sleep(60 * time.Second)
+		return int(b[0]) - 1
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
+	return 99
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// gpulaunch runs the CLI as a child process.
+func gpulaunch(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "GLTEST_MAIN=1")
+	return cmd
+}
+
+func helperArgs(name string, args ...string) []string {
+	return append([]string{"--", os.Args[0], "gltest-helper", name}, args...)
+}
+
+func exitStatus(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// liveWithMarker lists living (not zombie) processes whose command line
+// holds marker: the truth, whatever gpulaunch believes.
+func liveWithMarker(marker string) []int {
+	var out []int
+	dir, _ := os.ReadDir("/proc")
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue
+		}
+		if bytes.Contains(cmdline, []byte(marker)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func marker(t *testing.T) string {
+	return fmt.Sprintf("glmark-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+// thisMachine writes a topology file of this machine's own CPUs with one
+// GPU per CPU, so a run binds for real and the child's /proc shows it.
+func thisMachine(t *testing.T) (file string, cpus []int) {
+	t.Helper()
+	status, _ := os.ReadFile("/proc/self/status")
+	set, _, err := binding.ParseProcStatus(string(status))
+	if err != nil || set.IsEmpty() {
+		t.Fatalf("reading this process's CPUs: %v", err)
+	}
+	var cpuList, gpus []string
+	for i, c := range set.List() {
+		cpuList = append(cpuList, fmt.Sprintf(`{"cpu": %d, "core": %d, "socket": 0, "numa": 0}`, c, c))
+		gpus = append(gpus, fmt.Sprintf(`{"pci": "0000:%02x:00.0", "numa": 0}`, i+1))
+	}
+	file = filepath.Join(t.TempDir(), "this-machine.json")
+	doc := fmt.Sprintf(`{"name": "this-machine", "cpus": [%s], "gpus": [%s]}`, strings.Join(cpuList, ","), strings.Join(gpus, ","))
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, set.List()
+}
+
+func TestRunBindsAndSetsEnvironment(t *testing.T) {
+	topo, cpus := thisMachine(t)
+	out := filepath.Join(t.TempDir(), "report")
+	args := append([]string{"-n", strconv.Itoa(len(cpus)), "--simulate", topo}, helperArgs("report", out, "shard-%t")...)
+	cmd := gpulaunch(t, args...)
+	cmd.Env = append(cmd.Env, "ROCR_VISIBLE_DEVICES=0,1", "GPU_DEVICE_ORDINAL=0,1", "RANK=5", "OMP_NUM_THREADS=")
+	cmd.Env = slicesDelete(cmd.Env, "OMP_NUM_THREADS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	uuids := map[string]bool{}
+	for i, c := range cpus {
+		var rep map[string]string
+		b, err := os.ReadFile(fmt.Sprintf("%s.%d", out, i))
+		if err != nil || json.Unmarshal(b, &rep) != nil {
+			t.Fatalf("instance %d wrote no report: %v", i, err)
+		}
+		if rep["Cpus_allowed_list"] != strconv.Itoa(c) {
+			t.Errorf("instance %d runs on CPUs %s, want %d", i, rep["Cpus_allowed_list"], c)
+		}
+		if !strings.Contains(rep["numa_maps_first"], "prefer:0") {
+			t.Errorf("instance %d memory policy: numa_maps %q, want prefer:0", i, rep["numa_maps_first"])
+		}
+		want := map[string]string{
+			"env:GPULAUNCH_INSTANCE": strconv.Itoa(i), "env:GPULAUNCH_NINSTANCES": strconv.Itoa(len(cpus)),
+			"env:LOCAL_RANK": strconv.Itoa(i), "env:RANK": strconv.Itoa(i), "env:WORLD_SIZE": strconv.Itoa(len(cpus)),
+			"env:CUDA_DEVICE_ORDER": "PCI_BUS_ID", "env:GPULAUNCH_CPUS": strconv.Itoa(c), "env:OMP_NUM_THREADS": "1",
+			"args": "shard-" + strconv.Itoa(i),
+		}
+		for k, v := range want {
+			if rep[k] != v {
+				t.Errorf("instance %d %s = %q, want %q", i, k, rep[k], v)
+			}
+		}
+		cvd := rep["env:CUDA_VISIBLE_DEVICES"]
+		if !strings.HasPrefix(cvd, "GPU-") || strings.Contains(cvd, ",") || uuids[cvd] || rep["env:GPULAUNCH_GPUS"] != cvd {
+			t.Errorf("instance %d CUDA_VISIBLE_DEVICES %q: want its own single UUID", i, cvd)
+		}
+		uuids[cvd] = true
+		for _, stale := range []string{"env:ROCR_VISIBLE_DEVICES", "env:GPU_DEVICE_ORDINAL"} {
+			if _, ok := rep[stale]; ok {
+				t.Errorf("instance %d still has %s", i, stale)
+			}
+		}
+	}
+}
+
+// lockedBuffer is written by os/exec's copier while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+func slicesDelete(env []string, kv string) []string {
+	var out []string
+	for _, e := range env {
+		if e != kv {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestRunGPUIDsAndVisibility(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	cmd := gpulaunch(t, append([]string{"-n", "2", "--simulate", "dgx-h100", "--gpu-ids", "index", "--gpu-visibility", "all"}, helperArgs("report", out)...)...)
+	cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES=4,5")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	for i, want := range []string{"4,5", "5,4"} {
+		var rep map[string]string
+		b, _ := os.ReadFile(fmt.Sprintf("%s.%d", out, i))
+		_ = json.Unmarshal(b, &rep)
+		if rep["env:CUDA_VISIBLE_DEVICES"] != want {
+			t.Errorf("instance %d CUDA_VISIBLE_DEVICES %q, want %q (own first, indices)", i, rep["env:CUDA_VISIBLE_DEVICES"], want)
+		}
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"all succeed", helperArgs("exitn", "0", "0", "0", "0"), 0},
+		{"highest code wins", helperArgs("exitn", "0", "3", "0", "7"), 7},
+		{"a signal beats codes: 128+SIGSEGV", []string{"--", "/bin/sh", "-c", `[ "$GPULAUNCH_INSTANCE" = 1 ] && kill -SEGV $$; exit 3`}, 139},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := gpulaunch(t, append([]string{"-n", "4", "-G", "0"}, tc.args...)...).CombinedOutput()
+			if got := exitStatus(err); got != tc.want {
+				t.Fatalf("exit %d, want %d\n%s", got, tc.want, b)
+			}
+		})
+	}
+}
+
+func TestRunCommandThatCannotRun(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "script.sh")
+	_ = os.WriteFile(notExec, []byte("#!/bin/sh\necho hi\n"), 0o644)
+	for _, tc := range []struct {
+		cmd   string
+		want  int
+		words string
+	}{
+		{"no-such-command-gltest", 127, "command not found"},
+		{"/nonexistent/app", 127, "no such file"},
+		{notExec, 126, "not executable"},
+		{t.TempDir(), 126, "is a directory"},
+	} {
+		b, err := gpulaunch(t, "-n", "2", "-G", "0", "--", tc.cmd).CombinedOutput()
+		if got := exitStatus(err); got != tc.want || !strings.Contains(string(b), tc.words) || strings.Contains(string(b), "started:") {
+			t.Errorf("%s: exit %d (want %d), output:\n%s", tc.cmd, got, tc.want, b)
+		}
+	}
+}
+
+func TestRunKillOnBadExit(t *testing.T) {
+	mk := marker(t)
+	begin := time.Now()
+	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-K", "--kill-wait", "2s"}, helperArgs("fail-after", "1s", "5", mk)...)...).CombinedOutput()
+	if got := exitStatus(err); got != 5 {
+		t.Fatalf("exit %d, want the failure's 5\n%s", got, b)
+	}
+	if elapsed := time.Since(begin); elapsed > 30*time.Second {
+		t.Fatalf("took %s: the others (sleeping 60 s) were not ended", elapsed)
+	}
+	if !strings.Contains(string(b), "kill-on-bad-exit") || len(liveWithMarker(mk)) > 0 {
+		t.Fatalf("output or leftovers wrong:\n%s", b)
+	}
+}
+
+func TestRunWaitAfterFirstExit(t *testing.T) {
+	begin := time.Now()
+	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-W", "2", "--kill-wait", "1s"}, helperArgs("fail-after", "0s", "0")...)...).CombinedOutput()
+	if got := exitStatus(err); got != 0 || time.Since(begin) > 30*time.Second {
+		t.Fatalf("exit %d after %s\n%s", got, time.Since(begin), b)
+	}
+	if strings.Count(string(b), "  wait\n") != 2 {
+		t.Fatalf("want two instances ended by --wait:\n%s", b)
+	}
+}
+
+func TestRunRestarts(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "starts")
+	b, err := gpulaunch(t, append([]string{"-n", "1", "-G", "0", "--restarts", "2"}, helperArgs("count-and-fail", count)...)...).CombinedOutput()
+	starts, _ := os.ReadFile(count)
+	if exitStatus(err) != 1 || strings.Count(string(starts), "started") != 3 {
+		t.Fatalf("exit %d, %d starts (want 1 and 3: first run + 2 restarts)\n%s", exitStatus(err), strings.Count(string(starts), "started"), b)
+	}
+	if !strings.Contains(string(b), "restarts in") {
+		t.Fatalf("restarts not logged:\n%s", b)
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	b, err := gpulaunch(t, append([]string{"-n", "1", "-G", "0", "--timeout", "1s"}, helperArgs("sleep", "60s")...)...).CombinedOutput()
+	if exitStatus(err) != 128+int(syscall.SIGTERM) || !strings.Contains(string(b), "timeout") {
+		t.Fatalf("exit %d\n%s", exitStatus(err), b)
+	}
+}
+
+func TestRunMemoryCap(t *testing.T) {
+	b, err := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "--mem-per-task", "64M", "--kill-wait", "1s"}, helperArgs("alloc", "200")...)...).CombinedOutput()
+	if exitStatus(err) != 128+int(syscall.SIGTERM) || strings.Count(string(b), "memory cap") < 2 {
+		t.Fatalf("exit %d\n%s", exitStatus(err), b)
+	}
+}
+
+func TestRunSignalsReachEveryInstance(t *testing.T) {
+	dir := t.TempDir()
+	mk := filepath.Join(dir, "term")
+	cmd := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-l", "--kill-wait", "1s"}, helperArgs("term-marker", mk, "3")...)...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "4 instances ready", func() bool { return strings.Count(out.String(), "ready") == 4 })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	for i := range 4 {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", mk, i)); err != nil {
+			t.Errorf("instance %d did not get SIGTERM", i)
+		}
+	}
+	if got := exitStatus(err); got != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit %d, want 137: instance 3 ignores TERM and is KILLed after --kill-wait\n%s", got, out.String())
+	}
+}
+
+func TestRunSIGKILLLeavesNothing(t *testing.T) {
+	mk := marker(t)
+	cmd := gpulaunch(t, append([]string{"-n", "3", "-G", "0"}, helperArgs("sleep", "60s", mk)...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// gpulaunch's own argv holds the marker too: 1 + 3 processes.
+	waitFor(t, "3 instances", func() bool { return len(liveWithMarker(mk)) == 4 })
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	time.Sleep(time.Second)
+	if left := liveWithMarker(mk); len(left) > 0 {
+		t.Fatalf("instances %v outlived a SIGKILLed gpulaunch", left)
+	}
+}
+
+func TestRunEndsDaemonizedGrandchild(t *testing.T) {
+	mk := marker(t)
+	b, err := gpulaunch(t, append([]string{"-n", "1", "-G", "0", "--kill-wait", "1s"}, helperArgs("daemonize", mk)...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if left := liveWithMarker(mk); len(left) > 0 {
+		t.Fatalf("the setsid'd grandchild %v outlived gpulaunch\n%s", left, b)
+	}
+	if !strings.Contains(string(b), "left behind") {
+		t.Fatalf("gpulaunch did not say it ended the leftover:\n%s", b)
+	}
+}
+
+func TestRunLabelledOutputIsWholeAndUntorn(t *testing.T) {
+	const n, lines = 8, 100000
+	cmd := gpulaunch(t, append([]string{"-n", strconv.Itoa(n), "-G", "0", "-l"}, helperArgs("lines", strconv.Itoa(lines))...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := make([]int, n)
+	for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		label, body, ok := strings.Cut(l, ": ")
+		inst, err1 := strconv.Atoi(label)
+		src, num, ok2 := strings.Cut(body, "-")
+		k, err2 := strconv.Atoi(num)
+		if !ok || !ok2 || err1 != nil || err2 != nil || src != label || inst >= n || k != next[inst] {
+			t.Fatalf("torn, mislabelled or out-of-order line %q", l)
+		}
+		next[inst]++
+	}
+	for i, c := range next {
+		if c != lines {
+			t.Fatalf("instance %d: %d lines, want %d", i, c, lines)
+		}
+	}
+}
+
+func TestRunLongLineWithoutNewline(t *testing.T) {
+	const size = 4 << 20
+	out, err := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "-l"}, helperArgs("bigline", strconv.Itoa(size))...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "0: " + strings.Repeat("x", size) + "\n"
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "1: "+strings.Repeat("x", size)+"\n") || len(out) != 2*len(want) {
+		t.Fatalf("output of %d bytes does not hold both 4 MiB lines intact", len(out))
+	}
+}
+
+// TestRunBoundedMemoryUnderSlowReader: gpulaunch applies backpressure
+// instead of buffering a fast writer's output.
+func TestRunBoundedMemoryUnderSlowReader(t *testing.T) {
+	cmd := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-l"}, helperArgs("lines", "2000000")...)...)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var peak int
+	buf := make([]byte, 4096)
+	for i := 0; ; i++ {
+		if _, err := pipe.Read(buf); err == io.EOF {
+			break
+		}
+		if i%64 == 0 {
+			time.Sleep(time.Millisecond) // a slow reader: ~256 KiB/ms at most
+			if rss := vmRSS(cmd.Process.Pid); rss > peak {
+				peak = rss
+			}
+		}
+		if i > 20000 { // enough to fill every pipe and buffer many times over
+			break
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	go io.Copy(io.Discard, pipe)
+	_ = cmd.Wait()
+	if peak == 0 || peak > 64<<20 {
+		t.Fatalf("gpulaunch peak RSS %d KiB under a slow reader, want under 64 MiB", peak>>10)
+	}
+	t.Logf("peak RSS %d KiB", peak>>10)
+}
+
+func vmRSS(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			kb, _ := strconv.Atoi(f[1])
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func TestRunOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	cmd := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "-o", filepath.Join(dir, "out-%j-%2t.log")}, helperArgs("lines", "3")...)...)
+	cmd.Env = append(cmd.Env, "SLURM_JOB_ID=77")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	for i := range 2 {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out-77-%02d.log", i)))
+		if err != nil || string(b) != fmt.Sprintf("%d-0\n%d-1\n%d-2\n", i, i, i) {
+			t.Fatalf("instance %d file: %q %v", i, b, err)
+		}
+	}
+}
+
+// TestRunBadInput: bad invocations stop before anything starts, with
+// one line naming what is wrong.
+func TestRunBadInput(t *testing.T) {
+	cases := []struct {
+		name  string
+		env   binding.Env
+		args  []string
+		words string
+	}{
+		{"no command", nil, []string{"-n", "2", "-G", "0"}, "no command to run"},
+		{"no -n and no GPU", nil, []string{"--", "true"}, "-n N is required"},
+		{"bad --wait", nil, []string{"-n", "1", "-G", "0", "-W", "soon", "--", "true"}, `--wait "soon": not a duration`},
+		{"negative --timeout", nil, []string{"-n", "1", "-G", "0", "--timeout", "-5", "--", "true"}, "cannot be negative"},
+		{"bad --timeout unit", nil, []string{"-n", "1", "-G", "0", "--timeout", "3 fortnights", "--", "true"}, "not a duration"},
+		{"zero --kill-wait", nil, []string{"-n", "1", "-G", "0", "--kill-wait", "0", "--", "true"}, "longer than 0"},
+		{"bad --mem-per-task", nil, []string{"-n", "1", "-G", "0", "--mem-per-task", "lots", "--", "true"}, "not a memory size"},
+		{"negative --mem-per-task", nil, []string{"-n", "1", "-G", "0", "--mem-per-task", "-4G", "--", "true"}, "not a memory size"},
+		{"negative --restarts", nil, []string{"-n", "1", "-G", "0", "--restarts", "-1", "--", "true"}, "cannot be negative"},
+		{"--restarts not a number", nil, []string{"-n", "1", "-G", "0", "--restarts", "x", "--", "true"}, `invalid argument "x"`},
+		{"bad output pattern", nil, []string{"-n", "1", "-G", "0", "-o", "out-%q", "--", "true"}, "%q is not one of"},
+		{"unfinished pattern", nil, []string{"-n", "1", "-G", "0", "-e", "err-%", "--", "true"}, "unfinished"},
+		{"pattern width too big", nil, []string{"-n", "1", "-G", "0", "-o", "o-%99t", "--", "true"}, "more than 10"},
+		{"bad --gpu-ids", nil, []string{"-n", "1", "-G", "0", "--gpu-ids", "name", "--", "true"}, "uuid or index"},
+		{"bad --gpu-visibility", nil, []string{"-n", "1", "-G", "0", "--gpu-visibility", "some", "--", "true"}, "own or all"},
+		{"bad --mem-bind", nil, []string{"-n", "1", "-G", "0", "--mem-bind", "interleave", "--", "true"}, "preferred, bind or none"},
+		{"more instances than GPUs", nil, []string{"-n", "9", "--simulate", "dgx-h100", "--", "true"}, "needs 9 GPU(s), the allocation has 8"},
+		{"unknown run flag", nil, []string{"-n", "1", "--frobnicate", "--", "true"}, "unknown flag: --frobnicate"},
+		{"CUDA_VISIBLE_DEVICES leaves too few GPUs", binding.Env{"CUDA_VISIBLE_DEVICES": "0,1"}, []string{"-n", "4", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 2"},
+		{"index ids need CUDA indices", binding.Env{"CUDA_VISIBLE_DEVICES": "GPU-nope"}, []string{"-n", "1", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 0"},
+		{"bad local rank env", binding.Env{"PMI_LOCAL_RANK": "-2"}, []string{"-n", "1", "-G", "0", "--", "true"}, "PMI_LOCAL_RANK"},
+		{"unknown first word", nil, []string{"python", "train.py"}, "gpulaunch -n N -- python"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := binding.Env{"PATH": os.Getenv("PATH")}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			_, stderr, code := runCLI(t, env, tc.args...)
+			last := strings.TrimSpace(stderr)
+			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+				last = last[i+1:]
+			}
+			if code != exitUsage || !strings.HasPrefix(last, "gpulaunch: error: ") || !strings.Contains(last, tc.words) {
+				t.Fatalf("exit %d, last line %q; want exit 2 and %q", code, last, tc.words)
+			}
+			if strings.Contains(stderr, "started:") {
+				t.Fatalf("something was started:\n%s", stderr)
+			}
+		})
+	}
+}

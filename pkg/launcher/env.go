@@ -1,0 +1,194 @@
+package launcher
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// GPUIDs is how an instance's CUDA_VISIBLE_DEVICES names its GPUs.
+type GPUIDs string
+
+// Ways of naming GPUs to the app.
+const (
+	// GPUIDsUUID: full UUIDs, immune to any renumbering (the default).
+	GPUIDsUUID GPUIDs = "uuid"
+	// GPUIDsIndex: integer ordinals as CUDA numbers the GPUs gpulaunch
+	// itself can open, for apps that parse CUDA_VISIBLE_DEVICES as numbers.
+	GPUIDsIndex GPUIDs = "index"
+)
+
+// Visibility is which GPUs an instance sees.
+type Visibility string
+
+// Visibility modes.
+const (
+	// VisibleOwn: only the instance's GPUs.
+	VisibleOwn Visibility = "own"
+	// VisibleAll: every GPU of the allocation, the instance's own first,
+	// so CUDA IPC and NCCL P2P between instances keep working.
+	VisibleAll Visibility = "all"
+)
+
+// EnvOptions shape every instance's environment.
+type EnvOptions struct {
+	IDs        GPUIDs
+	Visibility Visibility
+	// AllGPUs are the allocation's GPUs (for VisibleAll).
+	AllGPUs []nvml.GPU
+	// CUDAIndex maps a GPU UUID to its ordinal among the GPUs gpulaunch
+	// can open (for GPUIDsIndex).
+	CUDAIndex map[string]int
+}
+
+// replaced are variables gpulaunch sets for each instance; inherited
+// values (a leaked RANK, Slurm's vendor lists) are dropped first so they
+// cannot contradict the instance's own.
+var replaced = []string{
+	"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+	"LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE",
+}
+
+// InstanceEnv is the environment of instance slot.Index of n: the base
+// environment less stale GPU and rank variables, plus design.md's
+// contract. OMP_NUM_THREADS is set to the instance's CPU count unless the
+// user set it.
+func InstanceEnv(base []string, slot binding.Slot, n int, o EnvOptions) ([]string, error) {
+	drop := map[string]bool{}
+	for _, k := range replaced {
+		drop[k] = true
+	}
+	out := make([]string, 0, len(base)+16)
+	hasOMP := false
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if drop[k] || strings.HasPrefix(k, "GPULAUNCH_") {
+			continue
+		}
+		hasOMP = hasOMP || k == "OMP_NUM_THREADS"
+		out = append(out, kv)
+	}
+	gpus := slot.GPUs
+	if o.Visibility == VisibleAll {
+		gpus = ownFirst(slot.GPUs, o.AllGPUs)
+	}
+	ids := make([]string, 0, len(gpus))
+	for _, g := range gpus {
+		switch o.IDs {
+		case GPUIDsIndex:
+			i, ok := o.CUDAIndex[g.UUID]
+			if !ok {
+				return nil, fmt.Errorf("--gpu-ids index: %s has no CUDA index (MIG devices are named by UUID only)", g.UUID)
+			}
+			ids = append(ids, strconv.Itoa(i))
+		default:
+			ids = append(ids, g.UUID)
+		}
+	}
+	own := make([]string, len(slot.GPUs))
+	for i, g := range slot.GPUs {
+		own[i] = g.UUID
+	}
+	idx, size := strconv.Itoa(slot.Index), strconv.Itoa(n)
+	out = append(out,
+		"CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","),
+		"CUDA_DEVICE_ORDER=PCI_BUS_ID",
+		"GPULAUNCH_INSTANCE="+idx,
+		"GPULAUNCH_NINSTANCES="+size,
+		"GPULAUNCH_GPUS="+strings.Join(own, ","),
+		"GPULAUNCH_CPUS="+slot.CPUs.String(),
+		"LOCAL_RANK="+idx, "LOCAL_WORLD_SIZE="+size,
+		"RANK="+idx, "WORLD_SIZE="+size,
+	)
+	if !hasOMP && slot.CPUs.Size() > 0 {
+		out = append(out, "OMP_NUM_THREADS="+strconv.Itoa(slot.CPUs.Size()))
+	}
+	return out, nil
+}
+
+func ownFirst(own, all []nvml.GPU) []nvml.GPU {
+	seen := map[string]bool{}
+	out := append([]nvml.GPU(nil), own...)
+	for _, g := range own {
+		seen[g.UUID] = true
+	}
+	for _, g := range all {
+		if !seen[g.UUID] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Names are what output patterns expand to.
+type Names struct {
+	JobID, StepID, Host string
+	NodeIndex           int
+}
+
+// ExpandPattern expands an srun-style file pattern for an instance:
+// %t instance, %j job id, %s step id, %N host, %n node index, %% a
+// percent sign; a width may precede the letter (%3t is 007).
+func ExpandPattern(pattern string, instance int, nm Names) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
+			j++
+		}
+		if j >= len(pattern) {
+			return "", fmt.Errorf("pattern %q ends in an unfinished %%", pattern)
+		}
+		width := 0
+		if j > i+1 {
+			width, _ = strconv.Atoi(pattern[i+1 : j])
+			if width > 10 {
+				return "", fmt.Errorf("pattern %q: width %d is more than 10", pattern, width)
+			}
+		}
+		num := func(n int) string { return fmt.Sprintf("%0*d", width, n) }
+		switch pattern[j] {
+		case 't':
+			b.WriteString(num(instance))
+		case 'n':
+			b.WriteString(num(nm.NodeIndex))
+		case 'j':
+			b.WriteString(orNone(nm.JobID))
+		case 's':
+			b.WriteString(orNone(nm.StepID))
+		case 'N':
+			b.WriteString(nm.Host)
+		case '%':
+			b.WriteByte('%')
+		default:
+			return "", fmt.Errorf("pattern %q: %%%c is not one of %%t %%j %%s %%N %%n %%%%", pattern, pattern[j])
+		}
+		i = j
+	}
+	return b.String(), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// ExpandArgs replaces %t in the app's arguments with the instance index;
+// other percent signs are the app's own (printf formats) and stay.
+func ExpandArgs(args []string, instance int) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, "%t", strconv.Itoa(instance))
+	}
+	return out
+}

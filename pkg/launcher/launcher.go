@@ -1,0 +1,481 @@
+package launcher
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+)
+
+// Binding is what the shim applies before exec; empty CPUs: no affinity.
+type Binding struct {
+	CPUs      cpuset.Set
+	MemPolicy binding.MemPolicy
+	MemNodes  cpuset.Set
+}
+
+// Instance is one copy of the app, ready to start.
+type Instance struct {
+	Index   int
+	Path    string   // resolved executable
+	Args    []string // argv, argv[0] as the user gave it
+	Env     []string
+	Binding Binding
+	// Stdout and Stderr are file paths; "" writes to gpulaunch's own.
+	Stdout, Stderr string
+	// GPUs and CPUs describe the slot in logs and the summary.
+	GPUs, CPUs string
+}
+
+// Policy is how instances are supervised.
+type Policy struct {
+	// KillOnBadExit ends the others when one fails (srun -K).
+	KillOnBadExit bool
+	// WaitAfterFirst ends the others this long after the first exit (srun -W); 0: off.
+	WaitAfterFirst time.Duration
+	// Restarts is how often a failing instance is started again.
+	Restarts int
+	// Timeout ends an instance that runs longer; 0: none.
+	Timeout time.Duration
+	// KillWait is the grace between TERM and KILL.
+	KillWait time.Duration
+	// MemPerTask ends an instance whose process tree's RSS exceeds it; 0: none.
+	MemPerTask uint64
+}
+
+// Spec is a whole run.
+type Spec struct {
+	Instances []Instance
+	Policy    Policy
+	// Label prefixes every output line with "<instance>: ".
+	Label          bool
+	Stdout, Stderr *os.File
+	Log            *zap.Logger
+	// Self is the gpulaunch executable the shim runs from.
+	Self string
+}
+
+// Ended says why an instance stopped.
+type Ended string
+
+// Reasons an instance stopped other than by itself.
+const (
+	EndedItself    Ended = ""
+	EndedBadExit   Ended = "kill-on-bad-exit"
+	EndedWait      Ended = "wait"
+	EndedTimeout   Ended = "timeout"
+	EndedMemory    Ended = "memory cap"
+	EndedSignalled Ended = "signal to gpulaunch"
+)
+
+// Outcome is how one instance ended.
+type Outcome struct {
+	Index    int            `json:"instance"`
+	PID      int            `json:"pid"`
+	Restarts int            `json:"restarts"`
+	Wall     time.Duration  `json:"wall_ns"`
+	Code     int            `json:"exit_code"` // -1 when killed by a signal
+	Signal   syscall.Signal `json:"signal,omitempty"`
+	EndedBy  Ended          `json:"ended_by,omitempty"`
+	PeakRSS  uint64         `json:"peak_rss_bytes"`
+}
+
+// Status renders the outcome as srun would: "0", "7", "SIGSEGV".
+func (o Outcome) Status() string {
+	if o.Signal != 0 {
+		return signalName(o.Signal)
+	}
+	return fmt.Sprint(o.Code)
+}
+
+// ExitCode combines outcomes like srun: 128 + the highest signal if any
+// instance was killed by one, else the highest exit code. Instances that
+// gpulaunch itself ended because another failed (-K) or ended first (-W)
+// do not count: the run's code is the failure that caused it.
+func ExitCode(outs []Outcome) int {
+	sig, code := 0, 0
+	for _, o := range outs {
+		if o.EndedBy == EndedBadExit || o.EndedBy == EndedWait {
+			continue
+		}
+		if o.Signal != 0 {
+			sig = max(sig, int(o.Signal))
+		} else {
+			code = max(code, o.Code)
+		}
+	}
+	if sig > 0 {
+		return 128 + sig
+	}
+	return code
+}
+
+type exitEvent struct {
+	idx, pid int
+	ws       syscall.WaitStatus
+}
+
+type instState struct {
+	pid      int // 0 when not running
+	started  time.Time
+	restarts int
+	endedBy  Ended
+	timer    *time.Timer
+	out      Outcome
+	done     bool
+	pending  bool // a restart is scheduled
+}
+
+// Run starts every instance and supervises them until each has exited
+// and everything they left behind is reaped. It returns the outcomes in
+// instance order.
+func Run(spec Spec) ([]Outcome, error) {
+	log := spec.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p := spec.Policy
+	if p.KillWait <= 0 {
+		p.KillWait = 10 * time.Second
+	}
+	r := newReaper()
+	defer r.stop()
+	sigCh := make(chan os.Signal, 16)
+	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigCh)
+
+	n := len(spec.Instances)
+	st := make([]instState, n)
+	exitCh := make(chan exitEvent, n)
+	restartCh := make(chan int, n)
+	timeoutCh := make(chan exitEvent, n)
+	killCh := make(chan exitEvent, n)
+	var outputs sync.WaitGroup
+	stdoutMux := &lineMux{w: spec.Stdout}
+	stderrMux := &lineMux{w: spec.Stderr}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+
+	start := func(i int) error {
+		inst := spec.Instances[i]
+		label := fmt.Sprintf("%d: ", inst.Index)
+		restart := st[i].restarts > 0
+		outF, outR, err := openOutput(inst.Stdout, spec.Stdout, spec.Label, restart)
+		if err != nil {
+			return err
+		}
+		errF, errR, err := openOutput(inst.Stderr, spec.Stderr, spec.Label, restart)
+		if err != nil {
+			outF.Close()
+			return err
+		}
+		argv := shimArgs(spec.Self, inst.Binding, os.Getpid(), inst.Path, inst.Args)
+		pid, status, err := r.start(func() (int, error) {
+			return syscall.ForkExec(spec.Self, argv, &syscall.ProcAttr{
+				Env:   inst.Env,
+				Files: []uintptr{devnull.Fd(), outF.Fd(), errF.Fd()},
+				// Own process group: signals go to the whole instance.
+				// Parent-death signal: instances die with gpulaunch, even
+				// when it is SIGKILLed.
+				Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+			})
+		})
+		closeChildEnd(outF, spec.Stdout)
+		closeChildEnd(errF, spec.Stderr)
+		if err != nil {
+			closeReader(outR)
+			closeReader(errR)
+			return fmt.Errorf("instance %d: starting %s: %w", i, inst.Path, err)
+		}
+		for _, pipe := range []struct {
+			r   *os.File
+			mux *lineMux
+		}{{outR, stdoutMux}, {errR, stderrMux}} {
+			if pipe.r != nil {
+				outputs.Add(1)
+				go func(rd *os.File, mux *lineMux) {
+					defer outputs.Done()
+					defer rd.Close()
+					_ = mux.copyLabelled(rd, label)
+				}(pipe.r, pipe.mux)
+			}
+		}
+		st[i].pid, st[i].started, st[i].out.PID = pid, time.Now(), pid
+		go func() { exitCh <- exitEvent{i, pid, <-status} }()
+		if p.Timeout > 0 {
+			st[i].timer = time.AfterFunc(p.Timeout, func() { timeoutCh <- exitEvent{idx: i, pid: pid} })
+		}
+		b := inst.Binding
+		mem := string(b.MemPolicy)
+		if !b.MemNodes.IsEmpty() {
+			mem += " on NUMA " + b.MemNodes.String()
+		}
+		cpus := b.CPUs.String()
+		if cpus == "" {
+			cpus = "not bound"
+		}
+		log.Info(fmt.Sprintf("instance %d started: pid %d, GPU %s, CPUs %s, memory %s", i, pid, orDash(inst.GPUs), cpus, orDash(mem)),
+			zap.Int("instance", i), zap.Int("pid", pid), zap.String("gpus", inst.GPUs), zap.String("cpus", b.CPUs.String()),
+			zap.String("mem_policy", string(b.MemPolicy)), zap.String("mem_nodes", b.MemNodes.String()), zap.Int("restart", st[i].restarts))
+		return nil
+	}
+
+	signalGroup := func(i int, sig syscall.Signal) {
+		if st[i].pid > 0 {
+			_ = syscall.Kill(-st[i].pid, sig)
+		}
+	}
+	var stopping bool
+	var killTimer, waitTimer <-chan time.Time
+	terminate := func(i int, why Ended) {
+		if st[i].pid == 0 {
+			return
+		}
+		if st[i].endedBy == EndedItself {
+			st[i].endedBy = why
+		}
+		signalGroup(i, syscall.SIGTERM)
+		pid := st[i].pid
+		time.AfterFunc(p.KillWait, func() { killCh <- exitEvent{idx: i, pid: pid} })
+	}
+	stopAll := func(why Ended) {
+		stopping = true
+		for i := range st {
+			terminate(i, why)
+			if st[i].pending && !st[i].done {
+				st[i].pending = false
+				st[i].done = true
+			}
+		}
+	}
+
+	for i := range spec.Instances {
+		if err := start(i); err != nil {
+			stopAll(EndedSignalled)
+			for j := range st[:i] {
+				signalGroup(j, syscall.SIGKILL)
+			}
+			for j := 0; j < i; j++ {
+				<-exitCh
+			}
+			r.endDescendants(p.KillWait)
+			outputs.Wait()
+			return nil, err
+		}
+	}
+
+	sampleEvery := 2 * time.Second
+	if p.MemPerTask > 0 {
+		sampleEvery = 500 * time.Millisecond
+	}
+	sampler := time.NewTicker(sampleEvery)
+	defer sampler.Stop()
+	running := n
+	pending := 0
+	intCount := 0
+	for running > 0 || pending > 0 {
+		select {
+		case ev := <-exitCh:
+			s := &st[ev.idx]
+			if s.pid != ev.pid {
+				continue
+			}
+			running--
+			if s.timer != nil {
+				s.timer.Stop()
+			}
+			s.pid = 0
+			s.out.Index, s.out.Restarts, s.out.Wall = ev.idx, s.restarts, time.Since(s.started)
+			s.out.Code, s.out.Signal = ev.ws.ExitStatus(), 0
+			if ev.ws.Signaled() {
+				s.out.Code, s.out.Signal = -1, ev.ws.Signal()
+			}
+			s.out.EndedBy = s.endedBy
+			failed := s.out.Code != 0
+			log.Info(fmt.Sprintf("instance %d exited: %s after %s", ev.idx, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
+				zap.Int("instance", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
+				zap.String("signal", signalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
+			switch {
+			case failed && !stopping && s.endedBy == EndedItself && s.restarts < p.Restarts:
+				s.restarts++
+				s.pending = true
+				pending++
+				backoff := min(250*time.Millisecond<<(s.restarts-1), 10*time.Second)
+				i := ev.idx
+				log.Info(fmt.Sprintf("instance %d restarts in %s (restart %d of %d)", i, backoff, s.restarts, p.Restarts))
+				time.AfterFunc(backoff, func() { restartCh <- i })
+			default:
+				s.done = true
+				if failed && p.KillOnBadExit && !stopping {
+					log.Info(fmt.Sprintf("instance %d failed: ending the others (--kill-on-bad-exit)", ev.idx))
+					stopAll(EndedBadExit)
+					killTimer = time.After(p.KillWait)
+				}
+				if p.WaitAfterFirst > 0 && waitTimer == nil && !stopping {
+					waitTimer = time.After(p.WaitAfterFirst)
+				}
+			}
+		case i := <-restartCh:
+			pending--
+			st[i].pending = false
+			if stopping || st[i].done {
+				st[i].done = true
+				continue
+			}
+			if err := start(i); err != nil {
+				log.Error(err.Error())
+				st[i].done = true
+				continue
+			}
+			running++
+		case sig := <-sigCh:
+			s := sig.(syscall.Signal)
+			for i := range st {
+				signalGroup(i, s)
+			}
+			switch s {
+			case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+				if s == syscall.SIGINT {
+					intCount++
+				}
+				if !stopping {
+					log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", signalName(s), p.KillWait))
+					stopping = true
+					for i := range st {
+						if st[i].pid > 0 && st[i].endedBy == EndedItself {
+							st[i].endedBy = EndedSignalled
+						}
+						if st[i].pending {
+							st[i].pending, st[i].done = false, true
+							pending--
+						}
+					}
+					killTimer = time.After(p.KillWait)
+				} else if intCount >= 2 {
+					// A second Ctrl-C means now. A second TERM does not:
+					// Slurm sends TERM twice at a time limit.
+					for i := range st {
+						signalGroup(i, syscall.SIGKILL)
+					}
+				}
+			}
+		case <-killTimer:
+			for i := range st {
+				signalGroup(i, syscall.SIGKILL)
+			}
+		case <-waitTimer:
+			log.Info(fmt.Sprintf("--wait %s after the first exit: ending the others", p.WaitAfterFirst))
+			stopAll(EndedWait)
+			killTimer = time.After(p.KillWait)
+		case ev := <-timeoutCh:
+			if st[ev.idx].pid == ev.pid {
+				log.Info(fmt.Sprintf("instance %d ran past --timeout %s: ending it", ev.idx, p.Timeout))
+				terminate(ev.idx, EndedTimeout)
+			}
+		case ev := <-killCh:
+			if st[ev.idx].pid == ev.pid {
+				_ = syscall.Kill(-ev.pid, syscall.SIGKILL)
+			}
+		case <-sampler.C:
+			procs := scanProcs()
+			for i := range st {
+				if st[i].pid == 0 {
+					continue
+				}
+				rss := treeRSS(procs, st[i].pid)
+				st[i].out.PeakRSS = max(st[i].out.PeakRSS, rss)
+				if p.MemPerTask > 0 && rss > p.MemPerTask && st[i].endedBy == EndedItself {
+					log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(rss), sizeString(p.MemPerTask)))
+					terminate(i, EndedMemory)
+				}
+			}
+		}
+	}
+	if left := r.endDescendants(p.KillWait); left > 0 {
+		log.Info(fmt.Sprintf("ended %d process(es) the instances left behind", left))
+	}
+	outputs.Wait()
+	outs := make([]Outcome, n)
+	for i := range st {
+		outs[i] = st[i].out
+	}
+	return outs, nil
+}
+
+// openOutput gives the child's end of one output stream: a file of its
+// own, a pipe to the labeller, or gpulaunch's own stream.
+func openOutput(path string, console *os.File, label, appendMode bool) (child, reader *os.File, err error) {
+	switch {
+	case path != "":
+		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if appendMode {
+			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		f, err := os.OpenFile(path, flags, 0o644)
+		return f, nil, err
+	case label:
+		r, w, err := os.Pipe()
+		return w, r, err
+	}
+	return console, nil, nil
+}
+
+func closeChildEnd(f, console *os.File) {
+	if f != console {
+		f.Close()
+	}
+}
+
+func closeReader(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	if s == 0 {
+		return ""
+	}
+	return "SIG" + unixSignalName(s)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sizeString(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
+}
+
+// WriteSummary prints the end-of-run table.
+func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tPID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tPEAK RSS\tENDED BY")
+	for i, o := range outs {
+		cpus := insts[i].CPUs
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", o.Index, o.PID, orDash(insts[i].GPUs), orDash(cpus),
+			o.Wall.Round(time.Millisecond), o.Status(), o.Restarts, sizeString(o.PeakRSS), orDash(string(o.EndedBy)))
+	}
+	tw.Flush()
+}
