@@ -30,14 +30,14 @@ test: lint
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
 demo: build
-	@echo '$$ gpulaunch info --simulate dgx-h100'
-	@$(BIN) info --simulate dgx-h100
+	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 8     # GPU 0 sits on NUMA node 2 on a DGX A100'
+	@$(BIN) plan --simulate dgx-a100 -n 8
 	@echo
-	@echo '$$ gpulaunch plan --simulate dgx-h100 -n 8'
-	@$(BIN) plan --simulate dgx-h100 -n 8
+	@echo '$$ gpulaunch -n 8 -l --simulate dgx-h100 -- scripts/demo-app.sh'
+	@$(BIN) -n 8 -l --simulate dgx-h100 -- scripts/demo-app.sh
 	@echo
-	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 4 -G 2     # GPU 0 sits on NUMA node 2 here'
-	@$(BIN) plan --simulate dgx-a100 -n 4 -G 2
+	@echo '$$ gpulaunch -n 2 -G 0 -l -- scripts/demo-app.sh     # this machine: CPU binding really applied'
+	@$(BIN) -n 2 -G 0 -l -- scripts/demo-app.sh
 	@echo
 	@echo '$$ gpulaunch info     # this machine'
 	@$(BIN) info

@@ -16,3 +16,47 @@ $GO test -run '^$' -bench 'BenchmarkPlacementScore' -benchtime 1x ./pkg/binding 
   awk '/^BenchmarkPlacementScore/ { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]);
         for (i = 1; i <= NF; i++) { if ($i == "gpulaunch-local%") g = $(i-1); if ($i == "naive-local%") n = $(i-1) }
         printf "  %-16s %9.1f%% %9.1f%%\n", a[2], g, n }' | sort
+
+# ---- supervision (issue 3): gpulaunch against what users write today ----
+make -s build >/dev/null
+GL=bin/gpulaunch
+R=${BENCH_RUNS:-7}
+now_us() { echo $(( $(date +%s%N) / 1000 )); }
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+time_us() { local s e; s=$(now_us); "$@" >/dev/null 2>&1; e=$(now_us); echo $((e - s)); }
+
+echo
+echo "== launch: start and finish N instances of true (median of $R runs)"
+printf '  %-4s %14s %14s %8s\n' N gpulaunch 'sh: true &…' ratio
+for n in 8 64; do
+  g=$(for _ in $(seq "$R"); do time_us "$GL" -n "$n" -G 0 -- /bin/true; done | median)
+  s=$(for _ in $(seq "$R"); do time_us sh -c "i=0; while [ \$i -lt $n ]; do /bin/true & i=\$((i+1)); done; wait"; done | median)
+  awk -v n="$n" -v g="$g" -v s="$s" 'BEGIN { printf "  %-4s %11.1f ms %11.1f ms %7.2fx  (target <= 2x)\n", n, g/1000, s/1000, g/s }'
+done
+
+echo
+echo "== labelled output: 8 writers x 250,000 lines, gpulaunch -l to /dev/null vs the same writers through cat"
+writer='yes "the quick brown fox jumps over the lazy dog 0123456789" | head -n 250000'
+g=$(for _ in $(seq 3); do time_us sh -c "$GL -n 8 -G 0 -l -- sh -c '$writer' >/dev/null 2>/dev/null"; done | median)
+c=$(for _ in $(seq 3); do time_us sh -c "for i in 1 2 3 4 5 6 7 8; do sh -c '$writer' & done | cat >/dev/null; wait"; done | median)
+awk -v g="$g" -v c="$c" 'BEGIN { mb = 8*250000*56/1e6; printf "  gpulaunch -l %.0f MB/s, cat %.0f MB/s: %.2fx of cat (target >= 0.5x)\n", mb/(g/1e6), mb/(c/1e6), c/g }'
+
+echo
+echo "== supervising 64 sleeping instances for 10 s: gpulaunch's own RSS and CPU"
+"$GL" -n 64 -G 0 -- sleep 10 >/dev/null 2>&1 &
+pid=$!
+sleep 1
+peak=0
+t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+s0=$(now_us)
+for _ in $(seq 16); do
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+  [ "${rss:-0}" -gt "$peak" ] && peak=$rss
+  sleep 0.5
+done
+t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+s1=$(now_us)
+wait "$pid" || true
+hz=$(getconf CLK_TCK)
+awk -v p="$peak" -v t="$((t1 - t0))" -v hz="$hz" -v us="$((s1 - s0))" \
+  'BEGIN { printf "  peak RSS %.1f MiB (target <= 30 MiB); CPU %.2f%% of one core over %.1f s while supervising (target <= 1%%)\n", p/1024, 100*t/hz/(us/1e6), us/1e6 }'

@@ -460,6 +460,8 @@ func orDash(s string) string {
 
 func sizeString(b uint64) string {
 	switch {
+	case b == 0:
+		return "-" // never sampled: the instance ran shorter than a sample interval
 	case b >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	case b >= 1<<20:

@@ -1,0 +1,178 @@
+package launcher
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+func TestExitCode(t *testing.T) {
+	o := func(code int, sig syscall.Signal, by Ended) Outcome {
+		return Outcome{Code: code, Signal: sig, EndedBy: by}
+	}
+	cases := []struct {
+		name string
+		outs []Outcome
+		want int
+	}{
+		{"all zero", []Outcome{o(0, 0, ""), o(0, 0, "")}, 0},
+		{"highest code", []Outcome{o(0, 0, ""), o(3, 0, ""), o(0, 0, ""), o(7, 0, "")}, 7},
+		{"signal beats code", []Outcome{o(7, 0, ""), o(-1, syscall.SIGSEGV, "")}, 139},
+		{"highest signal", []Outcome{o(-1, syscall.SIGTERM, ""), o(-1, syscall.SIGKILL, "")}, 143},
+		{"-K: instances gpulaunch ended do not count", []Outcome{o(5, 0, ""), o(-1, syscall.SIGTERM, EndedBadExit)}, 5},
+		{"-W: likewise", []Outcome{o(0, 0, ""), o(-1, syscall.SIGTERM, EndedWait)}, 0},
+		{"timeout counts", []Outcome{o(0, 0, ""), o(-1, syscall.SIGTERM, EndedTimeout)}, 143},
+	}
+	for _, tc := range cases {
+		if got := ExitCode(tc.outs); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestInstanceEnv(t *testing.T) {
+	g := func(i int) nvml.GPU {
+		return nvml.GPU{UUID: fmt.Sprintf("GPU-%d", i), BusID: fmt.Sprintf("0000:%02x:00.0", i)}
+	}
+	all := []nvml.GPU{g(0), g(1), g(2), g(3)}
+	slot := binding.Slot{Index: 2, GPUs: []nvml.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
+	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1,2,3", "ROCR_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "ZE_AFFINITY_MASK=0",
+		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0"}
+	env := func(o EnvOptions, base []string) map[string]string {
+		list, err := InstanceEnv(base, slot, 4, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, kv := range list {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, dup := m[k]; dup {
+				t.Fatalf("%s set twice", k)
+			}
+			m[k] = v
+		}
+		return m
+	}
+	m := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}, base)
+	want := map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "GPULAUNCH_INSTANCE": "2", "GPULAUNCH_NINSTANCES": "4",
+		"GPULAUNCH_GPUS": "GPU-2", "GPULAUNCH_CPUS": "4-7", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "RANK": "2", "WORLD_SIZE": "4",
+		"OMP_NUM_THREADS": "4", "PATH": "/bin", "SLURM_PROCID": "0"}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %q, want %q", k, m[k], v)
+		}
+	}
+	for _, gone := range []string{"ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"} {
+		if _, ok := m[gone]; ok {
+			t.Errorf("stale %s kept", gone)
+		}
+	}
+	m = env(EnvOptions{IDs: GPUIDsIndex, Visibility: VisibleAll, AllGPUs: all, CUDAIndex: map[string]int{"GPU-0": 0, "GPU-1": 1, "GPU-2": 2, "GPU-3": 3}},
+		append(base, "OMP_NUM_THREADS=2"))
+	if m["CUDA_VISIBLE_DEVICES"] != "2,0,1,3" || m["OMP_NUM_THREADS"] != "2" || m["GPULAUNCH_GPUS"] != "GPU-2" {
+		t.Errorf("all-visible index env: CVD %q OMP %q", m["CUDA_VISIBLE_DEVICES"], m["OMP_NUM_THREADS"])
+	}
+	if _, err := InstanceEnv(base, slot, 4, EnvOptions{IDs: GPUIDsIndex, CUDAIndex: map[string]int{}}); err == nil {
+		t.Error("an index for a GPU without one was accepted")
+	}
+	cpuOnly := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0")}
+	list, _ := InstanceEnv(nil, cpuOnly, 1, EnvOptions{})
+	if !strings.Contains(strings.Join(list, "\n"), "CUDA_VISIBLE_DEVICES=\n") {
+		t.Errorf("a CPU-only instance must see no GPU (empty CUDA_VISIBLE_DEVICES): %q", list)
+	}
+}
+
+func TestExpandPattern(t *testing.T) {
+	nm := Names{JobID: "42", StepID: "0", Host: "gpu07", NodeIndex: 3}
+	cases := map[string]string{
+		"out-%t.log":      "out-5.log",
+		"%j/%s/%N-%n-%3t": "42/0/gpu07-3-005",
+		"100%%-%t":        "100%-5",
+		"plain":           "plain",
+		"":                "",
+		"%2n":             "03",
+	}
+	for in, want := range cases {
+		if got, err := ExpandPattern(in, 5, nm); err != nil || got != want {
+			t.Errorf("ExpandPattern(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if got, _ := ExpandPattern("%j-%s", 0, Names{}); got != "none-none" {
+		t.Errorf("outside Slurm: %q", got)
+	}
+	for _, bad := range []string{"%", "%x", "a-%3", "%99t"} {
+		if _, err := ExpandPattern(bad, 0, nm); err == nil {
+			t.Errorf("ExpandPattern(%q) accepted", bad)
+		}
+	}
+	if got := ExpandArgs([]string{"--shard=%t", "printf %d"}, 3); got[0] != "--shard=3" || got[1] != "printf %d" {
+		t.Errorf("ExpandArgs = %q", got)
+	}
+}
+
+// slowReader hands out data in small, irregular pieces, as pipes do.
+type slowReader struct {
+	data []byte
+	step int
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.step, len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	r.step = r.step%7919 + 1
+	return n, nil
+}
+
+func TestLineMux(t *testing.T) {
+	var out bytes.Buffer
+	m := &lineMux{w: &out}
+	long := strings.Repeat("y", 3*chunkSize+17)
+	streams := map[string]string{
+		"0: ": "alpha\nbeta\n",
+		"1: ": "no newline at end",
+		"2: ": long + "\nshort\n",
+		"3: ": "bin\x00ary\xff\n",
+	}
+	var wg sync.WaitGroup
+	for label, data := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.copyLabelled(&slowReader{data: []byte(data), step: 3}, label); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got := out.String()
+	for _, want := range []string{"0: alpha\n", "0: beta\n", "1: no newline at end\n", "2: " + long + "\n", "2: short\n", "3: bin\x00ary\xff\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q", want[:min(len(want), 40)])
+		}
+	}
+	if lines := strings.Count(got, "\n"); lines != 6 {
+		t.Errorf("%d lines, want 6", lines)
+	}
+}
+
+func BenchmarkLineMux(b *testing.B) {
+	line := []byte(strings.Repeat("z", 79) + "\n")
+	data := bytes.Repeat(line, 1<<14)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		m := &lineMux{w: io.Discard}
+		_ = m.copyLabelled(bytes.NewReader(data), "7: ")
+	}
+}

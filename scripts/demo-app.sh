@@ -1,0 +1,8 @@
+#!/bin/sh
+# The demo app for `make demo`: each instance says what it was given, as it
+# sees it from the inside (its environment and /proc/self).
+cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+policy=$(awk 'NR == 1 {print $2}' /proc/self/numa_maps 2>/dev/null)
+echo "instance $GPULAUNCH_INSTANCE of $GPULAUNCH_NINSTANCES (RANK $RANK): CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+echo "planned CPUs $GPULAUNCH_CPUS; running on CPUs $cpus; memory policy $policy; OMP_NUM_THREADS=$OMP_NUM_THREADS"
+sleep "0.$((GPULAUNCH_INSTANCE % 4))"
