@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
@@ -26,7 +25,6 @@ const (
 )
 
 func main() {
-	launcher.MaybeShim() // an instance's shim binds itself and execs the app here
 	a := &app{
 		stdout: os.Stdout, stderr: os.Stderr,
 		env:  binding.EnvFromList(os.Environ()),

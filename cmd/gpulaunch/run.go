@@ -155,12 +155,8 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding the gpulaunch executable for the shim: %w", err)
-	}
 	outs, err := launcher.Run(launcher.Spec{
-		Instances: insts, Policy: pol, Label: rf.label, Log: log, Self: self,
+		Instances: insts, Policy: pol, Label: rf.label, Log: log,
 		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr),
 	})
 	if err != nil {

@@ -18,14 +18,12 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
-// The test binary is three programs: the shim (launcher.MaybeShim), the
-// gpulaunch CLI (GLTEST_MAIN=1), and the fake apps, chosen by argv
-// "gltest-helper NAME ARGS…" (argv, not env: instances inherit the env).
+// The test binary is two programs: the gpulaunch CLI (GLTEST_MAIN=1), and
+// the fake apps, chosen by argv "gltest-helper NAME ARGS…" (argv, not env:
+// instances inherit the env).
 func TestMain(m *testing.M) {
-	launcher.MaybeShim()
 	if len(os.Args) > 2 && os.Args[1] == "gltest-helper" {
 		os.Exit(helper(os.Args[2], os.Args[3:]))
 	}

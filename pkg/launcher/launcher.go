@@ -16,7 +16,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 )
 
-// Binding is what the shim applies before exec; empty CPUs: no affinity.
+// Binding is what an instance is bound to before exec; empty CPUs: no affinity.
 type Binding struct {
 	CPUs      cpuset.Set
 	MemPolicy binding.MemPolicy
@@ -60,8 +60,6 @@ type Spec struct {
 	Label          bool
 	Stdout, Stderr *os.File
 	Log            *zap.Logger
-	// Self is the gpulaunch executable the shim runs from.
-	Self string
 }
 
 // Ended says why an instance stopped.
@@ -181,17 +179,15 @@ func Run(spec Spec) ([]Outcome, error) {
 			outF.Close()
 			return err
 		}
-		argv := shimArgs(spec.Self, inst.Binding, os.Getpid(), inst.Path, inst.Args)
-		pid, status, err := r.start(func() (int, error) {
-			return syscall.ForkExec(spec.Self, argv, &syscall.ProcAttr{
-				Env:   inst.Env,
-				Files: []uintptr{devnull.Fd(), outF.Fd(), errF.Fd()},
-				// Own process group: signals go to the whole instance.
-				// Parent-death signal: instances die with gpulaunch, even
-				// when it is SIGKILLed.
-				Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-			})
-		})
+		attr := &syscall.ProcAttr{
+			Env:   inst.Env,
+			Files: []uintptr{devnull.Fd(), outF.Fd(), errF.Fd()},
+			// Own process group: signals go to the whole instance.
+			// Parent-death signal: instances die with gpulaunch, even
+			// when it is SIGKILLed.
+			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		}
+		pid, status, err := startBound(r, inst.Binding, inst.Path, inst.Args, attr)
 		closeChildEnd(outF, spec.Stdout)
 		closeChildEnd(errF, spec.Stderr)
 		if err != nil {
