@@ -221,8 +221,10 @@ func (p *planFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.shareGPUs, "share-gpus", false, "allow more instances than GPUs; instances take turns on them")
 }
 
-func (p planFlags) request(fs *pflag.FlagSet) (binding.Request, error) {
-	if !fs.Changed("ntasks") {
+// request builds the Request; without -n, Instances stays 0 unless -n is
+// required (plan), and the caller decides it from the allocation (run).
+func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, error) {
+	if requireN && !fs.Changed("ntasks") {
 		return binding.Request{}, usagef("-n N is required: how many instances to plan")
 	}
 	pol, err := binding.ParseMemPolicy(p.memBind)
@@ -245,7 +247,7 @@ func (a *app) plan(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("plan takes no command; to run one use `gpulaunch -n N -- %s`", fs.Arg(0))
 	}
-	req, err := p.request(fs)
+	req, err := p.request(fs, true)
 	if err != nil {
 		return err
 	}

@@ -92,19 +92,8 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if !fs.Changed("ntasks") {
-		p.instances = -1 // decided from the allocation below
-	}
-	req, err := binding.Request{}, error(nil)
-	if p.instances >= 0 {
-		req, err = p.request(fs)
-	} else {
-		pol2, perr := binding.ParseMemPolicy(p.memBind)
-		req, err = binding.Request{GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol2, ShareGPUs: p.shareGPUs}, perr
-		if err != nil {
-			err = usageError{err.Error()}
-		}
-	}
+	auto := !fs.Changed("ntasks") // one instance per GPU group, decided from the allocation
+	req, err := p.request(fs, false)
 	if err != nil {
 		return err
 	}
@@ -124,7 +113,7 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if req.Instances == 0 {
+	if auto {
 		switch {
 		case req.GPUsPerInstance > 0 && len(alloc.GPUs) >= req.GPUsPerInstance:
 			req.Instances = len(alloc.GPUs) / req.GPUsPerInstance

@@ -545,6 +545,7 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{"no command", nil, []string{"-n", "2", "-G", "0"}, "no command to run"},
 		{"no -n and no GPU", nil, []string{"--", "true"}, "-n N is required"},
+		{"explicit -n 0 is not taken as 'one per GPU'", nil, []string{"-n", "0", "--simulate", "dgx-h100", "--", "true"}, "at least 1"},
 		{"bad --wait", nil, []string{"-n", "1", "-G", "0", "-W", "soon", "--", "true"}, `--wait "soon": not a duration`},
 		{"negative --timeout", nil, []string{"-n", "1", "-G", "0", "--timeout", "-5", "--", "true"}, "cannot be negative"},
 		{"bad --timeout unit", nil, []string{"-n", "1", "-G", "0", "--timeout", "3 fortnights", "--", "true"}, "not a duration"},

@@ -347,15 +347,12 @@ func Run(spec Spec) ([]Outcome, error) {
 					intCount++
 				}
 				if !stopping {
+					// A scheduled restart sees stopping when its timer fires.
 					log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", signalName(s), p.KillWait))
 					stopping = true
 					for i := range st {
 						if st[i].pid > 0 && st[i].endedBy == EndedItself {
 							st[i].endedBy = EndedSignalled
-						}
-						if st[i].pending {
-							st[i].pending, st[i].done = false, true
-							pending--
 						}
 					}
 					killTimer = time.After(p.KillWait)
