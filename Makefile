@@ -14,7 +14,7 @@ $(shell mkdir -p $(TMPDIR))
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts
 
-.PHONY: build test demo bench fuzz lint clean
+.PHONY: build test integration demo bench fuzz lint clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gpulaunch
@@ -24,10 +24,19 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) vet ./...
+	$(GO) vet -tags integration ./test/...
 
 test: lint
 	$(GO) test -race -count=1 ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
+
+# Real Slurm 22.05 + OpenMPI + MPICH on this machine (root; see docs/testbed.md).
+INTEGRATION_TIMEOUT ?= 15m
+integration:
+	@if [ "$$(id -u)" != 0 ]; then echo "integration: SKIP: needs root to run slurmctld/slurmd (CI runs it as root)"; exit 0; fi; \
+	  scripts/slurm-testbed.sh up && \
+	  cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) . 2>&1 | \
+	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}
 
 demo: build
 	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 8     # GPU 0 sits on NUMA node 2 on a DGX A100'

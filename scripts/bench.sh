@@ -60,3 +60,7 @@ wait "$pid" || true
 hz=$(getconf CLK_TCK)
 awk -v p="$peak" -v t="$((t1 - t0))" -v hz="$hz" -v us="$((s1 - s0))" \
   'BEGIN { printf "  peak RSS %.1f MiB (target <= 30 MiB); CPU %.2f%% of one core over %.1f s while supervising (target <= 1%%)\n", p/1024, 100*t/hz/(us/1e6), us/1e6 }'
+
+echo
+echo "== inside one Slurm allocation: N instances of true, gpulaunch vs N background srun --exclusive + wait (median of ${BENCH_RUNS:-7})"
+scripts/bench-slurm.sh

@@ -162,6 +162,13 @@ func TestBadInput(t *testing.T) {
 		{"rank beyond size", binding.Env{"MPI_LOCALRANKID": "4", "MPI_LOCALNRANKS": "4"}, []string{"info"}, "not below MPI_LOCALNRANKS"},
 		{"salloc shell has no GPU to plan", binding.Env{"SLURM_JOB_ID": "3"}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "salloc shell"},
 		{"empty CUDA_VISIBLE_DEVICES", binding.Env{"CUDA_VISIBLE_DEVICES": ""}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "empty: no GPU"},
+		{"exec without a command", nil, []string{"exec"}, "no command to exec"},
+		{"exec on a simulated node", nil, []string{"exec", "--simulate", "dgx-h100", "--", "true"}, "binds this process on this machine"},
+		{"exec -n", nil, []string{"exec", "-n", "2", "--", "true"}, "unknown shorthand flag: 'n'"},
+		{"simulate and node file", nil, []string{"info", "--simulate", "dgx-h100", "--node-file", "x.json"}, "give one"},
+		{"missing node file", nil, []string{"info", "--node-file", "/nonexistent/node.json"}, "--node-file: node file"},
+		{"missing node file from env", binding.Env{"GPULAUNCH_NODE_FILE": "/nonexistent/n.json"}, []string{"info"}, "GPULAUNCH_NODE_FILE=/nonexistent/n.json"},
+		{"rank mode without GPUs", binding.Env{"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PATH": "/bin:/usr/bin"}, []string{"--", "true"}, "give -G 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,8 +29,8 @@ func main() {
 		stdout: os.Stdout, stderr: os.Stderr,
 		env:  binding.EnvFromList(os.Environ()),
 		root: os.DirFS("/"),
-		probeDevice: func(minor int) error {
-			f, err := os.Open(fmt.Sprintf("/dev/nvidia%d", minor))
+		probeDevice: func(path string) error {
+			f, err := os.Open(path)
 			if err == nil {
 				f.Close()
 			}
@@ -38,6 +38,7 @@ func main() {
 		},
 	}
 	a.hostname, _ = os.Hostname()
+	a.pid, a.ppid = os.Getpid(), os.Getppid()
 	os.Exit(a.main(os.Args[1:]))
 }
 
@@ -47,7 +48,8 @@ type app struct {
 	env            binding.Env
 	root           fs.FS
 	hostname       string
-	probeDevice    func(minor int) error
+	probeDevice    func(path string) error
+	pid, ppid      int
 }
 
 // usageError is bad input: one line on stderr, exit 2, nothing started.
@@ -89,6 +91,8 @@ func (a *app) dispatch(args []string) error {
 	switch args[0] {
 	case "run":
 		return a.run(args[1:])
+	case "exec":
+		return a.exec(args[1:])
 	case "info":
 		return a.info(args[1:])
 	case "plan":
@@ -107,11 +111,23 @@ func (a *app) dispatch(args []string) error {
 }
 
 // discover opens the backend and reconciles the allocation.
-func (a *app) discover(simulate string) (binding.Allocation, error) {
-	src, err := nvml.Open(nvml.Options{Simulate: simulate, Root: a.root, ProbeDevice: a.probeDevice})
+func (a *app) discover(c commonFlags) (binding.Allocation, error) {
+	nodeFile := c.nodeFile
+	if nodeFile == "" && c.simulate == "" {
+		nodeFile = a.env["GPULAUNCH_NODE_FILE"]
+	}
+	if c.simulate != "" && c.nodeFile != "" {
+		return binding.Allocation{}, usagef("--simulate and --node-file both describe the node: --simulate is another machine, --node-file this one; give one")
+	}
+	src, err := nvml.Open(nvml.Options{Simulate: c.simulate, NodeFile: nodeFile, Root: a.root, ProbeDevice: a.probeDevice})
 	if err != nil {
-		if simulate != "" {
-			return binding.Allocation{}, usagef("--simulate %s: %v", simulate, err)
+		switch {
+		case c.simulate != "":
+			return binding.Allocation{}, usagef("--simulate %s: %v", c.simulate, err)
+		case c.nodeFile != "":
+			return binding.Allocation{}, usagef("--node-file: %v", err)
+		case nodeFile != "":
+			return binding.Allocation{}, usagef("GPULAUNCH_NODE_FILE=%s: %v", nodeFile, err)
 		}
 		return binding.Allocation{}, err
 	}
@@ -135,6 +151,7 @@ const topUsage = `gpulaunch — run N pinned copies of a program on the GPUs of 
 
 Usage:
   gpulaunch [run] -n N [-G G] [-c C] [-l] [-K] [flags] -- COMMAND [ARGS…]
+  gpulaunch exec [-G G] [-c C] [flags] -- COMMAND [ARGS…]
   gpulaunch info [--json] [--simulate NODE|FILE]
   gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
   gpulaunch version
@@ -142,6 +159,9 @@ Usage:
 Commands:
   run      (the default) start N instances of COMMAND, each pinned to its slot,
            and supervise them until every one exits; 'gpulaunch run --help'
+  exec     rank-wrapper mode under srun -n / mpirun: bind this rank to its
+           slot of the node and exec COMMAND (automatic without -n when a
+           launcher started several ranks here); 'gpulaunch exec --help'
   info     what this process was given: GPUs (by UUID and PCI address), CPUs,
            NUMA nodes, memory limit, Slurm and MPI context, and warnings
   plan     where each of N instances would go: its GPU(s), CPU set and memory
@@ -149,6 +169,8 @@ Commands:
 
 Examples:
   gpulaunch -n 4 -l -- python train.py --shard %t
+  srun -n 4 gpulaunch -- ./app                # rank mode: each rank its own GPU
+  mpirun -np 8 gpulaunch -- ./app
   gpulaunch info                              # in salloc, srun --pty or a tmux pane
   gpulaunch plan -n 4                         # one GPU per instance, NUMA-local CPUs
   gpulaunch plan -n 4 -G 2 --simulate dgx-h100 --json

@@ -19,6 +19,7 @@ import (
 // commonFlags are shared by every command that looks at an allocation.
 type commonFlags struct {
 	simulate  string
+	nodeFile  string
 	json      bool
 	logFormat string
 	verbose   bool
@@ -26,6 +27,7 @@ type commonFlags struct {
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node (dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu) or a topology file instead of this machine")
+	fs.StringVar(&c.nodeFile, "node-file", "", "describe this machine's GPUs in a JSON file when NVML cannot see them (docs/topology.md; default $GPULAUNCH_NODE_FILE)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
@@ -107,7 +109,7 @@ func (a *app) info(args []string) error {
 	if err != nil {
 		return err
 	}
-	alloc, err := a.discover(c.simulate)
+	alloc, err := a.discover(c)
 	if err != nil {
 		return err
 	}
@@ -254,7 +256,7 @@ func (a *app) plan(args []string) error {
 	if _, err := c.logger(a.stderr); err != nil {
 		return err
 	}
-	alloc, err := a.discover(c.simulate)
+	alloc, err := a.discover(c)
 	if err != nil {
 		return err
 	}

@@ -81,12 +81,9 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ids, vis := launcher.GPUIDs(rf.gpuIDs), launcher.Visibility(rf.visibility)
-	if ids != launcher.GPUIDsUUID && ids != launcher.GPUIDsIndex {
-		return usagef("--gpu-ids %q: use uuid or index", rf.gpuIDs)
-	}
-	if vis != launcher.VisibleOwn && vis != launcher.VisibleAll {
-		return usagef("--gpu-visibility %q: use own or all", rf.visibility)
+	ids, vis, err := gpuNaming(rf.gpuIDs, rf.visibility)
+	if err != nil {
+		return err
 	}
 	log, err := c.loggerAt(a.stderr, zap.InfoLevel)
 	if err != nil {
@@ -109,9 +106,24 @@ func (a *app) run(args []string) error {
 			return usageError{err.Error()}
 		}
 	}
-	alloc, err := a.discover(c.simulate)
+	alloc, err := a.discover(c)
 	if err != nil {
 		return err
+	}
+	if lr := alloc.LocalRank; lr != nil && lr.Size > 1 && c.simulate == "" {
+		if auto {
+			if bad := rankModeConflicts(fs); len(bad) > 0 {
+				return usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
+					strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
+			}
+			e := execFlags{gpus: p.gpus, cpus: p.cpus, memBind: p.memBind, shareGPUs: p.shareGPUs, gpuIDs: rf.gpuIDs, visibility: rf.visibility, dryRun: rf.dryRun}
+			return a.execRank(c, e, fs.Changed("gpus-per-task"), argv, &alloc)
+		}
+		// With GPUs of its own (srun --gpus-per-task) a rank may fan out
+		// over them; anything else would pile every rank's N on one set.
+		if !alloc.GPUsBoundPerRank() || len(alloc.GPUs) < req.Instances*req.GPUsPerInstance {
+			return manyLaunchersError(req.Instances, *lr, alloc.Slurm)
+		}
 	}
 	if auto {
 		switch {
@@ -136,6 +148,9 @@ func (a *app) run(args []string) error {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
+	if a.childOfBatchShell(alloc.Slurm) {
+		log.Warn("gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
+	}
 	bind := c.simulate == "" || a.hasCPUs(plan)
 	if !bind {
 		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
@@ -158,8 +173,41 @@ func (a *app) run(args []string) error {
 	return nil
 }
 
-func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []string, path string, rf runFlags,
-	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool) ([]launcher.Instance, error) {
+// gpuNaming reads --gpu-ids and --gpu-visibility.
+func gpuNaming(gpuIDs, visibility string) (launcher.GPUIDs, launcher.Visibility, error) {
+	ids, vis := launcher.GPUIDs(gpuIDs), launcher.Visibility(visibility)
+	if ids != launcher.GPUIDsUUID && ids != launcher.GPUIDsIndex {
+		return ids, vis, usagef("--gpu-ids %q: use uuid or index", gpuIDs)
+	}
+	if vis != launcher.VisibleOwn && vis != launcher.VisibleAll {
+		return ids, vis, usagef("--gpu-visibility %q: use own or all", visibility)
+	}
+	return ids, vis, nil
+}
+
+// childOfBatchShell: gpulaunch was forked by a batch script (the batch
+// step's task, SLURM_TASK_PID, is its parent) rather than exec'd by it.
+func (a *app) childOfBatchShell(s binding.Slurm) bool {
+	if !s.InJob() || s.InStep() {
+		return false
+	}
+	task, err := strconv.Atoi(a.env["SLURM_TASK_PID"])
+	return err == nil && task > 0 && task == a.ppid && task != a.pid
+}
+
+// manyLaunchersError is the guard against `srun -n 4 gpulaunch -n 4`:
+// every task would start its own N instances on the same GPUs.
+func manyLaunchersError(n int, lr binding.LocalRank, s binding.Slurm) error {
+	fix := fmt.Sprintf("start one gpulaunch per node (`mpirun --map-by ppr:1:node gpulaunch -n %d -- …`)", n)
+	if lr.Source == "SLURM_LOCALID" {
+		fix = fmt.Sprintf("start one gpulaunch per node (`srun --ntasks-per-node=1 gpulaunch -n %d -- …`; srun inherits --ntasks and --gpus-per-task from the job, so in such a job say `srun -n 1 --gres=gpu:%d -c CPUS gpulaunch -n %d -- …`)",
+			n, max(s.GPUsOnNode, n), n)
+	}
+	return usagef("-n %d in each of the %d ranks this launcher started on this node (%s) would start %d instances on the same GPUs: %s, or drop -n so that each rank binds itself to its own GPU and execs the app (rank mode)",
+		n, lr.Size, lr.Source, n*lr.Size, fix)
+}
+
+func (a *app) baseEnv() []string {
 	keys := make([]string, 0, len(a.env))
 	for k := range a.env {
 		keys = append(keys, k)
@@ -169,6 +217,12 @@ func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []stri
 	for _, k := range keys {
 		base = append(base, k+"="+a.env[k])
 	}
+	return base
+}
+
+func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []string, path string, rf runFlags,
+	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool) ([]launcher.Instance, error) {
+	base := a.baseEnv()
 	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex}
 	var insts []launcher.Instance
 	for _, s := range plan.Slots {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 )
 
 // The test binary is two programs: the gpulaunch CLI (GLTEST_MAIN=1), and
@@ -44,7 +45,7 @@ func helper(name string, args []string) int {
 	case "report": // write what the instance sees to args[0].<instance>
 		status, _ := os.ReadFile("/proc/self/status")
 		numa, _ := os.ReadFile("/proc/self/numa_maps")
-		rep := map[string]string{"numa_maps_first": firstLine(string(numa))}
+		rep := map[string]string{"numa_maps_first": firstLine(string(numa)), "pid": strconv.Itoa(os.Getpid())}
 		for _, l := range strings.Split(string(status), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && (k == "Cpus_allowed_list" || k == "Mems_allowed_list") {
 				rep[k] = strings.TrimSpace(v)
@@ -585,5 +586,94 @@ func TestRunBadInput(t *testing.T) {
 				t.Fatalf("something was started:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// nodeFile writes a node file of n fake GPUs on NUMA node 0 of this
+// machine, whose device files do not exist (so none is hidden).
+func nodeFile(t *testing.T, n int) string {
+	t.Helper()
+	var gpus []string
+	for i := range n {
+		gpus = append(gpus, fmt.Sprintf(`{"pci": "0000:%02x:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-%012d", "device": "/nonexistent/nvidia%d"}`, i+1, i, i))
+	}
+	file := filepath.Join(t.TempDir(), "node.json")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`{"name": "fake", "gpus": [%s]}`, strings.Join(gpus, ","))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// Rank mode: the launcher's local rank picks the slot, and the app replaces
+// gpulaunch (same pid), bound, with the launcher's global rank.
+func TestRankModeExecsBoundApp(t *testing.T) {
+	node := nodeFile(t, 2)
+	status, _ := os.ReadFile("/proc/self/status")
+	mine, _, _ := binding.ParseProcStatus(string(status))
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		rank int
+	}{
+		{"openmpi auto", nil, []string{"OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=6", "SLURM_LOCALID=0", "SLURM_PROCID=0"}, 1},
+		{"hydra exec", []string{"exec"}, []string{"MPI_LOCALRANKID=0", "MPI_LOCALNRANKS=2", "PMI_RANK=4", "PMI_SIZE=6"}, 0},
+		{"srun step auto", nil, []string{"SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_LOCALID=1", "SLURM_PROCID=3", "SLURM_STEP_NUM_TASKS=4", "SLURM_STEP_TASKS_PER_NODE=2(x2)", "SLURM_STEP_NODELIST=a,b", "SLURMD_NODENAME=b", "SLURM_NODEID=1", "CUDA_VISIBLE_DEVICES=0,1", "SLURM_GPUS_ON_NODE=2"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report")
+			cmd := gpulaunch(t, append(append(tc.args, "--node-file", node), helperArgs("report", out)...)...)
+			cmd.Env = append(cmd.Env, tc.env...)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+			var rep map[string]string
+			b, err := os.ReadFile(fmt.Sprintf("%s.%d", out, tc.rank))
+			if err != nil || json.Unmarshal(b, &rep) != nil {
+				t.Fatalf("rank %d wrote no report: %v", tc.rank, err)
+			}
+			if rep["pid"] != strconv.Itoa(cmd.Process.Pid) {
+				t.Errorf("app pid %s, gpulaunch pid %d: gpulaunch must exec the app, not fork it", rep["pid"], cmd.Process.Pid)
+			}
+			wantGPU := fmt.Sprintf("GPU-00000000-0000-4000-8000-%012d", tc.rank)
+			if rep["env:CUDA_VISIBLE_DEVICES"] != wantGPU {
+				t.Errorf("rank %d CUDA_VISIBLE_DEVICES %q, want %s", tc.rank, rep["env:CUDA_VISIBLE_DEVICES"], wantGPU)
+			}
+			if rep["env:LOCAL_RANK"] != strconv.Itoa(tc.rank) || rep["env:LOCAL_WORLD_SIZE"] != "2" {
+				t.Errorf("LOCAL_RANK %s LOCAL_WORLD_SIZE %s", rep["env:LOCAL_RANK"], rep["env:LOCAL_WORLD_SIZE"])
+			}
+			global := map[string]string{"openmpi auto": "5/6", "hydra exec": "4/6", "srun step auto": "3/4"}[tc.name]
+			if got := rep["env:RANK"] + "/" + rep["env:WORLD_SIZE"]; got != global {
+				t.Errorf("RANK/WORLD_SIZE %s, want the launcher's %s", got, global)
+			}
+			if mine.Size() >= 2 {
+				// two ranks on this machine's CPUs: each its own half
+				cpus, _ := cpuset.Parse(rep["Cpus_allowed_list"])
+				if cpus.Size() != mine.Size()/2 || !strings.Contains(rep["numa_maps_first"], "prefer:0") {
+					t.Errorf("rank %d bound to CPUs %q (numa_maps %q), want half of %s with prefer:0", tc.rank, rep["Cpus_allowed_list"], rep["numa_maps_first"], mine)
+				}
+			}
+		})
+	}
+}
+
+// The guard: each of several ranks would start its own -n instances.
+func TestRankModeGuardAndConflicts(t *testing.T) {
+	node := nodeFile(t, 4)
+	env := []string{"SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_LOCALID=0", "SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=4", "SLURM_STEP_TASKS_PER_NODE=4", "SLURM_STEP_NODELIST=a", "SLURMD_NODENAME=a", "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_GPUS_ON_NODE=4"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "4"}, "srun --ntasks-per-node=1 gpulaunch -n 4"},
+		{[]string{"-l", "-K"}, "--label, --kill-on-bad-exit: this is rank 0 of 4"},
+	} {
+		marker := marker(t)
+		cmd := gpulaunch(t, append(append(tc.args, "--node-file", node), helperArgs("sleep", "0s", marker)...)...)
+		cmd.Env = append(cmd.Env, env...)
+		b, err := cmd.CombinedOutput()
+		if exitStatus(err) != 2 || !strings.Contains(string(b), tc.want) || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 {
+			t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", tc.args, exitStatus(err), b, tc.want)
+		}
 	}
 }

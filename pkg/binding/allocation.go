@@ -40,6 +40,10 @@ type Allocation struct {
 	DevicesConstrained bool `json:"devices_constrained"`
 	// CPUs this process may run on: affinity ∩ cgroup cpuset.
 	CPUs cpuset.Set `json:"cpus"`
+	// StepCPUs are the CPUs every rank of this Slurm step or launch may
+	// use: the cgroup cpuset ∩ the node's layout; empty without a cpuset
+	// cgroup. Rank mode plans over them (RankSlot).
+	StepCPUs cpuset.Set `json:"step_cpus,omitempty"`
 	// MemNodes this process may allocate on.
 	MemNodes cpuset.Set `json:"mem_nodes"`
 	// MemoryLimit of the cgroup in bytes, 0 for none.
@@ -229,6 +233,7 @@ func allowedCPUs(a *Allocation, w World) (cpuset.Set, cpuset.Set) {
 				cpus, w.Env["SLURM_CPU_BIND"], w.Cgroup.CPUs)
 		}
 		cpus = cpus.Intersect(w.Cgroup.CPUs)
+		a.StepCPUs = w.Cgroup.CPUs
 	}
 	if known := w.Topology.CPUs(); !known.IsEmpty() {
 		if in := cpus.Intersect(known); in.IsEmpty() {
@@ -237,6 +242,7 @@ func allowedCPUs(a *Allocation, w World) (cpuset.Set, cpuset.Set) {
 		} else {
 			cpus = in
 		}
+		a.StepCPUs = a.StepCPUs.Intersect(known)
 	}
 	mems := w.MemsAllowed
 	if !w.Cgroup.Mems.IsEmpty() {

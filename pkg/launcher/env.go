@@ -42,6 +42,9 @@ type EnvOptions struct {
 	// CUDAIndex maps a GPU UUID to its ordinal among the GPUs gpulaunch
 	// can open (for GPUIDsIndex).
 	CUDAIndex map[string]int
+	// Global is the launcher's global rank in rank mode; nil makes RANK
+	// and WORLD_SIZE the instance's local ones.
+	Global *binding.GlobalRank
 }
 
 // replaced are variables gpulaunch sets for each instance; inherited
@@ -93,6 +96,10 @@ func InstanceEnv(base []string, slot binding.Slot, n int, o EnvOptions) ([]strin
 		own[i] = g.UUID
 	}
 	idx, size := strconv.Itoa(slot.Index), strconv.Itoa(n)
+	rank, world := idx, size
+	if o.Global != nil {
+		rank, world = strconv.Itoa(o.Global.Rank), strconv.Itoa(o.Global.Size)
+	}
 	out = append(out,
 		"CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","),
 		"CUDA_DEVICE_ORDER=PCI_BUS_ID",
@@ -101,7 +108,7 @@ func InstanceEnv(base []string, slot binding.Slot, n int, o EnvOptions) ([]strin
 		"GPULAUNCH_GPUS="+strings.Join(own, ","),
 		"GPULAUNCH_CPUS="+slot.CPUs.String(),
 		"LOCAL_RANK="+idx, "LOCAL_WORLD_SIZE="+size,
-		"RANK="+idx, "WORLD_SIZE="+size,
+		"RANK="+rank, "WORLD_SIZE="+world,
 	)
 	if !hasOMP && slot.CPUs.Size() > 0 {
 		out = append(out, "OMP_NUM_THREADS="+strconv.Itoa(slot.CPUs.Size()))

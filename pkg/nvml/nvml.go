@@ -44,9 +44,12 @@ type GPU struct {
 	BusID string `json:"pci_bus_id"`
 	// Index is the backend's enumeration index. It is informative only:
 	// NVML renumbers under device cgroups, so it is never an identity.
-	Index int    `json:"nvml_index"`
-	Minor int    `json:"minor"` // N of /dev/nvidiaN; -1 when unknown
-	Name  string `json:"name,omitempty"`
+	Index int `json:"nvml_index"`
+	Minor int `json:"minor"` // N of /dev/nvidiaN; -1 when unknown
+	// Device is the device file when it is not /dev/nvidia<Minor> (node
+	// files of machines with fake or relocated devices).
+	Device string `json:"device,omitempty"`
+	Name   string `json:"name,omitempty"`
 	// MemoryBytes is the GPU's own memory.
 	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
 	// NUMANode is the CPU-side NUMA node the GPU is attached to, -1 when

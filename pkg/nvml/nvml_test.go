@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 )
@@ -141,9 +144,9 @@ func TestSysfsBackend(t *testing.T) {
 		"sys/bus/pci/devices/0000:2a:00.0/numa_node":       {Data: []byte("-1\n")},
 	}
 	// A device cgroup denies /dev/nvidia0: open fails with EPERM.
-	src, _ := Open(Options{Root: root, ProbeDevice: func(minor int) error {
-		if minor == 0 {
-			return fmt.Errorf("open /dev/nvidia0: %w", fs.ErrPermission)
+	src, _ := Open(Options{Root: root, ProbeDevice: func(path string) error {
+		if path == "/dev/nvidia0" {
+			return fmt.Errorf("open %s: %w", path, fs.ErrPermission)
 		}
 		return nil
 	}})
@@ -183,5 +186,56 @@ func TestNoGPUMachine(t *testing.T) {
 	}
 	if _, err := src.Usage(nil); node.Backend == "sysfs" && !errors.Is(err, ErrNoTelemetry) {
 		t.Fatalf("Usage err = %v", err)
+	}
+}
+
+// A node file describes this machine's GPUs; the device cgroup decides which
+// are this process's, as the testbed's fake devices show: ENXIO (no driver)
+// is openable-but-dead, EPERM is another job's.
+func TestNodeFileProbesDevices(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "node.json")
+	os.WriteFile(file, []byte(`{"name": "bed", "gpus": [
+	  {"pci": "0000:11:00.0", "numa": 0, "minor": 1, "device": "/x/nvidia1", "uuid": "GPU-00000000-0000-4000-8000-000000000001"},
+	  {"pci": "0000:10:00.0", "numa": 0, "minor": 0, "device": "/x/nvidia0", "uuid": "GPU-00000000-0000-4000-8000-000000000000"},
+	  {"pci": "0000:12:00.0", "numa": null, "minor": 2}]}`), 0o644)
+	var probed []string
+	src, err := Open(Options{NodeFile: file, ProbeDevice: func(path string) error {
+		probed = append(probed, path)
+		switch path {
+		case "/x/nvidia0":
+			return fmt.Errorf("open: %w", fs.ErrPermission)
+		case "/x/nvidia1":
+			return fmt.Errorf("open: %w", syscall.ENXIO)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := src.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.CPUs != nil {
+		t.Fatalf("a node file's CPUs are this machine's, got %v", node.CPUs)
+	}
+	var got []string
+	for _, g := range node.GPUs {
+		got = append(got, fmt.Sprintf("%s:%d:%v:%d", g.BusID, g.Minor, g.Hidden, g.NUMANode))
+	}
+	want := "0000:10:00.0:0:true:0 0000:11:00.0:1:false:0 0000:12:00.0:2:false:-1"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("gpus %v, want %s", got, want)
+	}
+	if strings.Join(probed, " ") != "/x/nvidia0 /x/nvidia1 /dev/nvidia2" {
+		t.Fatalf("probed %v", probed)
+	}
+}
+
+func TestNodeFileRejectsCPUs(t *testing.T) {
+	_, err := ParseNodeFile([]byte(`{"cpu_layout": {"sockets":1,"numa_per_socket":1,"cores_per_numa":2,"threads_per_core":1}, "gpus": [{"pci": "10:00.0"}]}`), "n.json")
+	if err == nil || !strings.Contains(err.Error(), "--simulate") {
+		t.Fatalf("err %v", err)
 	}
 }

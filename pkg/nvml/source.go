@@ -21,9 +21,13 @@ type Options struct {
 	// Root is the machine's filesystem for /proc/driver/nvidia and
 	// /sys/bus/pci (normally os.DirFS("/")).
 	Root fs.FS
-	// ProbeDevice opens /dev/nvidia<minor>; an fs.ErrPermission means a
-	// device cgroup hides that GPU from this process. Nil: no probing.
-	ProbeDevice func(minor int) error
+	// NodeFile is the path of a node file: this machine's GPUs described
+	// in JSON, for machines where NVML cannot see them (docs/topology.md).
+	NodeFile string
+	// ProbeDevice opens a GPU's device file (/dev/nvidia<minor>); an
+	// fs.ErrPermission means a device cgroup hides that GPU from this
+	// process. Nil: no probing.
+	ProbeDevice func(path string) error
 }
 
 // Open picks the backend: a simulated or described node when asked,
@@ -31,6 +35,20 @@ type Options struct {
 func Open(o Options) (Source, error) {
 	if o.Simulate != "" {
 		return openSimulated(o.Simulate)
+	}
+	if o.NodeFile != "" {
+		data, err := os.ReadFile(o.NodeFile)
+		if err != nil {
+			return nil, fmt.Errorf("node file: %w", err)
+		}
+		t, err := ParseNodeFile(data, o.NodeFile)
+		if err != nil {
+			return nil, err
+		}
+		node := t.Node("node file " + o.NodeFile)
+		node.CPUs = nil
+		probeHidden(node.GPUs, o.ProbeDevice)
+		return staticSource{node: node}, nil
 	}
 	src, err := OpenNVML(o.Root)
 	if err == nil {
@@ -83,7 +101,7 @@ func isPermission(err error) bool {
 // and minor (regardless of cgroups), and sysfs gives NUMA locality.
 type sysfsSource struct {
 	root  fs.FS
-	probe func(minor int) error
+	probe func(path string) error
 	why   string
 }
 
@@ -115,18 +133,36 @@ func (s sysfsSource) Inventory() (Node, error) {
 			continue
 		}
 		g.NUMANode, g.LocalCPUs = sysfsLocality(s.root, g.BusID)
-		if s.probe != nil && g.Minor >= 0 {
-			if err := s.probe(g.Minor); err != nil && isPermission(err) {
-				g.Hidden = true
-			}
-		}
 		node.GPUs = append(node.GPUs, g)
 	}
+	probeHidden(node.GPUs, s.probe)
 	sortByBus(node.GPUs)
 	for i := range node.GPUs {
 		node.GPUs[i].Index = i
 	}
 	return node, nil
+}
+
+// probeHidden marks the GPUs whose device file a device cgroup denies: the
+// driver lists every GPU of the node, but this process may open only its
+// job's. Other errors (ENXIO on a device with no driver behind it, ENOENT)
+// do not hide a GPU: only the cgroup's EPERM says "not yours".
+func probeHidden(gpus []GPU, probe func(path string) error) {
+	if probe == nil {
+		return
+	}
+	for i, g := range gpus {
+		dev := g.Device
+		if dev == "" && g.Minor >= 0 {
+			dev = fmt.Sprintf("/dev/nvidia%d", g.Minor)
+		}
+		if dev == "" {
+			continue
+		}
+		if err := probe(dev); err != nil && isPermission(err) {
+			gpus[i].Hidden = true
+		}
+	}
 }
 
 // parseGPUInformation reads the driver's per-GPU file:

@@ -53,7 +53,10 @@ type TopologyGPU struct {
 	LocalCPUs string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
 	MemoryMiB uint64 `json:"memory_mib,omitempty"`
 	Minor     *int   `json:"minor,omitempty"` // default: position
-	MIG       []struct {
+	// Device is the GPU's device file (default /dev/nvidia<minor>); node
+	// files probe it to learn whether a device cgroup hides the GPU.
+	Device string `json:"device,omitempty"`
+	MIG    []struct {
 		UUID      string `json:"uuid"`
 		Name      string `json:"name,omitempty"`
 		MemoryMiB uint64 `json:"memory_mib,omitempty"`
@@ -95,14 +98,9 @@ func ReadTopologyFile(file string) (Topology, error) {
 // ParseTopology decodes and validates a description; origin names it in
 // errors.
 func ParseTopology(data []byte, origin string) (Topology, error) {
-	var t Topology
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&t); err != nil {
-		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
-	}
-	if t.Name == "" {
-		t.Name = strings.TrimSuffix(path.Base(origin), ".json")
+	t, err := decodeTopology(data, origin)
+	if err != nil {
+		return Topology{}, err
 	}
 	if _, err := t.cpus(); err != nil {
 		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
@@ -113,8 +111,42 @@ func ParseTopology(data []byte, origin string) (Topology, error) {
 	return t, nil
 }
 
+// ParseNodeFile decodes a node file: a description of this machine's GPUs
+// for when NVML cannot see them. It has no CPUs: they are this machine's,
+// read from sysfs like its affinity and cgroups.
+func ParseNodeFile(data []byte, origin string) (Topology, error) {
+	t, err := decodeTopology(data, origin)
+	if err != nil {
+		return Topology{}, err
+	}
+	if t.Layout != nil || t.CPUList != nil {
+		return Topology{}, fmt.Errorf("node file %s: a node file describes this machine's GPUs only (its CPUs are read from sysfs); remove cpu_layout/cpus, or use --simulate for another machine", origin)
+	}
+	if t.Mock != "" {
+		return Topology{}, fmt.Errorf("node file %s: mock is for built-in simulated nodes", origin)
+	}
+	if _, err := t.gpus(); err != nil {
+		return Topology{}, fmt.Errorf("node file %s: %w", origin, err)
+	}
+	return t, nil
+}
+
+func decodeTopology(data []byte, origin string) (Topology, error) {
+	var t Topology
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
+	}
+	if t.Name == "" {
+		t.Name = strings.TrimSuffix(path.Base(origin), ".json")
+	}
+	return t, nil
+}
+
 // Node turns the description into an inventory without any NVML in
-// between (topology files, and simulated nodes in builds without cgo).
+// between (topology files, node files, and simulated nodes in builds
+// without cgo). A node file's Node has no CPUs: "this machine's".
 func (t Topology) Node(backend string) Node {
 	cpus, _ := t.cpus()
 	gpus, _ := t.gpus()
@@ -175,9 +207,14 @@ func (l CPULayout) expand() ([]CPU, error) {
 }
 
 func (t Topology) gpus() ([]GPU, error) {
-	cpus, err := t.cpus()
-	if err != nil {
-		return nil, err
+	// A node file has no CPUs; its NUMA ids are checked against sysfs later.
+	described := t.Layout != nil || t.CPUList != nil
+	var cpus []CPU
+	if described {
+		var err error
+		if cpus, err = t.cpus(); err != nil {
+			return nil, err
+		}
 	}
 	numaCPUs := map[int][]int{}
 	for _, c := range cpus {
@@ -203,8 +240,9 @@ func (t Topology) gpus() ([]GPU, error) {
 		if tg.Minor != nil {
 			g.Minor = *tg.Minor
 		}
+		g.Device = tg.Device
 		if tg.NUMA != nil && *tg.NUMA >= 0 {
-			if _, ok := numaCPUs[*tg.NUMA]; !ok {
+			if _, ok := numaCPUs[*tg.NUMA]; !ok && described {
 				return nil, fmt.Errorf("gpu %d: numa node %d has no CPUs in this description", i, *tg.NUMA)
 			}
 			g.NUMANode = *tg.NUMA
@@ -214,7 +252,7 @@ func (t Topology) gpus() ([]GPU, error) {
 			if g.LocalCPUs, err = cpuset.Parse(tg.LocalCPUs); err != nil {
 				return nil, fmt.Errorf("gpu %d: local_cpus: %w", i, err)
 			}
-		case g.NUMANode >= 0:
+		case g.NUMANode >= 0 && described:
 			g.LocalCPUs = cpuset.New(numaCPUs[g.NUMANode]...)
 		}
 		for j, m := range tg.MIG {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+)
+
+const execUsage = `Usage: gpulaunch exec [flags] [--] COMMAND [ARGS…]
+
+Rank-wrapper mode, for launchers that start one process per rank (srun -n,
+mpirun, mpiexec): binds this rank to its slot of the node — its GPU(s), the
+CPUs local to them and a memory policy — sets its environment and execs
+COMMAND, so no gpulaunch process stays between the launcher and the app.
+
+Ranks agree without talking: each plans the whole node from what all of them
+see and takes the slot of its local rank (OMPI_COMM_WORLD_LOCAL_RANK,
+MPI_LOCALRANKID, SLURM_LOCALID in an srun step, …). When the launcher already
+gave each rank its own GPUs (srun --gpus-per-task), the rank keeps them.
+RANK and WORLD_SIZE are the launcher's global ones.
+
+Without -n, gpulaunch switches to this mode by itself when such variables show
+several ranks on this node.
+
+Examples:
+  srun -n 4 gpulaunch -- ./app                  # one GPU per rank
+  mpirun -np 8 gpulaunch -- ./app
+  mpiexec -n 2 gpulaunch exec -G 2 -- ./app     # two GPUs per rank`
+
+// execFlags are the flags rank mode understands.
+type execFlags struct {
+	gpus, cpus int
+	memBind    string
+	shareGPUs  bool
+	gpuIDs     string
+	visibility string
+	dryRun     bool
+}
+
+func (e *execFlags) register(fs *pflag.FlagSet) {
+	fs.IntVarP(&e.gpus, "gpus-per-task", "G", 1, "GPUs per rank (default: an even share of the node's GPUs)")
+	fs.IntVarP(&e.cpus, "cpus-per-task", "c", 0, "CPUs per rank (default: an even share of the GPU-local CPUs)")
+	fs.StringVar(&e.memBind, "mem-bind", "preferred", "NUMA memory policy: preferred, bind or none")
+	fs.BoolVar(&e.shareGPUs, "share-gpus", false, "allow more ranks than GPUs; ranks take turns on them")
+	fs.StringVar(&e.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index")
+	fs.StringVar(&e.visibility, "gpu-visibility", "own", "own: the rank sees its GPUs only; all: every GPU, its own first")
+	fs.BoolVar(&e.dryRun, "dry-run", false, "print this rank's slot and environment, exec nothing")
+}
+
+func (a *app) exec(args []string) error {
+	var c commonFlags
+	var e execFlags
+	fs := pflag.NewFlagSet("exec", pflag.ContinueOnError)
+	fs.SetInterspersed(false)
+	c.register(fs)
+	e.register(fs)
+	if done, err := a.parseFlags(fs, args, execUsage); done || err != nil {
+		return err
+	}
+	if len(fs.Args()) == 0 && !e.dryRun {
+		return usagef("no command to exec: gpulaunch exec -- COMMAND [ARGS…]")
+	}
+	if c.simulate != "" {
+		return usagef("exec binds this process on this machine; --simulate describes another one (try `gpulaunch plan --simulate %s -n RANKS`)", c.simulate)
+	}
+	return a.execRank(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
+}
+
+// execRank binds this rank and execs argv. alloc is reused when the caller
+// (run, switching to rank mode) has discovered it already.
+func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string, alloc *binding.Allocation) error {
+	log, err := c.loggerAt(a.stderr, zap.WarnLevel)
+	if err != nil {
+		return err
+	}
+	ids, vis, err := gpuNaming(e.gpuIDs, e.visibility)
+	if err != nil {
+		return err
+	}
+	pol, err := binding.ParseMemPolicy(e.memBind)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	var path string
+	if len(argv) > 0 {
+		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {
+			return err
+		}
+	}
+	if alloc == nil {
+		al, err := a.discover(c)
+		if err != nil {
+			return err
+		}
+		alloc = &al
+	}
+	req := binding.Request{GPUsPerInstance: e.gpus, CPUsPerInstance: e.cpus, MemPolicy: pol, ShareGPUs: e.shareGPUs}
+	slot, warnings, err := binding.RankSlot(*alloc, req, gpusGiven)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	size := 1
+	if alloc.LocalRank != nil && alloc.LocalRank.Size > 0 {
+		size = alloc.LocalRank.Size
+	}
+	slurm, _ := binding.ParseSlurm(a.env)
+	global, ok, err := binding.DetectGlobalRank(a.env, slurm)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex}
+	if ok {
+		opts.Global = &global
+	}
+	env, err := launcher.InstanceEnv(a.baseEnv(), slot, size, opts)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	// Every rank computes the same plan, so the same warnings: rank 0
+	// says them once for the node.
+	for _, w := range warnings {
+		if slot.Index == 0 {
+			log.Warn(w)
+		} else {
+			log.Debug(w)
+		}
+	}
+	for _, w := range alloc.Warnings {
+		log.Debug(w)
+	}
+	source := "no launcher"
+	if alloc.LocalRank != nil {
+		source = alloc.LocalRank.Source
+	}
+	var gpus []string
+	for _, g := range slot.GPUs {
+		gpus = append(gpus, g.BusID)
+	}
+	log.Debug(fmt.Sprintf("rank %d of %d on this node (%s): GPUs %s, CPUs %s, memory %s %s",
+		slot.Index, size, source, strings.Join(gpus, ","), slot.CPUs, slot.MemPolicy, slot.MemNodes),
+		zap.Int("local_rank", slot.Index), zap.Int("local_size", size), zap.String("source", source))
+	if e.dryRun {
+		fmt.Fprintf(a.stdout, "rank %d of %d on this node (%s)\nGPUs: %s\nCPUs: %s\nmemory: %s %s\n",
+			slot.Index, size, source, strings.Join(gpus, ","), slot.CPUs, slot.MemPolicy, slot.MemNodes)
+		for _, kv := range env {
+			if k, _, _ := strings.Cut(kv, "="); isContractVar(k) {
+				fmt.Fprintln(a.stdout, kv)
+			}
+		}
+		return nil
+	}
+	b := launcher.Binding{CPUs: slot.CPUs, MemPolicy: slot.MemPolicy, MemNodes: slot.MemNodes}
+	if err := launcher.Exec(b, path, argv, env); err != nil {
+		return commandError{126, err.Error() + ": nothing was started"}
+	}
+	return nil
+}
+
+// isContractVar: the variables gpulaunch sets for an instance or rank.
+func isContractVar(k string) bool {
+	switch k {
+	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMP_NUM_THREADS":
+		return true
+	}
+	return strings.HasPrefix(k, "GPULAUNCH_")
+}
+
+// rankModeConflicts names the run-only flags given on a command line that
+// switched to rank mode: gpulaunch execs the app there, so nothing would
+// supervise, label or restart it.
+func rankModeConflicts(fs *pflag.FlagSet) []string {
+	var out []string
+	for _, name := range []string{"label", "output", "error", "kill-on-bad-exit", "wait", "restarts", "timeout", "kill-wait", "mem-per-task"} {
+		if fs.Changed(name) {
+			out = append(out, "--"+name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package binding
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// GlobalRank is this process's rank among all ranks of the launch.
+type GlobalRank struct {
+	Rank   int    `json:"rank"`
+	Size   int    `json:"size"`
+	Source string `json:"source"`
+}
+
+// globalRankVars: as for local ranks, the most specific launcher first and
+// Slurm last, because SLURM_PROCID=0 leaks into every rank mpirun starts.
+var globalRankVars = []struct{ rank, size string }{
+	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+	{"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+	{"PMI_RANK", "PMI_SIZE"},
+	{"PALS_RANKID", "PALS_SIZE"},
+	{"FLUX_TASK_RANK", "FLUX_JOB_SIZE"},
+	{"JSM_NAMESPACE_RANK", "JSM_NAMESPACE_SIZE"},
+}
+
+// DetectGlobalRank finds the launcher's global rank and size. SLURM_PROCID
+// counts only inside an srun step, with SLURM_STEP_NUM_TASKS (or
+// SLURM_NTASKS) as the size.
+func DetectGlobalRank(env Env, slurm Slurm) (GlobalRank, bool, error) {
+	for _, v := range globalRankVars {
+		val, ok := env[v.rank]
+		if !ok {
+			continue
+		}
+		size, sok := env[v.size]
+		if !sok {
+			continue
+		}
+		g := GlobalRank{Source: v.rank}
+		var err1, err2 error
+		g.Rank, err1 = strconv.Atoi(strings.TrimSpace(val))
+		g.Size, err2 = strconv.Atoi(strings.TrimSpace(size))
+		if err1 != nil || err2 != nil || g.Rank < 0 || g.Size < 1 || g.Rank >= g.Size {
+			return GlobalRank{}, false, fmt.Errorf("%s=%q, %s=%q is not a rank below a size", v.rank, val, v.size, size)
+		}
+		return g, true, nil
+	}
+	if slurm.InStep() {
+		size := first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+		n, err := strconv.Atoi(size)
+		if err == nil && n > slurm.ProcID {
+			return GlobalRank{Rank: slurm.ProcID, Size: n, Source: "SLURM_PROCID"}, true, nil
+		}
+	}
+	return GlobalRank{}, false, nil
+}
+
+// GPUsBoundPerRank reports whether the launcher already gave this rank GPUs
+// of its own: inside a Slurm step that holds more GPUs on this node than
+// this task sees (srun --gpus-per-task, --gpu-bind=single or map_gpu).
+func (a Allocation) GPUsBoundPerRank() bool {
+	s := a.Slurm
+	return s.InStep() && len(a.GPUs) > 0 && s.GPUsOnNode > len(a.GPUs)
+}
+
+// RankSlot is the slot of one rank that a launcher (srun, mpirun, hydra)
+// started beside others on this node: the rank-wrapper mode. Ranks do not
+// talk to each other, so each must derive the same division from what all
+// of them see.
+//
+//  1. When the launcher already gave this rank its own GPUs
+//     (GPUsBoundPerRank), the rank keeps them and, within the CPUs the
+//     launcher left it, takes the ones local to those GPUs: a one-slot plan
+//     over its own allocation. G, when given, must not exceed what it sees.
+//  2. Otherwise every rank of the node sees the same GPUs, and the CPUs they
+//     share are the step's: the cgroup cpuset when one applies, since
+//     launchers bind each rank's affinity differently (srun's task/affinity,
+//     OpenMPI's --bind-to core); without a cgroup, this rank's affinity,
+//     which equals its peers' unless the launcher bound it.
+//  3. Over that common view the node is planned for all local ranks with
+//     NewPlan, and rank r takes slot r. G defaults to an even share of the
+//     GPUs (at least one); more ranks than GPUs needs --share-gpus or G=0,
+//     as in a run.
+//  4. Without a local size (FLUX_TASK_LOCAL_ID, or `gpulaunch exec` with no
+//     launcher) the process is a node's only rank.
+//
+// gpusGiven says whether r.GPUsPerInstance was set by the user.
+func RankSlot(a Allocation, r Request, gpusGiven bool) (Slot, []string, error) {
+	rank, size := 0, 1
+	if lr := a.LocalRank; lr != nil && lr.Size > 0 {
+		rank, size = lr.Rank, lr.Size
+	}
+	r.Instances = size
+	if a.GPUsBoundPerRank() && size > 1 {
+		if gpusGiven && r.GPUsPerInstance > len(a.GPUs) {
+			return Slot{}, nil, fmt.Errorf("-G %d: the launcher gave this rank %d GPU(s)", r.GPUsPerInstance, len(a.GPUs))
+		}
+		if !gpusGiven {
+			r.GPUsPerInstance = len(a.GPUs)
+		}
+		r.Instances = 1
+		p, err := NewPlan(a, r)
+		if err != nil {
+			return Slot{}, nil, err
+		}
+		s := p.Slots[0]
+		s.Index = rank
+		return s, p.Warnings, nil
+	}
+	if !a.StepCPUs.IsEmpty() {
+		a.CPUs = a.StepCPUs
+	}
+	if !gpusGiven {
+		r.GPUsPerInstance = max(1, len(a.GPUs)/size)
+		if len(a.GPUs) == 0 {
+			return Slot{}, nil, fmt.Errorf("the allocation has no GPU (%s): give -G 0 to bind this rank's CPUs only", a.GPUReason)
+		}
+	}
+	p, err := NewPlan(a, r)
+	if err != nil {
+		return Slot{}, nil, fmt.Errorf("%d ranks on this node: %w", size, err)
+	}
+	return p.Slots[rank], p.Warnings, nil
+}

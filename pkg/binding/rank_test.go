@@ -1,0 +1,134 @@
+package binding
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+)
+
+func TestDetectGlobalRank(t *testing.T) {
+	step := Slurm{JobID: "7", StepID: "0", ProcID: 3}
+	for _, tc := range []struct {
+		name  string
+		env   Env
+		slurm Slurm
+		want  string // "rank/size source", "" for none, "error"
+	}{
+		{"openmpi beats leaked slurm", Env{"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8", "SLURM_PROCID": "0"}, Slurm{JobID: "7"}, "5/8 OMPI_COMM_WORLD_RANK"},
+		{"hydra pmi", Env{"PMI_RANK": "2", "PMI_SIZE": "4", "SLURM_PROCID": "0", "SLURM_STEP_ID": "0"}, step, "2/4 PMI_RANK"},
+		{"srun step", Env{"SLURM_PROCID": "3", "SLURM_STEP_NUM_TASKS": "8"}, step, "3/8 SLURM_PROCID"},
+		{"batch script leak", Env{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, Slurm{JobID: "7"}, ""},
+		{"rank without size", Env{"PMI_RANK": "2"}, Slurm{}, ""},
+		{"rank past size", Env{"PMI_RANK": "4", "PMI_SIZE": "4"}, Slurm{}, "error"},
+		{"garbage", Env{"OMPI_COMM_WORLD_RANK": "x", "OMPI_COMM_WORLD_SIZE": "2"}, Slurm{}, "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ok, err := DetectGlobalRank(tc.env, tc.slurm)
+			got := ""
+			switch {
+			case err != nil:
+				got = "error"
+			case ok:
+				got = strings.Join([]string{itoa(g.Rank) + "/" + itoa(g.Size), g.Source}, " ")
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q (err %v)", got, tc.want, err)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// Ranks agree without talking: every rank's slot, computed alone, is the
+// slot the whole-node plan gives it, even when the launcher bound each
+// rank's affinity differently.
+func TestRankSlotAgreesAcrossRanks(t *testing.T) {
+	a := dgxA100.alloc("")
+	a.StepCPUs = a.CPUs
+	whole, err := NewPlan(a, Request{Instances: 8, GPUsPerInstance: 1, MemPolicy: MemPreferred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for r := range 8 {
+		mine := a
+		mine.LocalRank = &LocalRank{Rank: r, Size: 8, Source: "OMPI_COMM_WORLD_LOCAL_RANK"}
+		// OpenMPI --bind-to core: each rank's affinity is one core
+		mine.CPUs = cpuset.New(r)
+		s, _, err := RankSlot(mine, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := whole.Slots[r]
+		if s.Index != r || s.GPUs[0].UUID != want.GPUs[0].UUID || s.CPUs.String() != want.CPUs.String() {
+			t.Errorf("rank %d: GPU %s CPUs %s, whole-node plan says %s %s", r, s.GPUs[0].BusID, s.CPUs, want.GPUs[0].BusID, want.CPUs)
+		}
+		if seen[s.GPUs[0].UUID] {
+			t.Errorf("rank %d: GPU %s given twice", r, s.GPUs[0].BusID)
+		}
+		seen[s.GPUs[0].UUID] = true
+		if c, _ := a.Topology.Info(s.CPUs.Min()); c.NUMA != s.GPUs[0].NUMANode {
+			t.Errorf("rank %d: GPU on NUMA %d, CPUs %s elsewhere", r, s.GPUs[0].NUMANode, s.CPUs)
+		}
+	}
+}
+
+func TestRankSlotCases(t *testing.T) {
+	inStep := Slurm{JobID: "7", StepID: "0", GPUsOnNode: 4}
+	for _, tc := range []struct {
+		name      string
+		alloc     func() Allocation
+		req       Request
+		gpusGiven bool
+		want      string // "GPU-bus-list CPUs" or an error fragment
+	}{
+		{"two GPUs each by default", func() Allocation {
+			a := dgxH100.alloc("")
+			a.LocalRank = &LocalRank{Rank: 1, Size: 4}
+			return a
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "0000:3a:00.0,0000:5d:00.0 28-55,140-167"},
+		{"per-task bound GPU kept, own CPUs", func() Allocation {
+			a := perlmutter.alloc("16-31,80-95")
+			a.GPUs = a.GPUs[1:2] // srun --gpus-per-task=1: this rank sees GPU 1 only
+			a.Slurm = inStep
+			a.LocalRank = &LocalRank{Rank: 1, Size: 4, Source: "SLURM_LOCALID"}
+			return a
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "0000:41:00.0 16-31,80-95"},
+		{"more ranks than GPUs", func() Allocation {
+			a := perlmutter.alloc("")
+			a.LocalRank = &LocalRank{Rank: 5, Size: 8}
+			return a
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "8 ranks on this node: -n 8 -G 1 needs 8 GPU(s)"},
+		{"no GPU needs -G 0", func() Allocation {
+			a := perlmutter.alloc("")
+			a.GPUs = nil
+			a.LocalRank = &LocalRank{Rank: 0, Size: 2}
+			return a
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "give -G 0"},
+		{"-G 0 binds CPUs only", func() Allocation {
+			a := twoSocketSMT.alloc("")
+			a.LocalRank = &LocalRank{Rank: 1, Size: 2}
+			return a
+		}, Request{MemPolicy: MemNone}, true, " 2-3,6-7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, err := RankSlot(tc.alloc(), tc.req, tc.gpusGiven)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			} else {
+				var bus []string
+				for _, g := range s.GPUs {
+					bus = append(bus, g.BusID)
+				}
+				got = strings.Join(bus, ",") + " " + s.CPUs.String()
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,259 @@
+#!/bin/bash
+# slurm-testbed.sh — a real single-node Slurm 22.05 cluster with fake GPUs, for
+# gpulaunch's integration tests (Debian 12, run as root; no systemd needed).
+#
+#   slurm-testbed.sh up      install what is missing, configure, (re)start munged,
+#                            slurmctld and slurmd, wait until the node is idle
+#   slurm-testbed.sh down    stop the daemons this script started (by their pid files)
+#   slurm-testbed.sh status  the daemons and sinfo
+#   slurm-testbed.sh env     the variables tests read (TESTBED_ROOT, GPULAUNCH_NODE_FILE, …)
+#
+# Idempotent: `up` twice restarts slurmctld/slurmd with a clean state (no
+# leftover jobs, no drained node); `down` twice is a no-op.
+#
+# The GPUs are char devices c 195:N (the nvidia major, distinct minors) with
+# no driver behind them: opening an allocated one gives ENXIO, one the device
+# cgroup denies gives EPERM, so Slurm's ConstrainDevices is real. There is no
+# NVML here, so the script also writes a gpulaunch node file
+# ($TESTBED_ROOT/node.json, docs/topology.md) describing those devices.
+#
+# Knobs (environment):
+#   TESTBED_ROOT=/var/lib/gpulaunch-testbed  state, logs, pid files, fake devices
+#   TESTBED_GPUS=4                          number of fake GPUs
+#   TESTBED_CPUS=fake16|real                fake16: the node is declared 2 sockets × 8 cores
+#                                           (config_overrides); real: as `slurmd -C` says
+#   TESTBED_CGROUP=1|0                      1: proctrack/cgroup, task/cgroup+affinity with
+#                                           ConstrainCores/Devices (cgroup v1); 0: linuxproc
+#   TESTBED_PKGS="…"                        packages to ensure installed
+# Every configuration line and trap is explained in docs/testbed.md.
+set -euo pipefail
+
+ROOT=${TESTBED_ROOT:-/var/lib/gpulaunch-testbed}
+NGPU=${TESTBED_GPUS:-4}
+CPUS_MODE=${TESTBED_CPUS:-fake16}
+CGROUP=${TESTBED_CGROUP:-1}
+PKGS=${TESTBED_PKGS:-"slurm-wlm munge openmpi-bin mpich libpmix-dev libopenmpi-dev tmux"}
+ETC=/etc/slurm
+H=$(hostname -s)
+RUN=$ROOT/var/run
+LOG=$ROOT/var/log
+
+log() { printf '[testbed %(%T)T] %s\n' -1 "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (it installs packages and starts slurmd); CI runs it as root"
+
+# PID 1 here does not reap orphans, so daemons' intermediate processes stay
+# as zombies: a zombie counts as dead.
+proc_alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+pid_alive() { [ -s "$1" ] && proc_alive "$(cat "$1")"; }
+
+stop_pidfile() { # pidfile daemon-name
+  local f=$1 n=$2 p i
+  if pid_alive "$f"; then
+    p=$(cat "$f")
+    # a stale pid file may name an unrelated process by now
+    if grep -q "$n" "/proc/$p/comm" 2>/dev/null; then
+      log "stopping $n pid $p"
+      kill "$p"
+      for i in $(seq 100); do proc_alive "$p" || break; sleep 0.1; done
+      if proc_alive "$p"; then log "$n pid $p still alive, SIGKILL"; kill -9 "$p"; fi
+    fi
+  fi
+  rm -f "$f"
+}
+
+install_pkgs() {
+  local missing=() p
+  for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  log "apt-get install ${missing[*]} (log: $ROOT/apt-install.log)"
+  export DEBIAN_FRONTEND=noninteractive
+  # policy-rc.d (exit 101) keeps postinst scripts from starting daemons: this script starts them
+  if ! apt-get install -y -q -o DPkg::Lock::Timeout=300 "${missing[@]}" >"$ROOT/apt-install.log" 2>&1; then
+    log "install failed, retrying after apt-get update"
+    apt-get update -q >>"$ROOT/apt-install.log" 2>&1
+    apt-get install -y -q -o DPkg::Lock::Timeout=300 "${missing[@]}" >>"$ROOT/apt-install.log" 2>&1 ||
+      { tail -20 "$ROOT/apt-install.log" >&2; die "apt-get install failed"; }
+  fi
+}
+
+start_munge() {
+  mkdir -p /run/munge /var/lib/munge /var/log/munge
+  chown munge:munge /run/munge /var/lib/munge /var/log/munge /etc/munge
+  chmod 0755 /run/munge
+  if [ ! -s /etc/munge/munge.key ]; then
+    log "creating munge key"
+    runuser -u munge -- mungekey --create --keyfile=/etc/munge/munge.key
+  fi
+  chown munge:munge /etc/munge/munge.key
+  chmod 0400 /etc/munge/munge.key
+  if pid_alive /run/munge/munged.pid && munge -n </dev/null | unmunge >/dev/null 2>&1; then
+    log "munged already running (pid $(cat /run/munge/munged.pid))"
+  else
+    rm -f /run/munge/munged.pid /run/munge/munge.socket.2 /run/munge/munge.socket.2.lock
+    # as root munged refuses its munge-owned directories; as the munge user it is happy
+    runuser -u munge -- /usr/sbin/munged
+    local i
+    for i in $(seq 50); do munge -n </dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
+    munge -n </dev/null | unmunge >/dev/null || die "munge does not work"
+    log "munged started (pid $(cat /run/munge/munged.pid))"
+  fi
+  cp /run/munge/munged.pid "$RUN/munged.pid"
+}
+
+make_fake_gpus() {
+  mkdir -p "$ROOT/dev"
+  local i
+  for ((i = 0; i < NGPU; i++)); do
+    # distinct minors matter: ConstrainDevices denies the unallocated major:minor pairs
+    if [ ! -c "$ROOT/dev/nvidia$i" ] || [ "$(stat -c '%t:%T' "$ROOT/dev/nvidia$i")" != "c3:$(printf '%x' "$i")" ]; then
+      rm -f "$ROOT/dev/nvidia$i"
+      mknod -m 0666 "$ROOT/dev/nvidia$i" c 195 "$i"
+    fi
+  done
+}
+
+# The node file tells gpulaunch what NVML would: each GPU's UUID, PCI
+# address, NUMA node and device file. CPUs come from this machine's sysfs.
+write_node_file() {
+  local i sep="" numa
+  {
+    printf '{\n  "name": "testbed-%s",\n  "description": "slurm-testbed.sh fake GPUs (char devices c 195:N, no driver)",\n  "gpus": [\n' "$H"
+    for ((i = 0; i < NGPU; i++)); do
+      numa=null
+      [ -d /sys/devices/system/node/node0 ] && numa=0
+      printf '%s    {"name": "Testbed Fake GPU", "uuid": "GPU-7e57bed0-0000-4000-8000-%012d", "pci": "0000:%02x:00.0", "numa": %s, "minor": %d, "device": "%s/dev/nvidia%d", "memory_mib": 1024}' \
+        "$sep" "$i" $((0x10 + i)) "$numa" "$i" "$ROOT" "$i"
+      sep=$',\n'
+    done
+    printf '\n  ]\n}\n'
+  } >"$ROOT/node.json"
+}
+
+write_config() {
+  local node task proctrack extra=""
+  if [ "$CPUS_MODE" = real ]; then
+    node=$(slurmd -C | head -1 | sed -E 's/^NodeName=[^ ]+ //; s/ UpTime=.*//')
+  else
+    # more CPUs than the machine has: Slurm schedules 16, the cgroups hold the real 2
+    node="CPUs=16 Boards=1 Sockets=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=64000"
+    extra="SlurmdParameters=config_overrides"
+  fi
+  if [ "$CGROUP" = 1 ]; then
+    task="task/cgroup,task/affinity"
+    proctrack="proctrack/cgroup"
+  else
+    task="task/affinity"
+    proctrack="proctrack/linuxproc"
+  fi
+  mkdir -p "$ETC"
+  cat >"$ETC/slurm.conf" <<EOF
+# generated by gpulaunch scripts/slurm-testbed.sh
+ClusterName=testbed
+SlurmctldHost=$H(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+MpiDefault=none
+ProctrackType=$proctrack
+TaskPlugin=$task
+ReturnToService=2
+MailProg=/bin/true
+KillWait=5
+SlurmctldPidFile=$RUN/slurmctld.pid
+SlurmdPidFile=$RUN/slurmd.pid
+SlurmdSpoolDir=$ROOT/var/spool
+StateSaveLocation=$ROOT/var/state
+SlurmctldLogFile=$LOG/slurmctld.log
+SlurmdLogFile=$LOG/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+GresTypes=gpu
+$extra
+NodeName=$H NodeAddr=127.0.0.1 $node Gres=gpu:$NGPU State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+  cat >"$ETC/gres.conf" <<EOF
+# generated by gpulaunch scripts/slurm-testbed.sh — fake GPUs: char devices c 195:N
+AutoDetect=off
+Name=gpu File=$ROOT/dev/nvidia[0-$((NGPU - 1))]
+EOF
+  cat >"$ETC/cgroup.conf" <<EOF
+# generated by gpulaunch scripts/slurm-testbed.sh (read only with a cgroup plugin)
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+ConstrainCores=yes
+ConstrainDevices=yes
+ConstrainRAMSpace=no
+EOF
+}
+
+stop_slurm() {
+  stop_pidfile "$RUN/slurmd.pid" slurmd
+  stop_pidfile "$RUN/slurmctld.pid" slurmctld
+}
+
+start_slurm() {
+  rm -rf "$ROOT/var/state" "$ROOT/var/spool"
+  mkdir -p "$ROOT/var/state" "$ROOT/var/spool" "$LOG" "$RUN"
+  slurmctld
+  slurmd
+  local i st=""
+  for i in $(seq 300); do
+    st=$(sinfo -h -n "$H" -o %T 2>/dev/null || true)
+    [ "$st" = idle ] && break
+    if [[ "$st" == drain* || "$st" == down* ]]; then
+      scontrol update nodename="$H" state=resume 2>/dev/null || true
+    fi
+    sleep 0.1
+  done
+  if [ "$st" != idle ]; then
+    sinfo -R >&2 || true
+    tail -20 "$LOG/slurmd.log" >&2 || true
+    die "node $H not idle after 30 s (state '$st')"
+  fi
+  log "slurmctld pid $(cat "$RUN/slurmctld.pid"), slurmd pid $(cat "$RUN/slurmd.pid"), node $H idle"
+}
+
+case ${1:-} in
+up)
+  mkdir -p "$ROOT" "$RUN" "$LOG"
+  install_pkgs
+  stop_slurm
+  start_munge
+  make_fake_gpus
+  write_node_file
+  write_config
+  start_slurm
+  sinfo -N -o '%N %T %c %z %m %G'
+  ;;
+down)
+  stop_slurm
+  stop_pidfile "$RUN/munged.pid" munged
+  ;;
+status)
+  for d in munged slurmctld slurmd; do
+    if pid_alive "$RUN/$d.pid"; then echo "$d running pid $(cat "$RUN/$d.pid")"; else echo "$d not running"; fi
+  done
+  sinfo -N -o '%N %T %c %z %m %G' 2>&1 || true
+  ;;
+env)
+  echo "TESTBED_ROOT=$ROOT"
+  echo "GPULAUNCH_NODE_FILE=$ROOT/node.json"
+  ;;
+*)
+  echo "usage: $0 up|down|status|env" >&2
+  exit 2
+  ;;
+esac
