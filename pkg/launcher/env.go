@@ -53,6 +53,7 @@ type EnvOptions struct {
 var replaced = []string{
 	"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
 	"LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE",
+	"GPULAUNCH_INSTANCE", "GPULAUNCH_NINSTANCES", "GPULAUNCH_GPUS", "GPULAUNCH_CPUS",
 }
 
 // InstanceEnv is the environment of instance slot.Index of n: the base
@@ -68,7 +69,8 @@ func InstanceEnv(base []string, slot binding.Slot, n int, o EnvOptions) ([]strin
 	hasOMP := false
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if drop[k] || strings.HasPrefix(k, "GPULAUNCH_") {
+		// The user's own settings (GPULAUNCH_NODE_FILE) pass through.
+		if drop[k] {
 			continue
 		}
 		hasOMP = hasOMP || k == "OMP_NUM_THREADS"

@@ -45,7 +45,7 @@ func TestInstanceEnv(t *testing.T) {
 	all := []nvml.GPU{g(0), g(1), g(2), g(3)}
 	slot := binding.Slot{Index: 2, GPUs: []nvml.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1,2,3", "ROCR_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "ZE_AFFINITY_MASK=0",
-		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0"}
+		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0", "GPULAUNCH_NODE_FILE=/etc/node.json"}
 	env := func(o EnvOptions, base []string) map[string]string {
 		list, err := InstanceEnv(base, slot, 4, o)
 		if err != nil {
@@ -62,9 +62,13 @@ func TestInstanceEnv(t *testing.T) {
 		return m
 	}
 	m := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}, base)
+	global := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn, Global: &binding.GlobalRank{Rank: 13, Size: 16}}, base)
+	if global["RANK"] != "13" || global["WORLD_SIZE"] != "16" || global["LOCAL_RANK"] != "2" {
+		t.Errorf("rank mode: RANK %s WORLD_SIZE %s LOCAL_RANK %s, want the launcher's 13/16 and local 2", global["RANK"], global["WORLD_SIZE"], global["LOCAL_RANK"])
+	}
 	want := map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "GPULAUNCH_INSTANCE": "2", "GPULAUNCH_NINSTANCES": "4",
 		"GPULAUNCH_GPUS": "GPU-2", "GPULAUNCH_CPUS": "4-7", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "RANK": "2", "WORLD_SIZE": "4",
-		"OMP_NUM_THREADS": "4", "PATH": "/bin", "SLURM_PROCID": "0"}
+		"OMP_NUM_THREADS": "4", "PATH": "/bin", "SLURM_PROCID": "0", "GPULAUNCH_NODE_FILE": "/etc/node.json"}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("%s = %q, want %q", k, m[k], v)
