@@ -42,8 +42,8 @@ demo: build
 	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 8     # GPU 0 sits on NUMA node 2 on a DGX A100'
 	@$(BIN) plan --simulate dgx-a100 -n 8
 	@echo
-	@echo '$$ gpulaunch -n 8 -l --simulate dgx-h100 -- scripts/demo-app.sh'
-	@$(BIN) -n 8 -l --simulate dgx-h100 -- scripts/demo-app.sh
+	@echo '$$ gpulaunch -n 8 -l --simulate dgx-h100 --monitor-interval 100ms -- scripts/demo-app.sh'
+	@$(BIN) -n 8 -l --simulate dgx-h100 --monitor-interval 100ms -- scripts/demo-app.sh
 	@echo
 	@echo '$$ gpulaunch -n 2 -G 0 -l -- scripts/demo-app.sh     # this machine: CPU binding really applied'
 	@$(BIN) -n 2 -G 0 -l -- scripts/demo-app.sh

@@ -112,39 +112,51 @@ func (a *app) dispatch(args []string) error {
 
 // discover opens the backend and reconciles the allocation.
 func (a *app) discover(c commonFlags) (binding.Allocation, error) {
+	alloc, src, err := a.discoverWith(c, "")
+	if src != nil {
+		src.Close()
+	}
+	return alloc, err
+}
+
+// discoverWith also hands back the open backend, for telemetry; usageDir
+// is where apps on a simulated node declare their GPU use.
+func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, nvml.Source, error) {
 	nodeFile := c.nodeFile
 	if nodeFile == "" && c.simulate == "" {
 		nodeFile = a.env["GPULAUNCH_NODE_FILE"]
 	}
 	if c.simulate != "" && c.nodeFile != "" {
-		return binding.Allocation{}, usagef("--simulate and --node-file both describe the node: --simulate is another machine, --node-file this one; give one")
+		return binding.Allocation{}, nil, usagef("--simulate and --node-file both describe the node: --simulate is another machine, --node-file this one; give one")
 	}
-	src, err := nvml.Open(nvml.Options{Simulate: c.simulate, NodeFile: nodeFile, Root: a.root, ProbeDevice: a.probeDevice})
+	src, err := nvml.Open(nvml.Options{Simulate: c.simulate, NodeFile: nodeFile, SimulatedUsage: usageDir, Root: a.root, ProbeDevice: a.probeDevice})
 	if err != nil {
 		switch {
 		case c.simulate != "":
-			return binding.Allocation{}, usagef("--simulate %s: %v", c.simulate, err)
+			return binding.Allocation{}, nil, usagef("--simulate %s: %v", c.simulate, err)
 		case c.nodeFile != "":
-			return binding.Allocation{}, usagef("--node-file: %v", err)
+			return binding.Allocation{}, nil, usagef("--node-file: %v", err)
 		case nodeFile != "":
-			return binding.Allocation{}, usagef("GPULAUNCH_NODE_FILE=%s: %v", nodeFile, err)
+			return binding.Allocation{}, nil, usagef("GPULAUNCH_NODE_FILE=%s: %v", nodeFile, err)
 		}
-		return binding.Allocation{}, err
+		return binding.Allocation{}, nil, err
 	}
-	defer src.Close()
 	node, err := src.Inventory()
 	if err != nil {
-		return binding.Allocation{}, err
+		src.Close()
+		return binding.Allocation{}, nil, err
 	}
 	world, err := binding.ReadWorld(a.root, node, a.env, a.hostname)
 	if err != nil {
-		return binding.Allocation{}, err
+		src.Close()
+		return binding.Allocation{}, nil, err
 	}
 	alloc, err := binding.Reconcile(world)
 	if err != nil {
-		return binding.Allocation{}, usagef("%v", err)
+		src.Close()
+		return binding.Allocation{}, nil, usagef("%v", err)
 	}
-	return alloc, nil
+	return alloc, src, nil
 }
 
 const topUsage = `gpulaunch — run N pinned copies of a program on the GPUs of a Slurm allocation

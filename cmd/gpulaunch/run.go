@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -44,6 +45,7 @@ type runFlags struct {
 	gpuIDs        string
 	visibility    string
 	dryRun        bool
+	monitor       string
 }
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
@@ -59,6 +61,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers")
 	fs.StringVar(&r.visibility, "gpu-visibility", "own", "own: an instance sees its GPUs only; all: every GPU of the allocation, its own first (CUDA IPC, NCCL P2P)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
+	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often; 0 turns telemetry off")
 }
 
 func (a *app) run(args []string) error {
@@ -106,10 +109,19 @@ func (a *app) run(args []string) error {
 			return usageError{err.Error()}
 		}
 	}
-	alloc, err := a.discover(c)
+	// Apps on a simulated node declare their GPU use here (nvml.SimulatedUsageEnv).
+	usageDir := ""
+	if c.simulate != "" && !rf.dryRun {
+		if usageDir, err = os.MkdirTemp("", "gpulaunch-usage-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(usageDir)
+	}
+	alloc, src, err := a.discoverWith(c, usageDir)
 	if err != nil {
 		return err
 	}
+	defer src.Close()
 	if lr := alloc.LocalRank; lr != nil && lr.Size > 1 && c.simulate == "" {
 		if auto {
 			if bad := rankModeConflicts(fs); len(bad) > 0 {
@@ -155,12 +167,12 @@ func (a *app) run(args []string) error {
 	if !bind {
 		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
 	}
-	insts, err := a.instances(plan, alloc, argv, path, rf, ids, vis, names, bind)
+	insts, err := a.instances(plan, alloc, argv, path, rf, ids, vis, names, bind, usageDir)
 	if err != nil {
 		return err
 	}
 	outs, err := launcher.Run(launcher.Spec{
-		Instances: insts, Policy: pol, Label: rf.label, Log: log,
+		Instances: insts, Policy: pol, Label: rf.label, Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
 		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr),
 	})
 	if err != nil {
@@ -171,6 +183,14 @@ func (a *app) run(args []string) error {
 		return exitCode(code)
 	}
 	return nil
+}
+
+func uuids(gpus []nvml.GPU) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.UUID
+	}
+	return out
 }
 
 // gpuNaming reads --gpu-ids and --gpu-visibility.
@@ -221,8 +241,11 @@ func (a *app) baseEnv() []string {
 }
 
 func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []string, path string, rf runFlags,
-	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool) ([]launcher.Instance, error) {
+	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool, usageDir string) ([]launcher.Instance, error) {
 	base := a.baseEnv()
+	if usageDir != "" {
+		base = append(base, nvml.SimulatedUsageEnv+"="+usageDir)
+	}
 	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex}
 	var insts []launcher.Instance
 	for _, s := range plan.Slots {
@@ -237,6 +260,7 @@ func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []stri
 		var gpus []string
 		for _, g := range s.GPUs {
 			gpus = append(gpus, g.BusID)
+			inst.GPUUUIDs = append(inst.GPUUUIDs, g.UUID)
 		}
 		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
 		if rf.output != "" {
@@ -288,6 +312,9 @@ func (rf runFlags) policy() (launcher.Policy, error) {
 		return p, usagef("--kill-wait must be longer than 0: instances need a moment to stop")
 	}
 	if p.MemPerTask, err = parseSize("--mem-per-task", rf.memPerTask); err != nil {
+		return p, err
+	}
+	if p.Monitor, err = parseDuration("--monitor-interval", rf.monitor); err != nil {
 		return p, err
 	}
 	return p, nil

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,16 @@ func helper(name string, args []string) int {
 	case "bigline": // args[0] bytes of 'x', no newline
 		n, _ := strconv.Atoi(args[0])
 		_, _ = os.Stdout.Write(bytes.Repeat([]byte("x"), n))
+		return 0
+	case "gpu-use": // declare GPU use to the simulated node (args: own|other|none, util %, MiB, duration)
+		cvd := strings.Split(os.Getenv("CUDA_VISIBLE_DEVICES"), ",")
+		gpu := map[string]string{"own": cvd[0], "other": cvd[len(cvd)-1]}[args[0]]
+		if gpu != "" {
+			decl := fmt.Sprintf("%s %s %s\n", gpu, args[1], args[2])
+			_ = os.WriteFile(filepath.Join(os.Getenv("GPULAUNCH_SIMULATED_USAGE_DIR"), strconv.Itoa(os.Getpid())), []byte(decl), 0o644)
+		}
+		d, _ := time.ParseDuration(args[3])
+		time.Sleep(d)
 		return 0
 	case "alloc": // touch args[0] MiB and sleep
 		n, _ := strconv.Atoi(args[0])
@@ -675,5 +686,46 @@ func TestRankModeGuardAndConflicts(t *testing.T) {
 		if exitStatus(err) != 2 || !strings.Contains(string(b), tc.want) || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 {
 			t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", tc.args, exitStatus(err), b, tc.want)
 		}
+	}
+}
+
+// Telemetry end to end on a simulated node: the fake apps declare GPU use,
+// the simulated NVML reports it, the summary shows it, and launch
+// verification flags an instance on another GPU and one that never used
+// its own. The apps pick their role by instance through a shell.
+func TestRunTelemetryAndLaunchVerification(t *testing.T) {
+	script := `case $GPULAUNCH_INSTANCE in 0) m=own;; 1) m=other;; *) m=none;; esac; exec "$0" gltest-helper gpu-use $m 60 1024 800ms`
+	cmd := gpulaunch(t, "-n", "3", "--simulate", "dgx-h100", "--gpu-visibility", "all", "--monitor-interval", "100ms", "--", "sh", "-c", script, os.Args[0])
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := string(out)
+	lines := map[string]string{}
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 8 && (f[0] == "0" || f[0] == "1" || f[0] == "2") {
+			lines[f[0]] = l
+		}
+	}
+	// the mean counts samples before the app declared its use
+	m := regexp.MustCompile(` (\d+)/60 +1\.0 GiB `).FindStringSubmatch(lines["0"])
+	if mean := 0; m != nil {
+		mean, _ = strconv.Atoi(m[1])
+		if mean < 30 || mean > 60 {
+			m = nil
+		}
+	}
+	if m == nil {
+		t.Errorf("instance 0 used its GPU at 60%% with 1 GiB: want mean 30-60, peak 60; summary row: %q\n%s", lines["0"], text)
+	}
+	if !regexp.MustCompile(`warning: instance 1: process \d+ runs on GPU GPU-\S+, (instance \d+'s|no instance's) GPU, not its own`).MatchString(text) {
+		t.Errorf("instance 1 on another GPU is not flagged:\n%s", text)
+	}
+	if !strings.Contains(text, "warning: instance 2: no process of it used its GPU(s)") {
+		t.Errorf("GPU-idle instance 2 is not flagged:\n%s", text)
+	}
+	if strings.Contains(text, "warning: instance 0:") {
+		t.Errorf("instance 0 did everything right but was flagged:\n%s", text)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
 // Binding is what an instance is bound to before exec; empty CPUs: no affinity.
@@ -34,6 +36,8 @@ type Instance struct {
 	Stdout, Stderr string
 	// GPUs and CPUs describe the slot in logs and the summary.
 	GPUs, CPUs string
+	// GPUUUIDs are the instance's GPUs, for telemetry.
+	GPUUUIDs []string
 }
 
 // Policy is how instances are supervised.
@@ -50,6 +54,9 @@ type Policy struct {
 	KillWait time.Duration
 	// MemPerTask ends an instance whose process tree's RSS exceeds it; 0: none.
 	MemPerTask uint64
+	// Monitor is the telemetry interval (CPU time, RSS, GPU use, launch
+	// verification); 0 turns telemetry off.
+	Monitor time.Duration
 }
 
 // Spec is a whole run.
@@ -60,6 +67,12 @@ type Spec struct {
 	Label          bool
 	Stdout, Stderr *os.File
 	Log            *zap.Logger
+	// GPUs samples GPU use; nil: none.
+	GPUs GPUUsage
+	// WatchGPUs are every GPU of the allocation (UUIDs): launch
+	// verification looks for instances on GPUs that are not theirs among
+	// them too. Instances' own GPUs are always watched.
+	WatchGPUs []string
 }
 
 // Ended says why an instance stopped.
@@ -85,6 +98,16 @@ type Outcome struct {
 	Signal   syscall.Signal `json:"signal,omitempty"`
 	EndedBy  Ended          `json:"ended_by,omitempty"`
 	PeakRSS  uint64         `json:"peak_rss_bytes"`
+	// CPUSeconds is the CPU time of the instance's process tree.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// GPUUtilMean and GPUUtilPeak are its GPUs' utilisation in percent
+	// over the samples taken while it ran; -1 when none was taken.
+	GPUUtilMean float64 `json:"gpu_util_mean_pct"`
+	GPUUtilPeak int     `json:"gpu_util_peak_pct"`
+	// GPUMemPeak is the most GPU memory its processes held at once.
+	GPUMemPeak uint64 `json:"gpu_mem_peak_bytes"`
+	// Warnings are launch verification's findings.
+	Warnings []string `json:"warnings"`
 }
 
 // Status renders the outcome as srun would: "0", "7", "SIGSEGV".
@@ -272,12 +295,36 @@ func Run(spec Spec) ([]Outcome, error) {
 		}
 	}
 
-	sampleEvery := 2 * time.Second
-	if p.MemPerTask > 0 {
-		sampleEvery = 500 * time.Millisecond
+	var sampleC <-chan time.Time
+	if every := p.Monitor; every > 0 || p.MemPerTask > 0 {
+		if p.MemPerTask > 0 && (every == 0 || every > 500*time.Millisecond) {
+			every = 500 * time.Millisecond
+		}
+		sampler := time.NewTicker(every)
+		defer sampler.Stop()
+		sampleC = sampler.C
 	}
-	sampler := time.NewTicker(sampleEvery)
-	defer sampler.Stop()
+	watches := make([]*gpuWatch, n)
+	owner := map[string]int{}
+	var allGPUs []string
+	for i, inst := range spec.Instances {
+		watches[i] = newGPUWatch(inst.GPUUUIDs)
+		for _, u := range inst.GPUUUIDs {
+			if _, dup := owner[u]; !dup {
+				owner[u] = i
+				allGPUs = append(allGPUs, u)
+			}
+		}
+	}
+	for _, u := range spec.WatchGPUs {
+		if _, ok := owner[u]; !ok && !slices.Contains(allGPUs, u) {
+			allGPUs = append(allGPUs, u)
+		}
+	}
+	gpus := spec.GPUs
+	if p.Monitor == 0 || len(allGPUs) == 0 {
+		gpus = nil
+	}
 	running := n
 	pending := 0
 	intCount := 0
@@ -381,11 +428,31 @@ func Run(spec Spec) ([]Outcome, error) {
 			if st[ev.idx].pid == ev.pid {
 				_ = syscall.Kill(-ev.pid, syscall.SIGKILL)
 			}
-		case <-sampler.C:
+		case <-sampleC:
 			procs := scanProcs()
+			var usage []nvml.Usage
+			if gpus != nil {
+				var err error
+				if usage, err = gpus.Usage(allGPUs); err != nil {
+					log.Debug("GPU telemetry off: " + err.Error())
+					gpus, usage = nil, nil
+				}
+			}
 			for i := range st {
 				if st[i].pid == 0 {
 					continue
+				}
+				tree := descendantsIn(procs, st[i].pid)
+				st[i].out.CPUSeconds = max(st[i].out.CPUSeconds, treeCPU(procs, st[i].pid, tree))
+				if gpus != nil {
+					inTree := map[int]bool{st[i].pid: true}
+					for _, pid := range tree {
+						inTree[pid] = true
+					}
+					for _, w := range watches[i].observe(i, usage, inTree, owner) {
+						log.Warn(w)
+						watches[i].warnings = append(watches[i].warnings, w)
+					}
 				}
 				rss := treeRSS(procs, st[i].pid)
 				st[i].out.PeakRSS = max(st[i].out.PeakRSS, rss)
@@ -403,6 +470,17 @@ func Run(spec Spec) ([]Outcome, error) {
 	outs := make([]Outcome, n)
 	for i := range st {
 		outs[i] = st[i].out
+		w := watches[i]
+		if spec.GPUs != nil && p.Monitor > 0 {
+			// an instance that ended before verifyAfter samples is judged
+			// on the samples it had
+			for _, msg := range w.verify(i) {
+				log.Warn(msg)
+				w.warnings = append(w.warnings, msg)
+			}
+		}
+		outs[i].GPUUtilMean, outs[i].GPUUtilPeak, outs[i].GPUMemPeak = w.meanUtil(), w.utilPeak, w.memPeak
+		outs[i].Warnings = append([]string{}, w.warnings...)
 	}
 	return outs, nil
 }
@@ -466,11 +544,20 @@ func sizeString(b uint64) string {
 // WriteSummary prints the end-of-run table.
 func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tPID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tPEAK RSS\tENDED BY")
+	fmt.Fprintln(tw, "INSTANCE\tPID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\tENDED BY")
+	var warnings []string
 	for i, o := range outs {
 		cpus := insts[i].CPUs
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", o.Index, o.PID, orDash(insts[i].GPUs), orDash(cpus),
-			o.Wall.Round(time.Millisecond), o.Status(), o.Restarts, sizeString(o.PeakRSS), orDash(string(o.EndedBy)))
+		util := "-"
+		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
+			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, o.PID, orDash(insts[i].GPUs), orDash(cpus),
+			o.Wall.Round(time.Millisecond), o.Status(), o.Restarts, util, sizeString(o.GPUMemPeak), sizeString(o.PeakRSS), o.CPUSeconds, orDash(string(o.EndedBy)))
+		warnings = append(warnings, o.Warnings...)
 	}
 	tw.Flush()
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
 }

@@ -122,6 +122,9 @@ type procEntry struct {
 	pid, ppid int
 	rssPages  int64
 	zombie    bool
+	// ticks is the process's own CPU time (utime+stime); childTicks that
+	// of its reaped children (cutime+cstime), in clock ticks.
+	ticks, childTicks int64
 }
 
 // scanProcs reads every process's parent and resident set.
@@ -152,7 +155,12 @@ func scanProcs() []procEntry {
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		rss, _ := strconv.ParseInt(f[21], 10, 64)
-		out = append(out, procEntry{pid: pid, ppid: ppid, rssPages: rss, zombie: f[0] == "Z"})
+		var t [4]int64
+		for k := range t {
+			t[k], _ = strconv.ParseInt(f[11+k], 10, 64)
+		}
+		out = append(out, procEntry{pid: pid, ppid: ppid, rssPages: rss, zombie: f[0] == "Z",
+			ticks: t[0] + t[1], childTicks: t[2] + t[3]})
 	}
 	return out
 }
@@ -195,5 +203,29 @@ func treeRSS(procs []procEntry, root int) uint64 {
 	}
 	return uint64(total * page)
 }
+
+// treeCPU is the CPU time of root's process tree in seconds: root's own
+// and its reaped children's, plus every living descendant's own.
+func treeCPU(procs []procEntry, root int, tree []int) float64 {
+	var ticks int64
+	for _, p := range procs {
+		if p.pid == root {
+			ticks += p.ticks + p.childTicks
+		}
+	}
+	in := map[int]bool{}
+	for _, pid := range tree {
+		in[pid] = true
+	}
+	for _, p := range procs {
+		if in[p.pid] {
+			ticks += p.ticks
+		}
+	}
+	return float64(ticks) / clockTicks
+}
+
+// clockTicks is USER_HZ, 100 on every Linux ABI gpulaunch runs on.
+const clockTicks = 100
 
 func unixSignalName(s syscall.Signal) string { return strings.TrimPrefix(unix.SignalName(s), "SIG") }

@@ -232,9 +232,9 @@ func cString(b []int8) string {
 // exercise the real code path. The mock fakes identity and memory only;
 // the topology (PCI addresses, NUMA, CPU affinity), telemetry and
 // deterministic UUIDs come from the description.
-func simulatedSource(t Topology) (Source, error) {
+func simulatedSource(t Topology, usageDir string) (Source, error) {
 	if t.Mock == "" {
-		return staticSource{node: t.Node("simulated " + t.Name)}, nil
+		return staticSource{node: t.Node("simulated " + t.Name), usageDir: usageDir}, nil
 	}
 	var srv *server.Server
 	switch t.Mock {
@@ -289,8 +289,29 @@ func simulatedSource(t Topology) (Source, error) {
 		dev.GetMigModeFunc = func() (int, int, gonvml.Return) {
 			return gonvml.DEVICE_MIG_DISABLE, gonvml.DEVICE_MIG_DISABLE, gonvml.SUCCESS
 		}
-		dev.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) { return gonvml.Utilization{}, gonvml.SUCCESS }
-		dev.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return nil, gonvml.SUCCESS }
+		// Telemetry: what the apps declared (declared.go), answered
+		// through the same NVML calls the real driver serves.
+		uuid, total := g.UUID, dev.MemoryInfo.Total
+		declared := func() Usage {
+			if usageDir == "" {
+				return Usage{}
+			}
+			return declaredUsage(usageDir, []string{uuid})[0]
+		}
+		dev.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
+			return gonvml.Utilization{Gpu: uint32(declared().Utilization)}, gonvml.SUCCESS
+		}
+		dev.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) {
+			used := declared().MemoryUsed
+			return gonvml.Memory{Total: total, Used: used, Free: total - min(used, total)}, gonvml.SUCCESS
+		}
+		dev.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+			var out []gonvml.ProcessInfo
+			for _, p := range declared().Processes {
+				out = append(out, gonvml.ProcessInfo{Pid: uint32(p.PID), UsedGpuMemory: p.MemoryUsed})
+			}
+			return out, gonvml.SUCCESS
+		}
 	}
 	srv.DriverVersion = t.Driver
 	lib := newLibrary(srv, "simulated "+t.Name+" (go-nvml mock "+t.Mock+")", nil, maxID(want.CPUs)+1)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,5 +238,45 @@ func TestNodeFileRejectsCPUs(t *testing.T) {
 	_, err := ParseNodeFile([]byte(`{"cpu_layout": {"sockets":1,"numa_per_socket":1,"cores_per_numa":2,"threads_per_core":1}, "gpus": [{"pci": "10:00.0"}]}`), "n.json")
 	if err == nil || !strings.Contains(err.Error(), "--simulate") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// Simulated nodes answer telemetry from what apps declare, through the
+// same adapter as the real driver (go-nvml's mock with cgo).
+func TestSimulatedUsageFromDeclarations(t *testing.T) {
+	dir := t.TempDir()
+	topo, err := BuiltinTopology("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(Options{Simulate: "dgx-h100", SimulatedUsage: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := src.Inventory()
+	g0, g1 := node.GPUs[0].UUID, node.GPUs[1].UUID
+	self := strconv.Itoa(os.Getpid())
+	os.WriteFile(filepath.Join(dir, self), []byte(g0+" 70 2048\n"+g1+" 10 512\n"), 0o644)
+	// a process that is gone: its declaration no longer counts
+	os.WriteFile(filepath.Join(dir, "999999999"), []byte(g0+" 50 100\n"), 0o644)
+	us, err := src.Usage([]string{g0, g1, node.GPUs[2].UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us[0].Utilization != 70 || us[0].MemoryUsed != 2048<<20 || len(us[0].Processes) != 1 || us[0].Processes[0].PID != os.Getpid() {
+		t.Errorf("GPU 0: %+v", us[0])
+	}
+	if us[1].Utilization != 10 || us[2].Utilization != 0 || len(us[2].Processes) != 0 {
+		t.Errorf("GPU 1/2: %+v %+v", us[1], us[2])
+	}
+	if node.GPUs[0].MemoryBytes == 0 && topo.Mock != "" {
+		t.Errorf("declared use must not hide the GPU's memory size")
+	}
+	if _, err := Open(Options{Simulate: "dgx-h100"}); err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := Open(Options{Simulate: "perlmutter-gpu"})
+	if _, err := plain.Usage(nil); !errors.Is(err, ErrNoTelemetry) {
+		t.Errorf("without a declaration directory: %v, want ErrNoTelemetry", err)
 	}
 }

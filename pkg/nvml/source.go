@@ -24,6 +24,10 @@ type Options struct {
 	// NodeFile is the path of a node file: this machine's GPUs described
 	// in JSON, for machines where NVML cannot see them (docs/topology.md).
 	NodeFile string
+	// SimulatedUsage is the directory where apps on a simulated or
+	// described node declare their GPU use (SimulatedUsageEnv); "" means
+	// such nodes have no telemetry.
+	SimulatedUsage string
 	// ProbeDevice opens a GPU's device file (/dev/nvidia<minor>); an
 	// fs.ErrPermission means a device cgroup hides that GPU from this
 	// process. Nil: no probing.
@@ -34,7 +38,7 @@ type Options struct {
 // else real NVML, else sysfs with a warning saying what is missing.
 func Open(o Options) (Source, error) {
 	if o.Simulate != "" {
-		return openSimulated(o.Simulate)
+		return openSimulated(o.Simulate, o.SimulatedUsage)
 	}
 	if o.NodeFile != "" {
 		data, err := os.ReadFile(o.NodeFile)
@@ -60,29 +64,38 @@ func Open(o Options) (Source, error) {
 	return sysfsSource{root: o.Root, probe: o.ProbeDevice, why: err.Error()}, nil
 }
 
-func openSimulated(spec string) (Source, error) {
+func openSimulated(spec, usageDir string) (Source, error) {
 	if strings.ContainsRune(spec, '/') || strings.HasSuffix(spec, ".json") {
 		t, err := ReadTopologyFile(spec)
 		if err != nil {
 			return nil, err
 		}
-		return staticSource{node: t.Node("topology file " + spec)}, nil
+		return staticSource{node: t.Node("topology file " + spec), usageDir: usageDir}, nil
 	}
 	t, err := BuiltinTopology(spec)
 	if err != nil {
 		return nil, err
 	}
-	return simulatedSource(t)
+	return simulatedSource(t, usageDir)
 }
 
-// staticSource serves a fixed inventory (topology files).
-type staticSource struct{ node Node }
+// staticSource serves a fixed inventory (topology files) and the GPU use
+// apps declare in usageDir.
+type staticSource struct {
+	node     Node
+	usageDir string
+}
 
-func (s staticSource) Inventory() (Node, error)        { return s.node, nil }
-func (s staticSource) Usage([]string) ([]Usage, error) { return nil, ErrNoTelemetry }
-func (s staticSource) Close() error                    { return nil }
-func (s sysfsSource) Usage([]string) ([]Usage, error)  { return nil, ErrNoTelemetry }
-func (s sysfsSource) Close() error                     { return nil }
+func (s staticSource) Inventory() (Node, error) { return s.node, nil }
+func (s staticSource) Close() error             { return nil }
+func (s staticSource) Usage(uuids []string) ([]Usage, error) {
+	if s.usageDir == "" {
+		return nil, ErrNoTelemetry
+	}
+	return declaredUsage(s.usageDir, uuids), nil
+}
+func (s sysfsSource) Usage([]string) ([]Usage, error) { return nil, ErrNoTelemetry }
+func (s sysfsSource) Close() error                    { return nil }
 func sortByBus(gpus []GPU) {
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
 }

@@ -1,0 +1,124 @@
+package launcher
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// GPUUsage samples GPUs; an nvml.Source is one.
+type GPUUsage interface {
+	Usage(uuids []string) ([]nvml.Usage, error)
+}
+
+// verifyAfter is how many samples an instance gets before launch
+// verification judges it: long enough for a framework to create its CUDA
+// context, short enough to catch a wrong device within seconds.
+const verifyAfter = 3
+
+// gpuWatch is one instance's GPU record across samples.
+type gpuWatch struct {
+	own      map[string]bool // its GPUs by UUID
+	samples  int             // samples taken while it ran
+	utilSum  float64
+	utilPeak int
+	memPeak  uint64 // its processes' GPU memory, summed over GPUs
+	seen     bool   // one of its processes held a context on one of its GPUs
+	busy     bool   // one of its GPUs was ever busy
+	verified bool   // the idle check has been made
+	foreign  map[string]bool
+	warnings []string
+}
+
+func newGPUWatch(uuids []string) *gpuWatch {
+	w := &gpuWatch{own: map[string]bool{}, foreign: map[string]bool{}}
+	for _, u := range uuids {
+		w.own[u] = true
+	}
+	return w
+}
+
+// observe folds one sample in: usage of every sampled GPU, the
+// instance's process tree, and which instance owns each GPU. It returns
+// warnings that are new.
+func (w *gpuWatch) observe(index int, usage []nvml.Usage, tree map[int]bool, owner map[string]int) []string {
+	var fresh []string
+	util, n := 0, 0
+	var mem uint64
+	for _, u := range usage {
+		mine := w.own[u.UUID]
+		if mine && u.Utilization >= 0 {
+			util += u.Utilization
+			n++
+			w.utilPeak = max(w.utilPeak, u.Utilization)
+			w.busy = w.busy || u.Utilization > 0
+		}
+		for _, p := range u.Processes {
+			if !tree[p.PID] {
+				continue
+			}
+			if mine {
+				w.seen = true
+				mem += p.MemoryUsed
+				continue
+			}
+			if !w.foreign[u.UUID] {
+				w.foreign[u.UUID] = true
+				whose := "no instance's"
+				if o, ok := owner[u.UUID]; ok {
+					whose = fmt.Sprintf("instance %d's", o)
+				}
+				fresh = append(fresh, fmt.Sprintf("instance %d: process %d runs on GPU %s, %s GPU, not its own (%s): "+
+					"the app ignores CUDA_VISIBLE_DEVICES (it may reset it, or pick devices by a hard-coded index)",
+					index, p.PID, u.UUID, whose, strings.Join(keys(w.own), ",")))
+			}
+		}
+	}
+	if len(w.own) == 0 {
+		return fresh
+	}
+	w.samples++
+	if n > 0 {
+		w.utilSum += float64(util) / float64(n)
+	}
+	w.memPeak = max(w.memPeak, mem)
+	if w.samples >= verifyAfter {
+		fresh = append(fresh, w.verify(index)...)
+	}
+	return fresh
+}
+
+// verify flags an instance that never touched its GPUs while they sat idle.
+func (w *gpuWatch) verify(index int) []string {
+	if w.verified || w.samples == 0 {
+		return nil
+	}
+	w.verified = true
+	if w.seen || w.busy {
+		return nil
+	}
+	return []string{fmt.Sprintf("instance %d: no process of it used its GPU(s) %s, which sat idle over %d sample(s): "+
+		"is the app running on the CPU (a CPU-only build, or no GPU code path)?", index, strings.Join(keys(w.own), ","), w.samples)}
+}
+
+func (w *gpuWatch) meanUtil() float64 {
+	if w.samples == 0 {
+		return -1
+	}
+	return w.utilSum / float64(w.samples)
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	// a handful of GPUs: insertion sort keeps the messages stable
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
