@@ -46,6 +46,7 @@ type runFlags struct {
 	visibility    string
 	dryRun        bool
 	monitor       string
+	report        string
 }
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
@@ -61,6 +62,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers")
 	fs.StringVar(&r.visibility, "gpu-visibility", "own", "own: an instance sees its GPUs only; all: every GPU of the allocation, its own first (CUDA IPC, NCCL P2P)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
+	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md)")
 	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often; 0 turns telemetry off")
 }
 
@@ -101,6 +103,11 @@ func (a *app) run(args []string) error {
 	if len(argv) > 0 {
 		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {
 			return err
+		}
+	}
+	if rf.report != "" {
+		if fi, err := os.Stat(filepath.Dir(rf.report)); err != nil || !fi.IsDir() {
+			return usagef("--report %s: the directory %s does not exist: nothing was started", rf.report, filepath.Dir(rf.report))
 		}
 	}
 	names := launcher.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}
@@ -171,6 +178,7 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	outs, err := launcher.Run(launcher.Spec{
 		Instances: insts, Policy: pol, Label: rf.label, Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
 		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr),
@@ -179,6 +187,11 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	launcher.WriteSummary(a.stderr, insts, outs)
+	if rf.report != "" {
+		if err := writeReport(rf.report, buildReport(alloc, req, plan, argv, started, pol.Monitor, insts, outs)); err != nil {
+			return err
+		}
+	}
 	if code := launcher.ExitCode(outs); code != 0 {
 		return exitCode(code)
 	}

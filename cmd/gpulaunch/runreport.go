@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+)
+
+// runReport is `--report FILE`: the end-of-run summary as JSON, plus the
+// plan and every warning. docs/report.md documents it and
+// docs/report.schema.json is its schema; a test validates against that.
+type runReport struct {
+	SchemaVersion int              `json:"schema_version"`
+	Host          string           `json:"host"`
+	Command       []string         `json:"command"`
+	Started       time.Time        `json:"started"`
+	WallSeconds   float64          `json:"wall_seconds"`
+	ExitCode      int              `json:"exit_code"`
+	MonitorSecs   float64          `json:"monitor_interval_seconds"`
+	Plan          planDoc          `json:"plan"`
+	Instances     []instanceReport `json:"instances"`
+	Warnings      []string         `json:"warnings"`
+}
+
+type instanceReport struct {
+	Instance    int      `json:"instance"`
+	Host        string   `json:"host"`
+	PID         int      `json:"pid"`
+	GPUs        []string `json:"gpus"`
+	CPUs        string   `json:"cpus"`
+	WallSeconds float64  `json:"wall_seconds"`
+	ExitCode    int      `json:"exit_code"`
+	Signal      string   `json:"signal"`
+	EndedBy     string   `json:"ended_by"`
+	Restarts    int      `json:"restarts"`
+	// GPUUtilMean is null when no GPU sample was taken.
+	GPUUtilMean *float64 `json:"gpu_util_mean_pct"`
+	GPUUtilPeak int      `json:"gpu_util_peak_pct"`
+	GPUMemPeak  uint64   `json:"gpu_mem_peak_bytes"`
+	RSSPeak     uint64   `json:"rss_peak_bytes"`
+	CPUSeconds  float64  `json:"cpu_seconds"`
+	Warnings    []string `json:"warnings"`
+}
+
+const reportSchemaVersion = 1
+
+func buildReport(alloc binding.Allocation, req binding.Request, plan binding.Plan, argv []string, started time.Time,
+	monitor time.Duration, insts []launcher.Instance, outs []launcher.Outcome) runReport {
+	r := runReport{
+		SchemaVersion: reportSchemaVersion, Host: alloc.Hostname, Command: argv, Started: started.UTC(),
+		WallSeconds: time.Since(started).Seconds(), ExitCode: launcher.ExitCode(outs), MonitorSecs: monitor.Seconds(),
+		Plan: planJSON(alloc, req, plan), Warnings: append([]string{}, plan.Warnings...),
+	}
+	for i, o := range outs {
+		ir := instanceReport{
+			Instance: o.Index, Host: alloc.Hostname, PID: o.PID, GPUs: append([]string{}, insts[i].GPUUUIDs...), CPUs: insts[i].CPUs,
+			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
+			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
+			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),
+		}
+		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
+			m := o.GPUUtilMean
+			ir.GPUUtilMean = &m
+		}
+		r.Instances = append(r.Instances, ir)
+		r.Warnings = append(r.Warnings, o.Warnings...)
+	}
+	return r
+}
+
+func signalString(o launcher.Outcome) string {
+	if o.Signal == 0 {
+		return ""
+	}
+	return o.Status()
+}
+
+// writeReport writes the file whole or not at all: a reader never sees
+// half a report.
+func writeReport(file string, r runReport) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
