@@ -108,8 +108,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if alloc.LocalRank != nil && alloc.LocalRank.Size > 0 {
 		size = alloc.LocalRank.Size
 	}
-	slurm, _ := binding.ParseSlurm(a.env)
-	global, ok, err := binding.DetectGlobalRank(a.env, slurm)
+	global, ok, err := binding.DetectGlobalRank(a.env, alloc.Slurm)
 	if err != nil {
 		return usageError{err.Error()}
 	}

@@ -454,7 +454,7 @@ func Run(spec Spec) ([]Outcome, error) {
 						watches[i].warnings = append(watches[i].warnings, w)
 					}
 				}
-				rss := treeRSS(procs, st[i].pid)
+				rss := treeRSS(procs, st[i].pid, tree)
 				st[i].out.PeakRSS = max(st[i].out.PeakRSS, rss)
 				if p.MemPerTask > 0 && rss > p.MemPerTask && st[i].endedBy == EndedItself {
 					log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(rss), sizeString(p.MemPerTask)))

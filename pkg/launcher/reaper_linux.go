@@ -190,18 +190,19 @@ func descendantsIn(procs []procEntry, root int) []int {
 	return out
 }
 
-// treeRSS sums the resident memory of root and its descendants in bytes.
-func treeRSS(procs []procEntry, root int) uint64 {
-	page := int64(os.Getpagesize())
-	byPID := map[int]procEntry{}
+// treeRSS sums the resident memory of root and its descendants (tree) in bytes.
+func treeRSS(procs []procEntry, root int, tree []int) uint64 {
+	in := map[int]bool{root: true}
+	for _, pid := range tree {
+		in[pid] = true
+	}
+	var pages int64
 	for _, p := range procs {
-		byPID[p.pid] = p
+		if in[p.pid] {
+			pages += p.rssPages
+		}
 	}
-	total := byPID[root].rssPages
-	for _, pid := range descendantsIn(procs, root) {
-		total += byPID[pid].rssPages
-	}
-	return uint64(total * page)
+	return uint64(pages * int64(os.Getpagesize()))
 }
 
 // treeCPU is the CPU time of root's process tree in seconds: root's own
