@@ -34,19 +34,14 @@ Examples:
 
 // execFlags are the flags rank mode understands.
 type execFlags struct {
-	gpus, cpus int
-	memBind    string
-	shareGPUs  bool
+	shape      planFlags // -G, -c, --mem-bind, --share-gpus; no -n
 	gpuIDs     string
 	visibility string
 	dryRun     bool
 }
 
 func (e *execFlags) register(fs *pflag.FlagSet) {
-	fs.IntVarP(&e.gpus, "gpus-per-task", "G", 1, "GPUs per rank (default: an even share of the node's GPUs)")
-	fs.IntVarP(&e.cpus, "cpus-per-task", "c", 0, "CPUs per rank (default: an even share of the GPU-local CPUs)")
-	fs.StringVar(&e.memBind, "mem-bind", "preferred", "NUMA memory policy: preferred, bind or none")
-	fs.BoolVar(&e.shareGPUs, "share-gpus", false, "allow more ranks than GPUs; ranks take turns on them")
+	e.shape.registerShape(fs, "rank", "GPUs per rank (default: an even share of the node's GPUs)")
 	fs.StringVar(&e.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index")
 	fs.StringVar(&e.visibility, "gpu-visibility", "own", "own: the rank sees its GPUs only; all: every GPU, its own first")
 	fs.BoolVar(&e.dryRun, "dry-run", false, "print this rank's slot and environment, exec nothing")
@@ -82,9 +77,9 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if err != nil {
 		return err
 	}
-	pol, err := binding.ParseMemPolicy(e.memBind)
+	req, err := e.shape.request(nil, false)
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	var path string
 	if len(argv) > 0 {
@@ -99,7 +94,6 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		}
 		alloc = &al
 	}
-	req := binding.Request{GPUsPerInstance: e.gpus, CPUsPerInstance: e.cpus, MemPolicy: pol, ShareGPUs: e.shareGPUs}
 	slot, warnings, err := binding.RankSlot(*alloc, req, gpusGiven)
 	if err != nil {
 		return usageError{err.Error()}

@@ -217,10 +217,16 @@ type planFlags struct {
 
 func (p *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&p.instances, "ntasks", "n", 0, "number of instances N")
-	fs.IntVarP(&p.gpus, "gpus-per-task", "G", 1, "GPUs per instance; 0 runs instances without a GPU")
-	fs.IntVarP(&p.cpus, "cpus-per-task", "c", 0, "CPUs per instance (default: an even share of the GPU-local CPUs)")
+	p.registerShape(fs, "instance", "GPUs per instance; 0 runs instances without a GPU")
+}
+
+// registerShape registers the flags that shape one slot; rank mode has
+// them too, without -n (the launcher decides how many ranks there are).
+func (p *planFlags) registerShape(fs *pflag.FlagSet, unit, gpusHelp string) {
+	fs.IntVarP(&p.gpus, "gpus-per-task", "G", 1, gpusHelp)
+	fs.IntVarP(&p.cpus, "cpus-per-task", "c", 0, "CPUs per "+unit+" (default: an even share of the GPU-local CPUs)")
 	fs.StringVar(&p.memBind, "mem-bind", "preferred", "NUMA memory policy: preferred, bind or none")
-	fs.BoolVar(&p.shareGPUs, "share-gpus", false, "allow more instances than GPUs; instances take turns on them")
+	fs.BoolVar(&p.shareGPUs, "share-gpus", false, "allow more "+unit+"s than GPUs; they take turns on them")
 }
 
 // request builds the Request; without -n, Instances stays 0 unless -n is

@@ -135,7 +135,7 @@ func (a *app) run(args []string) error {
 				return usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
 					strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
 			}
-			e := execFlags{gpus: p.gpus, cpus: p.cpus, memBind: p.memBind, shareGPUs: p.shareGPUs, gpuIDs: rf.gpuIDs, visibility: rf.visibility, dryRun: rf.dryRun}
+			e := execFlags{shape: p, gpuIDs: rf.gpuIDs, visibility: rf.visibility, dryRun: rf.dryRun}
 			return a.execRank(c, e, fs.Changed("gpus-per-task"), argv, &alloc)
 		}
 		// With GPUs of its own (srun --gpus-per-task) a rank may fan out

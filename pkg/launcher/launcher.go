@@ -442,19 +442,15 @@ func Run(spec Spec) ([]Outcome, error) {
 				if st[i].pid == 0 {
 					continue
 				}
-				tree := descendantsIn(procs, st[i].pid)
+				tree := treeSet(procs, st[i].pid)
 				st[i].out.CPUSeconds = max(st[i].out.CPUSeconds, treeCPU(procs, st[i].pid, tree))
 				if gpus != nil {
-					inTree := map[int]bool{st[i].pid: true}
-					for _, pid := range tree {
-						inTree[pid] = true
-					}
-					for _, w := range watches[i].observe(i, usage, inTree, owner) {
+					for _, w := range watches[i].observe(i, usage, tree, owner) {
 						log.Warn(w)
 						watches[i].warnings = append(watches[i].warnings, w)
 					}
 				}
-				rss := treeRSS(procs, st[i].pid, tree)
+				rss := treeRSS(procs, tree)
 				st[i].out.PeakRSS = max(st[i].out.PeakRSS, rss)
 				if p.MemPerTask > 0 && rss > p.MemPerTask && st[i].endedBy == EndedItself {
 					log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(rss), sizeString(p.MemPerTask)))

@@ -190,15 +190,12 @@ func descendantsIn(procs []procEntry, root int) []int {
 	return out
 }
 
-// treeRSS sums the resident memory of root and its descendants (tree) in bytes.
-func treeRSS(procs []procEntry, root int, tree []int) uint64 {
-	in := map[int]bool{root: true}
-	for _, pid := range tree {
-		in[pid] = true
-	}
+// treeRSS sums the resident memory of a process tree (root and its
+// descendants, as treeSet gives them) in bytes.
+func treeRSS(procs []procEntry, tree map[int]bool) uint64 {
 	var pages int64
 	for _, p := range procs {
-		if in[p.pid] {
+		if tree[p.pid] {
 			pages += p.rssPages
 		}
 	}
@@ -207,23 +204,27 @@ func treeRSS(procs []procEntry, root int, tree []int) uint64 {
 
 // treeCPU is the CPU time of root's process tree in seconds: root's own
 // and its reaped children's, plus every living descendant's own.
-func treeCPU(procs []procEntry, root int, tree []int) float64 {
+func treeCPU(procs []procEntry, root int, tree map[int]bool) float64 {
 	var ticks int64
 	for _, p := range procs {
-		if p.pid == root {
+		switch {
+		case p.pid == root:
 			ticks += p.ticks + p.childTicks
-		}
-	}
-	in := map[int]bool{}
-	for _, pid := range tree {
-		in[pid] = true
-	}
-	for _, p := range procs {
-		if in[p.pid] {
+		case tree[p.pid]:
 			ticks += p.ticks
 		}
 	}
 	return float64(ticks) / clockTicks
+}
+
+// treeSet is root and its living descendants, built once per sample and
+// shared by the RSS, CPU and GPU accounting.
+func treeSet(procs []procEntry, root int) map[int]bool {
+	set := map[int]bool{root: true}
+	for _, pid := range descendantsIn(procs, root) {
+		set[pid] = true
+	}
+	return set
 }
 
 // clockTicks is USER_HZ, 100 on every Linux ABI gpulaunch runs on.
