@@ -62,5 +62,22 @@ awk -v p="$peak" -v t="$((t1 - t0))" -v hz="$hz" -v us="$((s1 - s0))" \
   'BEGIN { printf "  peak RSS %.1f MiB (target <= 30 MiB); CPU %.2f%% of one core over %.1f s while supervising (target <= 1%%)\n", p/1024, 100*t/hz/(us/1e6), us/1e6 }'
 
 echo
+echo "== the sampler's own cost: 64 sleeping instances for 20 s at the default --monitor-interval (2s),"
+echo "   against the same run with telemetry off, both at once; CPU time from /proc/PID/task/*/schedstat"
+# every thread of the process (the Go runtime spreads work over several)
+cpu_ns() { cat /proc/$1/task/*/schedstat | awk '{s += $1} END {print s}'; }
+"$GL" -n 64 -G 0 -- sleep 23 >/dev/null 2>&1 &
+on=$!
+"$GL" -n 64 -G 0 --monitor-interval 0 -- sleep 23 >/dev/null 2>&1 &
+off=$!
+sleep 1.5
+a0=$(cpu_ns $on); b0=$(cpu_ns $off); s0=$(now_us)
+sleep 20
+a1=$(cpu_ns $on); b1=$(cpu_ns $off); s1=$(now_us)
+wait "$on" "$off" || true
+awk -v a="$((a1 - a0))" -v b="$((b1 - b0))" -v us="$((s1 - s0))" 'BEGIN {
+  w = us * 1000; printf "  with sampler %.3f%%, without %.3f%% of one core: the sampler costs %.3f%% (target < 0.5%%)\n", 100*a/w, 100*b/w, 100*(a-b)/w }'
+
+echo
 echo "== inside one Slurm allocation: N instances of true, gpulaunch vs N background srun --exclusive + wait (median of ${BENCH_RUNS:-7})"
 scripts/bench-slurm.sh

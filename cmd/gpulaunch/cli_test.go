@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -26,7 +27,7 @@ func runCLI(t *testing.T, env binding.Env, args ...string) (stdout, stderr strin
 	if env == nil {
 		env = binding.Env{}
 	}
-	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), hostname: "testhost"}
+	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), hostname: "testhost", uid: os.Getuid()}
 	code = a.main(args)
 	return out.String(), errb.String(), code
 }

@@ -168,7 +168,7 @@ func isContractVar(k string) bool {
 // supervise, label or restart it.
 func rankModeConflicts(fs *pflag.FlagSet) []string {
 	var out []string
-	for _, name := range []string{"label", "output", "error", "kill-on-bad-exit", "wait", "restarts", "timeout", "kill-wait", "mem-per-task", "monitor-interval", "report"} {
+	for _, name := range []string{"label", "output", "error", "kill-on-bad-exit", "wait", "restarts", "timeout", "kill-wait", "mem-per-task", "monitor-interval", "report", "tmux"} {
 		if fs.Changed(name) {
 			out = append(out, "--"+name)
 		}

@@ -38,7 +38,7 @@ func main() {
 		},
 	}
 	a.hostname, _ = os.Hostname()
-	a.pid, a.ppid = os.Getpid(), os.Getppid()
+	a.pid, a.ppid, a.uid = os.Getpid(), os.Getppid(), os.Getuid()
 	os.Exit(a.main(os.Args[1:]))
 }
 
@@ -49,7 +49,7 @@ type app struct {
 	root           fs.FS
 	hostname       string
 	probeDevice    func(path string) error
-	pid, ppid      int
+	pid, ppid, uid int
 }
 
 // usageError is bad input: one line on stderr, exit 2, nothing started.
@@ -97,6 +97,14 @@ func (a *app) dispatch(args []string) error {
 		return a.info(args[1:])
 	case "plan":
 		return a.plan(args[1:])
+	case "status":
+		return a.status(args[1:])
+	case "top":
+		return a.top(args[1:])
+	case "logs":
+		return a.logs(args[1:])
+	case "signal":
+		return a.signal(args[1:])
 	case "version", "--version":
 		fmt.Fprintf(a.stdout, "gpulaunch %s\n", version)
 		return nil
@@ -166,6 +174,9 @@ Usage:
   gpulaunch exec [-G G] [-c C] [flags] -- COMMAND [ARGS…]
   gpulaunch info [--json] [--simulate NODE|FILE]
   gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
+  gpulaunch status|top [--json] [--pid PID]
+  gpulaunch logs [-f] INSTANCE
+  gpulaunch signal INSTANCE|all SIGNAL
   gpulaunch version
 
 Commands:
@@ -178,6 +189,10 @@ Commands:
            NUMA nodes, memory limit, Slurm and MPI context, and warnings
   plan     where each of N instances would go: its GPU(s), CPU set and memory
            policy, nothing started
+  status   the live instance table of the running gpulaunch of this job on
+           this node (from another shell or tmux pane); top refreshes it
+  logs     an instance's recent output, -f to follow it
+  signal   send a signal to one instance or all
 
 Examples:
   gpulaunch -n 4 -l -- python train.py --shard %t
@@ -187,6 +202,9 @@ Examples:
   gpulaunch plan -n 4                         # one GPU per instance, NUMA-local CPUs
   gpulaunch plan -n 4 -G 2 --simulate dgx-h100 --json
   gpulaunch plan -n 8 --simulate my-node.json # a node described in JSON (docs/topology.md)
+  gpulaunch -n 4 --tmux -- ./app              # in tmux/smux: a pane per instance + top
+  gpulaunch logs -f 2                         # from another pane: follow instance 2
+  gpulaunch signal all USR1                   # e.g. ask every instance to checkpoint
 
 Simulated nodes: dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu.
 Run 'gpulaunch COMMAND --help' for a command's flags.

@@ -47,6 +47,7 @@ type runFlags struct {
 	dryRun        bool
 	monitor       string
 	report        string
+	tmux          bool
 }
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
@@ -64,6 +65,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
 	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md)")
 	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often; 0 turns telemetry off")
+	fs.BoolVar(&r.tmux, "tmux", false, "inside tmux (smux): open a window with one pane per instance following its output, and one running gpulaunch top")
 }
 
 func (a *app) run(args []string) error {
@@ -160,6 +162,12 @@ func (a *app) run(args []string) error {
 		writePlan(a.stdout, alloc, plan)
 		return nil
 	}
+	var tmux string
+	if rf.tmux {
+		if tmux, err = a.checkTmux(len(plan.Slots)); err != nil {
+			return err
+		}
+	}
 	warnings := plan.Warnings
 	if req.GPUsPerInstance > 0 {
 		warnings = append(append([]string{}, alloc.Warnings...), warnings...)
@@ -179,9 +187,22 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	started := time.Now()
+	board := launcher.NewBoard(launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
+		Command: argv, Started: started, Monitor: pol.Monitor.String()}, insts)
+	if srv := a.listenControl(board, log); srv != nil {
+		defer srv.Close(2 * time.Second)
+		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
+		if tmux != "" {
+			if err := a.openTmuxWindow(tmux, srv.Path(), len(insts)); err != nil {
+				log.Warn("--tmux: the window could not be laid out, the run goes on without it: " + err.Error())
+			}
+		}
+	} else if tmux != "" {
+		log.Warn("--tmux: no panes without the control socket; the run goes on")
+	}
 	outs, err := launcher.Run(launcher.Spec{
 		Instances: insts, Policy: pol, Label: rf.label, Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
-		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr),
+		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr), Board: board,
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 )
@@ -118,6 +120,29 @@ func helper(name string, args []string) int {
 			_ = os.WriteFile(filepath.Join(os.Getenv("GPULAUNCH_SIMULATED_USAGE_DIR"), strconv.Itoa(os.Getpid())), []byte(decl), 0o644)
 		}
 		d, _ := time.ParseDuration(args[3])
+		time.Sleep(d)
+		return 0
+	case "control-app": // "ready", then a tick every 50ms; reports USR1; exits 0 on TERM
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM)
+		fmt.Printf("instance %d ready\n", instance())
+		tick := time.NewTicker(50 * time.Millisecond)
+		for {
+			select {
+			case s := <-sigs:
+				fmt.Printf("instance %d got %s\n", instance(), unix.SignalName(s.(syscall.Signal)))
+				if s == syscall.SIGTERM {
+					return 0
+				}
+			case <-tick.C:
+				fmt.Fprintf(os.Stderr, "instance %d tick\n", instance())
+			}
+		}
+	case "hello": // three lines naming the instance, then linger args[0]
+		for k := range 3 {
+			fmt.Printf("hello %d from instance %d\n", k, instance())
+		}
+		d, _ := time.ParseDuration(args[0])
 		time.Sleep(d)
 		return 0
 	case "alloc": // touch args[0] MiB and sleep

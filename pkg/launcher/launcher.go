@@ -1,12 +1,15 @@
 package launcher
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -73,6 +76,9 @@ type Spec struct {
 	// verification looks for instances on GPUs that are not theirs among
 	// them too. Instances' own GPUs are always watched.
 	WatchGPUs []string
+	// Board receives the live state for the control socket; nil: Run
+	// keeps one of its own.
+	Board *Board
 }
 
 // Ended says why an instance stopped.
@@ -154,6 +160,12 @@ type instState struct {
 	out      Outcome
 	done     bool
 	pending  bool // a restart is scheduled
+	// readers counts the output pipes still being drained: the output
+	// ring ends when the instance is done and they are.
+	readers sync.WaitGroup
+	// the previous sample, for the CPU rate
+	sampledAt  time.Time
+	sampledCPU float64
 }
 
 // Run starts every instance and supervises them until each has exited
@@ -176,6 +188,11 @@ func Run(spec Spec) ([]Outcome, error) {
 
 	n := len(spec.Instances)
 	st := make([]instState, n)
+	board := spec.Board
+	if board == nil {
+		board = NewBoard(RunInfo{}, spec.Instances)
+	}
+	defer board.finish()
 	exitCh := make(chan exitEvent, n)
 	restartCh := make(chan int, n)
 	timeoutCh := make(chan exitEvent, n)
@@ -191,47 +208,47 @@ func Run(spec Spec) ([]Outcome, error) {
 
 	start := func(i int) error {
 		inst := spec.Instances[i]
-		label := fmt.Sprintf("%d: ", inst.Index)
-		restart := st[i].restarts > 0
-		outF, outR, err := openOutput(inst.Stdout, spec.Stdout, spec.Label, restart)
+		streams, err := openStreams(inst, spec, stdoutMux, stderrMux, st[i].restarts > 0)
 		if err != nil {
-			return err
-		}
-		errF, errR, err := openOutput(inst.Stderr, spec.Stderr, spec.Label, restart)
-		if err != nil {
-			outF.Close()
-			return err
+			return fmt.Errorf("instance %d: %w", i, err)
 		}
 		attr := &syscall.ProcAttr{
 			Env:   inst.Env,
-			Files: []uintptr{devnull.Fd(), outF.Fd(), errF.Fd()},
+			Files: []uintptr{devnull.Fd(), streams[0].child.Fd(), streams[1].child.Fd()},
 			// Own process group: signals go to the whole instance.
 			// Parent-death signal: instances die with gpulaunch, even
 			// when it is SIGKILLed.
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		}
 		pid, status, err := startBound(r, inst.Binding, inst.Path, inst.Args, attr)
-		closeChildEnd(outF, spec.Stdout)
-		closeChildEnd(errF, spec.Stderr)
+		for _, s := range streams {
+			s.child.Close()
+		}
 		if err != nil {
-			closeReader(outR)
-			closeReader(errR)
+			for _, s := range streams {
+				s.reader.Close()
+				s.release()
+			}
 			return fmt.Errorf("instance %d: starting %s: %w", i, inst.Path, err)
 		}
-		for _, pipe := range []struct {
-			r   *os.File
-			mux *lineMux
-		}{{outR, stdoutMux}, {errR, stderrMux}} {
-			if pipe.r != nil {
-				outputs.Add(1)
-				go func(rd *os.File, mux *lineMux) {
-					defer outputs.Done()
-					defer rd.Close()
-					_ = mux.copyLabelled(rd, label)
-				}(pipe.r, pipe.mux)
-			}
+		ring := board.Output(i)
+		for _, s := range streams {
+			outputs.Add(1)
+			st[i].readers.Add(1)
+			go func() {
+				defer outputs.Done()
+				defer st[i].readers.Done()
+				defer s.release()
+				defer s.reader.Close()
+				_ = s.sink.copyLabelled(s.reader, s.label, ring)
+			}()
 		}
 		st[i].pid, st[i].started, st[i].out.PID = pid, time.Now(), pid
+		st[i].sampledAt, st[i].sampledCPU = time.Time{}, 0
+		board.update(i, func(row *InstanceStatus) {
+			row.State, row.PID, row.Started, row.Restarts = StateRunning, pid, st[i].started, st[i].restarts
+			row.CPUPercent, row.RSS = 0, 0
+		})
 		go func() { exitCh <- exitEvent{i, pid, <-status} }()
 		if p.Timeout > 0 {
 			st[i].timer = time.AfterFunc(p.Timeout, func() { timeoutCh <- exitEvent{idx: i, pid: pid} })
@@ -265,9 +282,20 @@ func Run(spec Spec) ([]Outcome, error) {
 		if st[i].endedBy == EndedItself {
 			st[i].endedBy = why
 		}
+		board.update(i, func(row *InstanceStatus) { row.State, row.EndedBy = StateStopping, st[i].endedBy })
 		signalGroup(i, syscall.SIGTERM)
 		pid := st[i].pid
 		time.AfterFunc(p.KillWait, func() { killCh <- exitEvent{idx: i, pid: pid} })
+	}
+	// final: instance i will not run again; its output ends once drained.
+	final := func(i int) {
+		if st[i].done {
+			return
+		}
+		st[i].done = true
+		board.update(i, func(row *InstanceStatus) { row.State = StateExited })
+		ring := board.Output(i)
+		go func() { st[i].readers.Wait(); ring.Close() }()
 	}
 	stopAll := func(why Ended) {
 		stopping = true
@@ -275,7 +303,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			terminate(i, why)
 			if st[i].pending && !st[i].done {
 				st[i].pending = false
-				st[i].done = true
+				final(i)
 			}
 		}
 	}
@@ -347,6 +375,9 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 			s.out.EndedBy = s.endedBy
 			failed := s.out.Code != 0
+			board.update(ev.idx, func(row *InstanceStatus) {
+				row.State, row.Wall, row.Exit, row.EndedBy = StateRestarting, s.out.Wall, s.out.Status(), s.endedBy
+			})
 			log.Info(fmt.Sprintf("instance %d exited: %s after %s", ev.idx, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
 				zap.Int("instance", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
 				zap.String("signal", signalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
@@ -360,7 +391,7 @@ func Run(spec Spec) ([]Outcome, error) {
 				log.Info(fmt.Sprintf("instance %d restarts in %s (restart %d of %d)", i, backoff, s.restarts, p.Restarts))
 				time.AfterFunc(backoff, func() { restartCh <- i })
 			default:
-				s.done = true
+				final(ev.idx)
 				if failed && p.KillOnBadExit && !stopping {
 					log.Info(fmt.Sprintf("instance %d failed: ending the others (--kill-on-bad-exit)", ev.idx))
 					stopAll(EndedBadExit)
@@ -374,15 +405,33 @@ func Run(spec Spec) ([]Outcome, error) {
 			pending--
 			st[i].pending = false
 			if stopping || st[i].done {
-				st[i].done = true
+				final(i)
 				continue
 			}
 			if err := start(i); err != nil {
 				log.Error(err.Error())
-				st[i].done = true
+				final(i)
 				continue
 			}
 			running++
+		case req := <-board.signals:
+			var sent []Signalled
+			for i := range st {
+				if (req.instance == i || req.instance == AllInstances) && st[i].pid > 0 {
+					signalGroup(i, req.sig)
+					sent = append(sent, Signalled{Instance: i, PID: st[i].pid})
+				}
+			}
+			var err error
+			if len(sent) == 0 {
+				err = fmt.Errorf("instance %d is not running (state %s)", req.instance, board.Snapshot().Instances[max(req.instance, 0)].State)
+				if req.instance == AllInstances {
+					err = errors.New("no instance is running")
+				}
+			} else {
+				log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", signalName(req.sig), describeSent(sent)))
+			}
+			req.reply <- signalReply{sent, err}
 		case sig := <-sigCh:
 			s := sig.(syscall.Signal)
 			for i := range st {
@@ -428,7 +477,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			if st[ev.idx].pid == ev.pid {
 				_ = syscall.Kill(-ev.pid, syscall.SIGKILL)
 			}
-		case <-sampleC:
+		case now := <-sampleC:
 			procs := scanProcs()
 			var usage []nvml.Usage
 			if gpus != nil {
@@ -442,16 +491,27 @@ func Run(spec Spec) ([]Outcome, error) {
 				if st[i].pid == 0 {
 					continue
 				}
-				tree := treeSet(procs, st[i].pid)
-				st[i].out.CPUSeconds = max(st[i].out.CPUSeconds, treeCPU(procs, st[i].pid, tree))
+				tree := procs.tree(st[i].pid)
+				st[i].out.CPUSeconds = max(st[i].out.CPUSeconds, tree.cpu(&procs))
 				if gpus != nil {
-					for _, w := range watches[i].observe(i, usage, tree, owner) {
+					for _, w := range watches[i].observe(i, usage, tree.pids, owner) {
 						log.Warn(w)
 						watches[i].warnings = append(watches[i].warnings, w)
 					}
 				}
-				rss := treeRSS(procs, tree)
+				rss := tree.rss(&procs)
 				st[i].out.PeakRSS = max(st[i].out.PeakRSS, rss)
+				cpuRate := 0.0
+				if dt := now.Sub(st[i].sampledAt).Seconds(); !st[i].sampledAt.IsZero() && dt > 0 {
+					cpuRate = 100 * max(0, st[i].out.CPUSeconds-st[i].sampledCPU) / dt
+				}
+				st[i].sampledAt, st[i].sampledCPU = now, st[i].out.CPUSeconds
+				w := watches[i]
+				board.update(i, func(row *InstanceStatus) {
+					row.CPUPercent, row.CPUSeconds, row.RSS, row.PeakRSS = cpuRate, st[i].out.CPUSeconds, rss, st[i].out.PeakRSS
+					row.GPUUtil, row.GPUMem, row.GPUUtilMean = w.lastUtil, w.lastMem, w.meanUtil()
+					row.Warnings = append(row.Warnings[:0], w.warnings...)
+				})
 				if p.MemPerTask > 0 && rss > p.MemPerTask && st[i].endedBy == EndedItself {
 					log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(rss), sizeString(p.MemPerTask)))
 					terminate(i, EndedMemory)
@@ -463,6 +523,7 @@ func Run(spec Spec) ([]Outcome, error) {
 		log.Info(fmt.Sprintf("ended %d process(es) the instances left behind", left))
 	}
 	outputs.Wait()
+	board.finish()
 	outs := make([]Outcome, n)
 	for i := range st {
 		outs[i] = st[i].out
@@ -481,34 +542,83 @@ func Run(spec Spec) ([]Outcome, error) {
 	return outs, nil
 }
 
-// openOutput gives the child's end of one output stream: a file of its
-// own, a pipe to the labeller, or gpulaunch's own stream.
-func openOutput(path string, console *os.File, label, appendMode bool) (child, reader *os.File, err error) {
-	switch {
-	case path != "":
-		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if appendMode {
-			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+// stream is one of an instance's output streams: the pipe end the child
+// writes, and where gpulaunch copies what it reads (the console, with or
+// without a label, or the instance's file), besides its output ring.
+// Output always passes through gpulaunch, as under srun, so that
+// `gpulaunch logs` has it; the child sees a pipe, not a terminal.
+type stream struct {
+	child, reader *os.File
+	sink          *lineMux
+	label         string
+	release       func() // closes the instance's file when its last stream ends
+}
+
+// openStreams opens stdout and stderr for one start of inst. A restart
+// appends to the instance's files instead of truncating them. Stdout and
+// stderr given the same file share one writer, so neither overwrites the
+// other.
+func openStreams(inst Instance, spec Spec, stdoutMux, stderrMux *lineMux, restart bool) (out [2]stream, err error) {
+	var file *lineMux
+	var refs atomic.Int32
+	var fileRelease func()
+	paths := [2]string{inst.Stdout, inst.Stderr}
+	for k, path := range paths {
+		s := &out[k]
+		s.release = func() {}
+		s.sink = []*lineMux{stdoutMux, stderrMux}[k]
+		if spec.Label {
+			s.label = fmt.Sprintf("%d: ", inst.Index)
 		}
-		f, err := os.OpenFile(path, flags, 0o644)
-		return f, nil, err
-	case label:
-		r, w, err := os.Pipe()
-		return w, r, err
+		if path != "" {
+			s.label = ""
+			if k == 1 && path == paths[0] {
+				s.sink = file
+			} else {
+				flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+				if restart {
+					flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+				}
+				f, err := os.OpenFile(path, flags, 0o644)
+				if err != nil {
+					closeStreams(out[:k])
+					return out, err
+				}
+				file = &lineMux{w: f}
+				s.sink = file
+				refs.Store(0)
+				fileRelease = func() {
+					if refs.Add(-1) == 0 {
+						f.Close()
+					}
+				}
+			}
+			refs.Add(1)
+			s.release = fileRelease
+		}
+		if s.reader, s.child, err = os.Pipe(); err != nil {
+			s.release()
+			closeStreams(out[:k])
+			return out, err
+		}
 	}
-	return console, nil, nil
+	return out, nil
 }
 
-func closeChildEnd(f, console *os.File) {
-	if f != console {
-		f.Close()
+func closeStreams(ss []stream) {
+	for _, s := range ss {
+		s.child.Close()
+		s.reader.Close()
+		s.release()
 	}
 }
 
-func closeReader(f *os.File) {
-	if f != nil {
-		f.Close()
+func describeSent(sent []Signalled) string {
+	parts := make([]string, len(sent))
+	for i, s := range sent {
+		parts[i] = fmt.Sprintf("instance %d (pid %d)", s.Instance, s.PID)
 	}
+	return strings.Join(parts, ", ")
 }
 
 func signalName(s syscall.Signal) string {

@@ -154,7 +154,7 @@ func TestLineMux(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := m.copyLabelled(&slowReader{data: []byte(data), step: 3}, label); err != nil {
+			if err := m.copyLabelled(&slowReader{data: []byte(data), step: 3}, label, nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -177,6 +177,6 @@ func BenchmarkLineMux(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		m := &lineMux{w: io.Discard}
-		_ = m.copyLabelled(bytes.NewReader(data), "7: ")
+		_ = m.copyLabelled(bytes.NewReader(data), "7: ", nil)
 	}
 }

@@ -11,6 +11,9 @@ import (
 // stays bounded whatever the app writes.
 const chunkSize = 64 << 10
 
+// firstChunk is a stream's first buffer.
+const firstChunk = 4 << 10
+
 // lineMux writes the lines of many streams to one writer, each line
 // prefixed with its stream's label and never torn: a line is written
 // whole, under the lock, so lines of different instances do not
@@ -21,12 +24,16 @@ type lineMux struct {
 	w  io.Writer
 }
 
-// copyLabelled copies r to the mux until EOF. A last line without a
-// newline is written with one added, so the next label starts a line.
-// Bytes are passed through as they are: binary output survives.
-func (m *lineMux) copyLabelled(r io.Reader, label string) error {
-	buf := make([]byte, chunkSize)
-	out := make([]byte, 0, chunkSize+chunkSize/8)
+// copyLabelled copies r to the mux until EOF, and the same lines,
+// unlabelled, to ring (nil: none). A last line without a newline is
+// written with one added, so the next label starts a line. Bytes are
+// passed through as they are: binary output survives.
+func (m *lineMux) copyLabelled(r io.Reader, label string, ring *Ring) error {
+	// Most instances write little: the buffer starts small and doubles
+	// up to chunkSize only for a stream that fills it, so that starting
+	// 64 instances does not allocate 64 × 2 × chunkSize.
+	buf := make([]byte, firstChunk)
+	var out []byte
 	filled := 0
 	holding := false // inside an over-long line: the lock is held
 	for {
@@ -38,9 +45,11 @@ func (m *lineMux) copyLabelled(r io.Reader, label string) error {
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				m.write(data)
+				ring.Write(data)
 				filled = 0
 				if err != nil {
 					m.write([]byte{'\n'})
+					ring.Write([]byte{'\n'})
 					m.mu.Unlock()
 					return ignoreEOF(err)
 				}
@@ -48,32 +57,42 @@ func (m *lineMux) copyLabelled(r io.Reader, label string) error {
 			}
 			m.write(data[:i+1])
 			m.mu.Unlock()
+			ring.Write(data[:i+1])
 			holding = false
 			data = data[i+1:]
 		}
-		out = out[:0]
-		for {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				break
+		if j := bytes.LastIndexByte(data, '\n'); j >= 0 {
+			lines := data[:j+1]
+			ring.Write(lines)
+			if label != "" {
+				out = out[:0]
+				for len(lines) > 0 {
+					i := bytes.IndexByte(lines, '\n')
+					out = append(out, label...)
+					out = append(out, lines[:i+1]...)
+					lines = lines[i+1:]
+				}
+				lines = out
 			}
-			out = append(out, label...)
-			out = append(out, data[:i+1]...)
-			data = data[i+1:]
-		}
-		if len(out) > 0 {
 			m.mu.Lock()
-			m.write(out)
+			m.write(lines)
 			m.mu.Unlock()
+			data = data[j+1:]
 		}
 		filled = copy(buf, data)
 		if err != nil {
 			if filled > 0 {
+				last := append(buf[:filled:filled], '\n')
+				ring.Write(last)
 				m.mu.Lock()
-				m.write(append(append([]byte(label), buf[:filled]...), '\n'))
+				m.write(append([]byte(label), last...))
 				m.mu.Unlock()
 			}
 			return ignoreEOF(err)
+		}
+		if filled == len(buf) && len(buf) < chunkSize {
+			buf = append(buf, make([]byte, len(buf))...)
+			continue
 		}
 		if filled == len(buf) {
 			// A line longer than the buffer: start it and keep the lock
@@ -82,6 +101,7 @@ func (m *lineMux) copyLabelled(r io.Reader, label string) error {
 			holding = true
 			m.write([]byte(label))
 			m.write(buf)
+			ring.Write(buf)
 			filled = 0
 		}
 	}

@@ -3,7 +3,6 @@ package launcher
 import (
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,114 +116,10 @@ func (r *reaper) endDescendants(grace time.Duration) int {
 	return len(left)
 }
 
-// procEntry is one process as /proc/<pid>/stat shows it.
-type procEntry struct {
-	pid, ppid int
-	rssPages  int64
-	zombie    bool
-	// ticks is the process's own CPU time (utime+stime); childTicks that
-	// of its reaped children (cutime+cstime), in clock ticks.
-	ticks, childTicks int64
-}
-
-// scanProcs reads every process's parent and resident set.
-func scanProcs() []procEntry {
-	dir, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	out := make([]procEntry, 0, len(dir))
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// comm may hold spaces and parentheses: fields start after the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 22 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		rss, _ := strconv.ParseInt(f[21], 10, 64)
-		var t [4]int64
-		for k := range t {
-			t[k], _ = strconv.ParseInt(f[11+k], 10, 64)
-		}
-		out = append(out, procEntry{pid: pid, ppid: ppid, rssPages: rss, zombie: f[0] == "Z",
-			ticks: t[0] + t[1], childTicks: t[2] + t[3]})
-	}
-	return out
-}
-
 // descendants lists the living processes below root.
 func descendants(root int) []int {
-	return descendantsIn(scanProcs(), root)
-}
-
-func descendantsIn(procs []procEntry, root int) []int {
-	children := map[int][]procEntry{}
-	for _, p := range procs {
-		children[p.ppid] = append(children[p.ppid], p)
-	}
-	var out []int
-	stack := []int{root}
-	for len(stack) > 0 {
-		pid := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, c := range children[pid] {
-			if !c.zombie {
-				out = append(out, c.pid)
-			}
-			stack = append(stack, c.pid)
-		}
-	}
-	return out
-}
-
-// treeRSS sums the resident memory of a process tree (root and its
-// descendants, as treeSet gives them) in bytes.
-func treeRSS(procs []procEntry, tree map[int]bool) uint64 {
-	var pages int64
-	for _, p := range procs {
-		if tree[p.pid] {
-			pages += p.rssPages
-		}
-	}
-	return uint64(pages * int64(os.Getpagesize()))
-}
-
-// treeCPU is the CPU time of root's process tree in seconds: root's own
-// and its reaped children's, plus every living descendant's own.
-func treeCPU(procs []procEntry, root int, tree map[int]bool) float64 {
-	var ticks int64
-	for _, p := range procs {
-		switch {
-		case p.pid == root:
-			ticks += p.ticks + p.childTicks
-		case tree[p.pid]:
-			ticks += p.ticks
-		}
-	}
-	return float64(ticks) / clockTicks
-}
-
-// treeSet is root and its living descendants, built once per sample and
-// shared by the RSS, CPU and GPU accounting.
-func treeSet(procs []procEntry, root int) map[int]bool {
-	set := map[int]bool{root: true}
-	for _, pid := range descendantsIn(procs, root) {
-		set[pid] = true
-	}
-	return set
+	t := scanProcs()
+	return t.tree(root).descendants(&t)
 }
 
 // clockTicks is USER_HZ, 100 on every Linux ABI gpulaunch runs on.

@@ -29,10 +29,14 @@ type gpuWatch struct {
 	verified bool   // the idle check has been made
 	foreign  map[string]bool
 	warnings []string
+	// the last sample: mean utilisation of its GPUs (-1: none) and its
+	// processes' GPU memory
+	lastUtil int
+	lastMem  uint64
 }
 
 func newGPUWatch(uuids []string) *gpuWatch {
-	w := &gpuWatch{own: map[string]bool{}, foreign: map[string]bool{}}
+	w := &gpuWatch{own: map[string]bool{}, foreign: map[string]bool{}, lastUtil: -1}
 	for _, u := range uuids {
 		w.own[u] = true
 	}
@@ -79,8 +83,10 @@ func (w *gpuWatch) observe(index int, usage []nvml.Usage, tree map[int]bool, own
 		return fresh
 	}
 	w.samples++
+	w.lastUtil, w.lastMem = -1, mem
 	if n > 0 {
 		w.utilSum += float64(util) / float64(n)
+		w.lastUtil = util / n
 	}
 	w.memPeak = max(w.memPeak, mem)
 	if w.samples >= verifyAfter {

@@ -236,3 +236,40 @@ func TestGuardAgainstOneLauncherPerTask(t *testing.T) {
 		t.Fatalf("job %s: ExitCode=%s, want 2:0, no instance and the guard's advice:\n%s", j.id, rec["ExitCode"], out)
 	}
 }
+
+// From another step of the job (what `srun --jobid J --overlap --pty`
+// or an smux pane is), the clients find the job's gpulaunch by
+// SLURM_JOB_ID, read its table and an instance's output, and signal it.
+func TestControlFromAnotherStep(t *testing.T) {
+	dir := jobDir(t)
+	j := sbatch(t, dir, "#!/bin/bash\nexec gpulaunch -n 2 -l -- ./my_app\n", "--gres=gpu:2", "-c", "2", "--export=ALL,APP_MODE=wait")
+	waitFiles(t, dir, "started.", 2)
+	step := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("srun", append([]string{"--jobid", j.id, "--overlap", "-n", "1", "gpulaunch"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("srun --jobid %s --overlap gpulaunch %v: %v\n%s", j.id, args, err, out)
+		}
+		return string(out)
+	}
+	if out := step("status"); !strings.Contains(out, "job "+j.id) || !strings.Contains(out, "2 instances: 2 running") {
+		t.Errorf("status from another step:\n%s", out)
+	}
+	if out := step("logs", "1"); !strings.Contains(out, "probe inst=1 ") || strings.Contains(out, "probe inst=0 ") {
+		t.Errorf("logs 1:\n%s", out)
+	}
+	if out := step("signal", "1", "USR1"); !strings.Contains(out, "sent SIGUSR1 to instance 1") {
+		t.Errorf("signal 1 USR1: %s", out)
+	}
+	waitFiles(t, dir, "usr1.", 1)
+	if _, err := os.Stat(filepath.Join(dir, "usr1.0")); err == nil {
+		t.Error("instance 0 got the USR1 meant for instance 1")
+	}
+	step("signal", "all", "TERM")
+	rec, out := j.wait(t, time.Minute)
+	if rec["JobState"] != "COMPLETED" || !strings.Contains(out, "SIGUSR1 from `gpulaunch signal`") {
+		t.Errorf("job %s ended %s:\n%s", j.id, rec["JobState"], out)
+	}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// In a real, detached tmux server: gpulaunch -n 3 --tmux runs in one
+// window and opens another with 3 instance panes and a top pane; each
+// instance pane shows that instance's output and no other's.
+func TestTmuxLayout(t *testing.T) {
+	tmuxPath, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux; make integration's testbed installs it)")
+	}
+	server := fmt.Sprintf("gltest-%d", os.Getpid())
+	runtime := t.TempDir()
+	tmux := func(args ...string) (string, error) {
+		cmd := exec.Command(tmuxPath, append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
+		// The server's environment is what its panes get: the test binary
+		// must run as gpulaunch there too.
+		cmd.Env = append(withoutSlurm(os.Environ()), "GLTEST_MAIN=1", "XDG_RUNTIME_DIR="+runtime)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimRight(string(out), "\n"), err
+	}
+	done := t.TempDir() + "/done"
+	launch := strings.Join(append([]string{shellQuote(os.Args[0]), "-n", "3", "-G", "0", "--tmux"},
+		shellQuoteAll(helperArgs("hello", "1s"))...), " ") + "; echo $? > " + done + "; sleep 60"
+	if out, err := tmux("new-session", "-d", "-s", "main", "-x", "200", "-y", "60", launch); err != nil {
+		t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	defer tmux("kill-server")
+
+	var window string
+	waitFor(t, "gpulaunch's window with 4 panes", func() bool {
+		out, _ := tmux("list-windows", "-a", "-F", "#{window_id} #{window_name} #{window_panes}")
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			if len(f) == 3 && strings.HasPrefix(f[1], "gpulaunch-") && f[2] == "4" {
+				window = f[0]
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the run to end", func() bool { _, err := os.Stat(done); return err == nil })
+	if b, _ := os.ReadFile(done); strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("gpulaunch --tmux exited %s", b)
+	}
+	// Give the followers a moment to print what the run wrote last.
+	time.Sleep(200 * time.Millisecond)
+	out, err := tmux("list-panes", "-t", window, "-F", "#{pane_id}\t#{pane_title}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		pane, title, _ := strings.Cut(l, "\t")
+		text, err := tmux("capture-pane", "-p", "-S", "-", "-t", pane)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[title] = true
+		if title == "gpulaunch top" {
+			if !strings.Contains(text, "INSTANCE") || !strings.Contains(text, "3 instances") {
+				t.Errorf("top pane:\n%s", text)
+			}
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(title, "instance %d", &i); err != nil {
+			t.Errorf("pane %s has title %q", pane, title)
+			continue
+		}
+		for j := range 3 {
+			for k := range 3 {
+				line := fmt.Sprintf("hello %d from instance %d", k, j)
+				if strings.Contains(text, line) != (i == j) {
+					t.Errorf("pane of instance %d: %q present: %v; pane text:\n%s", i, line, i != j, text)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"instance 0", "instance 1", "instance 2", "gpulaunch top"} {
+		if !seen[want] {
+			t.Errorf("no pane %q among %v", want, seen)
+		}
+	}
+}
+
+func shellQuoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+// Package control is a running gpulaunch's control socket: a Unix socket
+// private to its user through which `gpulaunch status`, `top`, `logs`
+// and `signal` talk to it from another shell on the same node.
+//
+// Privacy has three layers, each enough alone: the socket lives in a
+// directory only its owner may enter (0700, checked, never trusted when
+// someone else owns it), the socket itself is 0600, and the server checks
+// the peer's uid on every connection (SO_PEERCRED), which also stops a
+// peer who reaches the socket some other way (a directory made
+// accessible by mistake, a descriptor passed on).
+package control
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Env is the environment the socket directory is chosen from.
+type Env map[string]string
+
+// Dirs are the directories where this user's gpulaunch sockets may be,
+// the one a server uses first. The runtime directory ($XDG_RUNTIME_DIR,
+// private by the XDG spec) is preferred; without one (Slurm jobs often
+// have none on compute nodes) a per-user directory in the temp dir. A
+// client looks in every candidate, because the shell it runs in (a
+// tmux pane, an `srun --pty` shell) may see a different environment
+// from the one gpulaunch started in.
+func Dirs(env Env, uid int) []string {
+	var dirs []string
+	add := func(d string) {
+		for _, have := range dirs {
+			if have == d {
+				return
+			}
+		}
+		dirs = append(dirs, d)
+	}
+	if x := env["XDG_RUNTIME_DIR"]; x != "" && filepath.IsAbs(x) {
+		if fi, err := os.Stat(x); err == nil && fi.IsDir() && ownedBy(fi, uid) {
+			add(filepath.Join(x, "gpulaunch"))
+		}
+	}
+	if t := env["TMPDIR"]; t != "" && filepath.IsAbs(t) {
+		add(filepath.Join(t, fmt.Sprintf("gpulaunch-%d", uid)))
+	}
+	add(filepath.Join("/tmp", fmt.Sprintf("gpulaunch-%d", uid)))
+	return dirs
+}
+
+// MakePrivateDir creates dir 0700 for uid, or checks that an existing one
+// is a real directory owned by uid that nobody else may enter: a
+// directory planted in a shared temp dir by someone else must not
+// receive the socket.
+func MakePrivateDir(dir string, uid int) error {
+	err := os.Mkdir(dir, 0o700)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("creating the control socket directory: %w", err)
+	}
+	return CheckPrivateDir(dir, uid)
+}
+
+// CheckPrivateDir says why dir is not a private directory of uid.
+func CheckPrivateDir(dir string, uid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory (a symlink?): remove it", dir)
+	case !ownedBy(fi, uid):
+		return fmt.Errorf("%s belongs to uid %d, not to you (uid %d): someone else created it; remove it or set TMPDIR to a directory of yours", dir, fi.Sys().(*syscall.Stat_t).Uid, uid)
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %04o, open to others: run `chmod 700 %s`", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+func ownedBy(fi fs.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
+}

@@ -1,0 +1,231 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+)
+
+// Server answers clients on a running gpulaunch's control socket.
+type Server struct {
+	ln     *net.UnixListener
+	path   string
+	board  *launcher.Board
+	uid    int
+	log    *zap.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Listen creates the socket <dir>/<pid>.sock, 0600, in the private
+// directory dir (made if missing), and starts answering. uid is the only
+// peer allowed.
+func Listen(dir string, pid, uid int, board *launcher.Board, log *zap.Logger) (*Server, error) {
+	if err := MakePrivateDir(dir, uid); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%d.sock", pid))
+	// A socket of this pid can only be a dead run's (pids are reused).
+	_ = os.Remove(path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{ln: ln, path: path, board: board, uid: uid, log: log, ctx: ctx, cancel: cancel}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Path is the socket's path.
+func (s *Server) Path() string { return s.path }
+
+// Close stops answering and removes the socket. Clients following
+// output get up to grace to read what the run wrote last.
+func (s *Server) Close(grace time.Duration) {
+	s.ln.Close()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		s.cancel()
+		<-done
+	}
+	s.cancel()
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serve(conn)
+		}()
+	}
+}
+
+// PeerUID is the uid of the process at the other end of conn.
+func PeerUID(conn *net.UnixConn) (int, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid := -1
+	var credErr error
+	err = raw.Control(func(fd uintptr) {
+		cred, err := peerCred(int(fd))
+		if err != nil {
+			credErr = err
+			return
+		}
+		uid = cred
+	})
+	if err == nil {
+		err = credErr
+	}
+	return uid, err
+}
+
+func (s *Server) serve(conn *net.UnixConn) {
+	defer conn.Close()
+	// The connection ends with the server (after the grace) or when the
+	// client hangs up; a client that stops reading cannot hold gpulaunch.
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		conn.Close()
+	}()
+	uid, err := PeerUID(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, readErr := bufio.NewReaderSize(conn, 4096).ReadBytes('\n')
+	if err != nil || uid != s.uid {
+		// The request was read first (and is ignored), so that the
+		// refusal reaches the client rather than a reset connection.
+		s.log.Warn(fmt.Sprintf("control socket: refused a connection from uid %d (%v)", uid, err))
+		reply(conn, Response{Error: fmt.Sprintf("refused: this gpulaunch belongs to uid %d; your uid is %d", s.uid, uid)})
+		return
+	}
+	if readErr != nil {
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		reply(conn, Response{Error: "bad request: " + err.Error()})
+		return
+	}
+	switch req.Op {
+	case OpStatus:
+		snap := s.board.Snapshot()
+		reply(conn, Response{Status: &snap})
+	case OpSignal:
+		if req.Signal <= 0 || req.Signal > 64 {
+			reply(conn, Response{Error: fmt.Sprintf("signal %d: not a signal number", req.Signal)})
+			return
+		}
+		sent, err := s.board.Signal(ctx, req.Instance, syscall.Signal(req.Signal))
+		if err != nil {
+			reply(conn, Response{Error: err.Error()})
+			return
+		}
+		reply(conn, Response{Signalled: sent})
+	case OpLogs:
+		if req.Instance < 0 || req.Instance >= s.board.Len() {
+			reply(conn, Response{Error: fmt.Sprintf("no instance %d: this run has instances 0 to %d", req.Instance, s.board.Len()-1)})
+			return
+		}
+		if !reply(conn, Response{}) {
+			return
+		}
+		// The client sends nothing more: a read ending means it hung up.
+		go func() {
+			var b [1]byte
+			_, _ = conn.Read(b[:])
+			cancel()
+		}()
+		s.streamLogs(ctx, conn, s.board.Output(req.Instance), req)
+	default:
+		reply(conn, Response{Error: fmt.Sprintf("unknown request %q (this gpulaunch knows status, logs, signal)", req.Op)})
+	}
+}
+
+func (s *Server) streamLogs(ctx context.Context, conn *net.UnixConn, ring *launcher.Ring, req Request) {
+	data, off, _, more, ended := ring.Since(-1)
+	if req.Tail > 0 {
+		data = lastLines(data, req.Tail)
+	}
+	for {
+		if len(data) > 0 {
+			if _, err := conn.Write(data); err != nil {
+				return
+			}
+		}
+		if ended || !req.Follow {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return
+		}
+		var lost int64
+		data, off, lost, more, ended = ring.Since(off)
+		if lost > 0 {
+			note := fmt.Sprintf("[gpulaunch: %d bytes of this instance's output were dropped: this reader fell more than %d KiB behind]\n", lost, launcher.RingSize>>10)
+			data = append([]byte(note), data...)
+		}
+	}
+}
+
+// lastLines keeps the last n lines of b.
+func lastLines(b []byte, n int) []byte {
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
+}
+
+func reply(conn net.Conn, r Response) bool {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return false
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err = conn.Write(append(b, '\n'))
+	_ = conn.SetWriteDeadline(time.Time{})
+	return err == nil
+}
