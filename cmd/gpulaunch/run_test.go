@@ -603,6 +603,12 @@ func TestRunBadInput(t *testing.T) {
 		{"index ids need CUDA indices", binding.Env{"CUDA_VISIBLE_DEVICES": "GPU-nope"}, []string{"-n", "1", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 0"},
 		{"bad local rank env", binding.Env{"PMI_LOCAL_RANK": "-2"}, []string{"-n", "1", "-G", "0", "--", "true"}, "PMI_LOCAL_RANK"},
 		{"unknown first word", nil, []string{"python", "train.py"}, "gpulaunch -n N -- python"},
+		{"--tmux outside tmux", nil, []string{"-n", "2", "-G", "0", "--tmux", "--", "true"}, "this shell is not in tmux (TMUX is not set)"},
+		{"--tmux with too many panes", binding.Env{"TMUX": "/tmp/tmux-0/default,1,0"}, []string{"-n", "17", "-G", "0", "--tmux", "--", "true"}, "17 panes do not fit a window (at most 16)"},
+		{"status takes no argument", nil, []string{"status", "2"}, "status takes no arguments"},
+		{"top: bad --interval", nil, []string{"top", "--interval", "often"}, `--interval "often": not a duration`},
+		{"logs: negative --tail", nil, []string{"logs", "--tail", "-3", "0"}, "--tail -3: cannot be negative"},
+		{"signal: bad instance", nil, []string{"signal", "two", "TERM"}, `signal "two": INSTANCE is an instance number or all`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
