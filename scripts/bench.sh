@@ -79,5 +79,24 @@ awk -v a="$((a1 - a0))" -v b="$((b1 - b0))" -v us="$((s1 - s0))" 'BEGIN {
   w = us * 1000; printf "  with sampler %.3f%%, without %.3f%% of one core: the sampler costs %.3f%% (target < 0.5%%)\n", 100*a/w, 100*b/w, 100*(a-b)/w }'
 
 echo
+echo "== task queue: 5,000 tasks of true on 2 slots (one argument each), against xargs -P 2 and GNU parallel -j 2"
+TMPDIR=${TMPDIR:-/tmp}
+seq 5000 >"$TMPDIR/bench-tasks"
+g=() x=()
+for _ in 1 2 3; do # interleaved, so that both see the same machine
+  g+=("$(time_us "$GL" -n 2 -G 0 --each-line "$TMPDIR/bench-tasks" -- true {})")
+  x+=("$(time_us sh -c "xargs -P 2 -n 1 true <'$TMPDIR/bench-tasks'")")
+done
+g=$(printf '%s\n' "${g[@]}" | median)
+x=$(printf '%s\n' "${x[@]}" | median)
+awk -v g="$g" -v x="$x" 'BEGIN { printf "  gpulaunch %.0f tasks/s, xargs %.0f tasks/s: %.2fx of xargs (target >= 0.7x)\n", 5000/(g/1e6), 5000/(x/1e6), x/g }'
+if command -v parallel >/dev/null; then
+  p=$(time_us sh -c "parallel -j 2 true {} <'$TMPDIR/bench-tasks'")
+  awk -v g="$g" -v p="$p" 'BEGIN { printf "  GNU parallel %.0f tasks/s: gpulaunch is %.1fx faster (target >= 5x)\n", 5000/(p/1e6), p/g }'
+else
+  echo "  GNU parallel: not installed (apt-get install parallel; scripts/slurm-testbed.sh installs it)"
+fi
+
+echo
 echo "== inside one Slurm allocation: N instances of true, gpulaunch vs N background srun --exclusive + wait (median of ${BENCH_RUNS:-7})"
 scripts/bench-slurm.sh

@@ -312,8 +312,31 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 	}
 	fmt.Fprintf(w, "gpulaunch %s · %s · %d instances: %s · %s\n", where, state, len(s.Instances), strings.Join(parts, ", "), sampled)
 	fmt.Fprintf(w, "  %s\n", strings.Join(s.Run.Command, " "))
+	if q := s.Queue; q != nil {
+		fmt.Fprintf(w, "queue: %d/%d done, %d failed, %d running, %d left", q.Done, q.Total-q.Skipped, q.Failed, q.Running, q.Remaining)
+		if q.Skipped > 0 {
+			fmt.Fprintf(w, " (%d done before, by the joblog)", q.Skipped)
+		}
+		if q.Halted != "" {
+			fmt.Fprintf(w, " · stopping: %s", q.Halted)
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tSTATE\tPID\tGPU\tCPUS\tUPTIME\tRESTARTS\tCPU%\tRSS\tGPU%\tGPU MEM\tLAST EXIT")
+	task := func(r launcher.InstanceStatus) string { return "" }
+	if s.Queue != nil {
+		// a queue's instances are slots; each row says which task it runs
+		fmt.Fprint(tw, "SLOT\tTASK\t")
+		task = func(r launcher.InstanceStatus) string {
+			if r.Task == 0 {
+				return "-\t"
+			}
+			return strconv.Itoa(r.Task) + "\t"
+		}
+	} else {
+		fmt.Fprint(tw, "INSTANCE\t")
+	}
+	fmt.Fprintln(tw, "STATE\tPID\tGPU\tCPUS\tUPTIME\tRESTARTS\tCPU%\tRSS\tGPU%\tGPU MEM\tLAST EXIT")
 	var warnings []string
 	for _, r := range s.Instances {
 		pid, up, cpu, rss, util, mem := "-", "-", "-", "-", "-", "-"
@@ -333,7 +356,7 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 		if r.EndedBy != "" && exit != "" {
 			exit += " (" + string(r.EndedBy) + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Index, r.State, pid, orDash(r.GPUs), orDash(r.CPUs),
+		fmt.Fprintf(tw, "%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Index, task(r), r.State, pid, orDash(r.GPUs), orDash(r.CPUs),
 			up, r.Restarts, cpu, rss, util, mem, orDash(exit))
 		warnings = append(warnings, r.Warnings...)
 	}

@@ -26,7 +26,7 @@ const (
 
 func main() {
 	a := &app{
-		stdout: os.Stdout, stderr: os.Stderr,
+		stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin,
 		env:  binding.EnvFromList(os.Environ()),
 		root: os.DirFS("/"),
 		probeDevice: func(path string) error {
@@ -45,6 +45,7 @@ func main() {
 // app is one invocation with its world injected.
 type app struct {
 	stdout, stderr io.Writer
+	stdin          io.Reader
 	env            binding.Env
 	root           fs.FS
 	hostname       string

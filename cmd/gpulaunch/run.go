@@ -30,7 +30,9 @@ Examples:
   gpulaunch -n 4 -- python train.py --shard %t      # %t: the instance number
   gpulaunch -n 8 -l -K -- ./solver input.%t          # labelled output, stop all on a failure
   gpulaunch -n 4 -o 'out/%j-%t.log' -- ./app         # one output file per instance
-  gpulaunch -n 2 -G 2 --gpu-visibility all -- ./app  # two GPUs each, all GPUs visible`
+  gpulaunch -n 2 -G 2 --gpu-visibility all -- ./app  # two GPUs each, all GPUs visible
+  gpulaunch --each-line params.txt --joblog j.log --resume -- ./train --lr {}
+                                                     # a task queue: a run per line, slots = GPUs`
 
 // runFlags are run's own flags.
 type runFlags struct {
@@ -72,27 +74,44 @@ func (a *app) run(args []string) error {
 	var c commonFlags
 	var p planFlags
 	var rf runFlags
+	var tf taskFlags
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // everything after COMMAND is COMMAND's
 	c.register(fs)
 	p.register(fs)
 	rf.register(fs)
+	tf.register(fs)
 	if done, err := a.parseFlags(fs, args, runUsage); done || err != nil {
 		return err
 	}
 	argv := fs.Args()
-	if len(argv) == 0 && !rf.dryRun {
+	if err := tf.check(fs, argv); err != nil {
+		return err
+	}
+	if len(argv) == 0 && !rf.dryRun && tf.tasks == "" {
 		return usagef("no command to run: gpulaunch -n N -- COMMAND [ARGS…]")
 	}
 	pol, err := rf.policy()
 	if err != nil {
 		return err
 	}
+	halt, err := launcher.ParseHalt(tf.halt)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	// A progress line only where someone watches: a terminal. Everything
+	// else written there then goes around it.
+	var progress *progressLine
+	errW := a.stderr
+	if tf.queueMode() && !rf.dryRun && isTerminal(a.stdout) {
+		progress = &progressLine{term: a.stderr, started: time.Now()}
+		errW = progress.wrap(a.stderr)
+	}
 	ids, vis, err := gpuNaming(rf.gpuIDs, rf.visibility)
 	if err != nil {
 		return err
 	}
-	log, err := c.loggerAt(a.stderr, zap.InfoLevel)
+	log, err := c.loggerAt(errW, zap.InfoLevel)
 	if err != nil {
 		return err
 	}
@@ -102,7 +121,12 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	var path string
-	if len(argv) > 0 {
+	var tasks []launcher.Task
+	if tf.queueMode() {
+		if tasks, err = a.buildTasks(tf, argv, a.stdin); err != nil {
+			return err
+		}
+	} else if len(argv) > 0 {
 		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {
 			return err
 		}
@@ -186,6 +210,36 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var queue *launcher.Queue
+	if tf.queueMode() {
+		todo, skipped, err := skipDone(tasks, tf)
+		if err != nil {
+			return err
+		}
+		if len(todo) == 0 {
+			fmt.Fprintf(errW, "gpulaunch: all %d tasks are done by the --joblog %s: nothing to run\n", len(tasks), tf.joblog)
+			return nil
+		}
+		queue = &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Retries: tf.retries, Halt: halt, Host: a.hostname,
+			ForSlot: func(t launcher.Task, slot int) launcher.Task { return forSlot(t, slot, rf.output, rf.error, names) }}
+		if tf.joblog != "" {
+			if queue.Joblog, err = launcher.OpenJoblog(tf.joblog, tf.resume || tf.resumeFailed); err != nil {
+				return usagef("--joblog: %v: nothing was started", err)
+			}
+			defer queue.Joblog.Close()
+		}
+		if progress != nil {
+			queue.Progress = progress.update
+			stop := make(chan struct{})
+			go progress.tick(stop)
+			defer func() {
+				close(stop)
+				if progress != nil { // an early return: leave the counts on screen
+					progress.done()
+				}
+			}()
+		}
+	}
 	started := time.Now()
 	board := launcher.NewBoard(launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
 		Command: argv, Started: started, Monitor: pol.Monitor.String()}, insts)
@@ -200,12 +254,32 @@ func (a *app) run(args []string) error {
 	} else if tmux != "" {
 		log.Warn("--tmux: no panes without the control socket; the run goes on")
 	}
+	stdout := a.stdout
+	if progress != nil {
+		stdout = progress.wrap(a.stdout)
+	}
 	outs, err := launcher.Run(launcher.Spec{
 		Instances: insts, Policy: pol, Label: rf.label, Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
-		Stdout: fileOf(a.stdout, os.Stdout), Stderr: fileOf(a.stderr, os.Stderr), Board: board,
+		Stdout: stdout, Stderr: errW, Board: board, Queue: queue,
 	})
 	if err != nil {
 		return err
+	}
+	if queue != nil {
+		if progress != nil {
+			progress.done()
+			progress = nil
+		}
+		launcher.WriteQueueSummary(errW, queue, insts, outs, time.Since(started))
+		if rf.report != "" {
+			if err := writeReport(rf.report, buildReport(alloc, req, plan, argv, started, pol.Monitor, insts, outs)); err != nil {
+				return err
+			}
+		}
+		if code := queue.ExitCode(); code != 0 {
+			return exitCode(code)
+		}
+		return nil
 	}
 	launcher.WriteSummary(a.stderr, insts, outs)
 	if rf.report != "" {
@@ -453,11 +527,4 @@ func lookPath(name, pathEnv string) (string, error) {
 		return "", denied
 	}
 	return "", commandError{127, fmt.Sprintf("%s: command not found in PATH: nothing was started", name)}
-}
-
-func fileOf(w any, fallback *os.File) *os.File {
-	if f, ok := w.(*os.File); ok {
-		return f
-	}
-	return fallback
 }

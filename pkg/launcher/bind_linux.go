@@ -10,43 +10,78 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 )
 
-// startBound starts the app already bound. CPU affinity and memory policy
-// are attributes of a thread, inherited by a process it forks and kept
-// across execve; so a goroutine locks an OS thread of its own, binds that
-// thread to the instance's slot, and forks the app from it. The app is
-// bound from its first instruction: never sched_setaffinity(pid) after
-// start, when its threads may already run elsewhere.
+// slotThread starts the processes of one slot already bound. CPU
+// affinity and memory policy are attributes of a thread, inherited by a
+// process it forks and kept across execve; so a goroutine locks an OS
+// thread of its own, binds that thread to the slot, and forks the slot's
+// processes from it. The app is bound from its first instruction: never
+// sched_setaffinity(pid) after start, when its threads may already run
+// elsewhere.
 //
-// The thread is never unlocked: it carries the instance's binding, and it
-// must outlive the instance, because the parent-death signal fires when
-// the forking thread exits (golang/go#27505). It waits for the instance's
-// exit status; then its goroutine returns and Go ends the thread.
+// The thread is never unlocked: it carries the slot's binding, and it
+// must outlive the slot's processes, because the parent-death signal
+// fires when the forking thread exits (golang/go#27505). It lives until
+// the slot is done; then its goroutine returns and Go ends the thread.
+// One thread per slot, not per process: a task queue starts thousands of
+// tasks on a slot, and a thread created and bound for each cost a fifth
+// of the queue's throughput.
 //
 // This replaces a re-exec shim (gpulaunch re-running itself to bind, then
 // execve'ing the app): same guarantees, one exec per instance instead of
 // two, which `make bench` measured as the launch cost that mattered.
-func startBound(r *reaper, b Binding, path string, argv []string, attr *syscall.ProcAttr) (int, <-chan syscall.WaitStatus, error) {
-	type started struct {
-		pid    int
-		status <-chan syscall.WaitStatus
-		err    error
-	}
-	res := make(chan started, 1)
-	out := make(chan syscall.WaitStatus, 1)
+type slotThread struct {
+	reqs chan forkRequest
+	err  error // binding the thread failed: nothing can start
+}
+
+type forkRequest struct {
+	path string
+	argv []string
+	attr *syscall.ProcAttr
+	res  chan forkResult
+}
+
+type forkResult struct {
+	pid    int
+	status <-chan syscall.WaitStatus
+	err    error
+}
+
+func newSlotThread(r *reaper, b Binding) *slotThread {
+	t := &slotThread{reqs: make(chan forkRequest)}
+	ready := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
-		if err := bindThread(b); err != nil {
-			res <- started{err: err}
+		t.err = bindThread(b)
+		close(ready)
+		if t.err != nil {
 			return
 		}
-		pid, status, err := r.start(func() (int, error) { return syscall.ForkExec(path, argv, attr) })
-		res <- started{pid: pid, status: status, err: err}
-		if err == nil {
-			out <- <-status
+		for req := range t.reqs {
+			pid, status, err := r.start(func() (int, error) { return syscall.ForkExec(req.path, req.argv, req.attr) })
+			req.res <- forkResult{pid, status, err}
 		}
 	}()
-	s := <-res
-	return s.pid, out, s.err
+	<-ready
+	return t
+}
+
+// start forks path from the slot's thread.
+func (t *slotThread) start(path string, argv []string, attr *syscall.ProcAttr) (int, <-chan syscall.WaitStatus, error) {
+	if t.err != nil {
+		return 0, nil, t.err
+	}
+	res := make(chan forkResult, 1)
+	t.reqs <- forkRequest{path, argv, attr, res}
+	out := <-res
+	return out.pid, out.status, out.err
+}
+
+// close ends the thread once the slot has no process left.
+func (t *slotThread) close() {
+	if t.err == nil {
+		close(t.reqs)
+	}
 }
 
 // bindThread applies a slot's CPU affinity and memory policy to the

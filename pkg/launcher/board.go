@@ -18,6 +18,7 @@ type Board struct {
 	run   RunInfo
 	rows  []InstanceStatus
 	rings []*Ring
+	queue *QueueStatus
 
 	signals chan signalRequest
 	done    chan struct{}
@@ -71,6 +72,10 @@ type InstanceStatus struct {
 	Warnings    []string `json:"warnings"`
 	// OutputBytes is how much output the instance has written so far.
 	OutputBytes int64 `json:"output_bytes"`
+	// Task and Command are the task a queue slot runs (Restarts then
+	// counts its retries).
+	Task    int    `json:"task,omitempty"`
+	Command string `json:"command,omitempty"`
 }
 
 // Snapshot is the whole live table at one moment.
@@ -78,6 +83,8 @@ type Snapshot struct {
 	Run       RunInfo          `json:"run"`
 	Taken     time.Time        `json:"taken"`
 	Instances []InstanceStatus `json:"instances"`
+	// Queue is the task queue's counts; nil in a run of N instances.
+	Queue *QueueStatus `json:"queue,omitempty"`
 }
 
 // NewBoard prepares the board for n instances, before the run starts, so
@@ -96,6 +103,10 @@ func (b *Board) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := Snapshot{Run: b.run, Taken: time.Now(), Instances: make([]InstanceStatus, len(b.rows))}
+	if b.queue != nil {
+		q := *b.queue
+		s.Queue = &q
+	}
 	for i, r := range b.rows {
 		if r.State != StateExited && r.State != StateRestarting && !r.Started.IsZero() {
 			r.Wall = s.Taken.Sub(r.Started)
@@ -120,6 +131,12 @@ func (b *Board) Done() <-chan struct{} { return b.done }
 func (b *Board) SetSocket(path string) {
 	b.mu.Lock()
 	b.run.Socket = path
+	b.mu.Unlock()
+}
+
+func (b *Board) setQueue(q QueueStatus) {
+	b.mu.Lock()
+	b.queue = &q
 	b.mu.Unlock()
 }
 

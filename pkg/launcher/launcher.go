@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,7 @@ type Spec struct {
 	Policy    Policy
 	// Label prefixes every output line with "<instance>: ".
 	Label          bool
-	Stdout, Stderr *os.File
+	Stdout, Stderr io.Writer
 	Log            *zap.Logger
 	// GPUs samples GPU use; nil: none.
 	GPUs GPUUsage
@@ -79,6 +80,10 @@ type Spec struct {
 	// Board receives the live state for the control socket; nil: Run
 	// keeps one of its own.
 	Board *Board
+	// Queue, when set, makes the instances slots that run its tasks one
+	// after another (KillOnBadExit, WaitAfterFirst and Restarts do not
+	// apply; the queue has Retries and Halt).
+	Queue *Queue
 }
 
 // Ended says why an instance stopped.
@@ -92,6 +97,7 @@ const (
 	EndedTimeout   Ended = "timeout"
 	EndedMemory    Ended = "memory cap"
 	EndedSignalled Ended = "signal to gpulaunch"
+	EndedHalt      Ended = "halt"
 )
 
 // Outcome is how one instance ended.
@@ -114,6 +120,9 @@ type Outcome struct {
 	GPUMemPeak uint64 `json:"gpu_mem_peak_bytes"`
 	// Warnings are launch verification's findings.
 	Warnings []string `json:"warnings"`
+	// Tasks and TasksFailed count what a slot of a task queue ran.
+	Tasks       int `json:"tasks,omitempty"`
+	TasksFailed int `json:"tasks_failed,omitempty"`
 }
 
 // Status renders the outcome as srun would: "0", "7", "SIGSEGV".
@@ -166,6 +175,10 @@ type instState struct {
 	// the previous sample, for the CPU rate
 	sampledAt  time.Time
 	sampledCPU float64
+	// the task a queue slot runs, and how often it has been tried
+	task    Task
+	hasTask bool
+	tries   int
 }
 
 // Run starts every instance and supervises them until each has exited
@@ -206,9 +219,29 @@ func Run(spec Spec) ([]Outcome, error) {
 	}
 	defer devnull.Close()
 
+	q := spec.Queue
+	started := time.Now()
+	// per-task messages are built only when someone reads them: a queue
+	// of tiny tasks would spend its time formatting them
+	debug := log.Core().Enabled(zap.DebugLevel)
+	threads := make([]*slotThread, n)
+	defer func() {
+		for _, t := range threads {
+			if t != nil {
+				t.close()
+			}
+		}
+	}()
 	start := func(i int) error {
 		inst := spec.Instances[i]
-		streams, err := openStreams(inst, spec, stdoutMux, stderrMux, st[i].restarts > 0)
+		label, again := inst.Index, st[i].restarts > 0
+		if st[i].hasTask {
+			t := st[i].task
+			inst.Path, inst.Args, inst.Stdout, inst.Stderr = t.Path, t.Args, t.Stdout, t.Stderr
+			inst.Env = append(inst.Env[:len(inst.Env):len(inst.Env)], "GPULAUNCH_TASK="+strconv.Itoa(t.Seq))
+			label, again = t.Seq, st[i].tries > 0
+		}
+		streams, err := openStreams(inst, label, spec, stdoutMux, stderrMux, again)
 		if err != nil {
 			return fmt.Errorf("instance %d: %w", i, err)
 		}
@@ -220,7 +253,10 @@ func Run(spec Spec) ([]Outcome, error) {
 			// when it is SIGKILLed.
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		}
-		pid, status, err := startBound(r, inst.Binding, inst.Path, inst.Args, attr)
+		if threads[i] == nil {
+			threads[i] = newSlotThread(r, inst.Binding)
+		}
+		pid, status, err := threads[i].start(inst.Path, inst.Args, attr)
 		for _, s := range streams {
 			s.child.Close()
 		}
@@ -248,6 +284,9 @@ func Run(spec Spec) ([]Outcome, error) {
 		board.update(i, func(row *InstanceStatus) {
 			row.State, row.PID, row.Started, row.Restarts = StateRunning, pid, st[i].started, st[i].restarts
 			row.CPUPercent, row.RSS = 0, 0
+			if st[i].hasTask {
+				row.Task, row.Command, row.Restarts = st[i].task.Seq, st[i].task.Command, st[i].tries
+			}
 		})
 		go func() { exitCh <- exitEvent{i, pid, <-status} }()
 		if p.Timeout > 0 {
@@ -261,6 +300,12 @@ func Run(spec Spec) ([]Outcome, error) {
 		cpus := b.CPUs.String()
 		if cpus == "" {
 			cpus = "not bound"
+		}
+		if st[i].hasTask {
+			if debug {
+				log.Debug(fmt.Sprintf("task %d started in slot %d: pid %d", st[i].task.Seq, i, pid), zap.Int("task", st[i].task.Seq), zap.Int("slot", i), zap.Int("pid", pid))
+			}
+			return nil
 		}
 		log.Info(fmt.Sprintf("instance %d started: pid %d, GPU %s, CPUs %s, memory %s", i, pid, orDash(inst.GPUs), cpus, orDash(mem)),
 			zap.Int("instance", i), zap.Int("pid", pid), zap.String("gpus", inst.GPUs), zap.String("cpus", b.CPUs.String()),
@@ -299,6 +344,9 @@ func Run(spec Spec) ([]Outcome, error) {
 	}
 	stopAll := func(why Ended) {
 		stopping = true
+		if q != nil {
+			q.stop(string(why))
+		}
 		for i := range st {
 			terminate(i, why)
 			if st[i].pending && !st[i].done {
@@ -308,7 +356,77 @@ func Run(spec Spec) ([]Outcome, error) {
 		}
 	}
 
+	// handleTaskExit: slot ev.idx's task has exited. It is tried again,
+	// or recorded (joblog, counts, --halt); then the slot takes the next
+	// task or is done. A task that gpulaunch itself ended (--halt now, a
+	// TERM to gpulaunch) is not recorded: it did not finish, and a
+	// --resume runs it again.
+	var running int
+	handleTaskExit := func(ev exitEvent) error {
+		i := ev.idx
+		s := &st[i]
+		t := s.task
+		rec := q.record(t, s.started, s.out.Wall, ev.ws)
+		switch {
+		case s.endedBy == EndedHalt || s.endedBy == EndedSignalled:
+			log.Info(fmt.Sprintf("task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, s.endedBy))
+		case rec.Failed() && !stopping && s.tries < q.Retries:
+			s.tries++
+			log.Info(fmt.Sprintf("task %d failed (%s): retry %d of %d", t.Seq, s.out.Status(), s.tries, q.Retries))
+			s.endedBy = EndedItself
+			if err := start(i); err != nil {
+				final(i)
+				return err
+			}
+			running++
+			return nil
+		default:
+			when, err := q.finished(rec)
+			if err != nil {
+				log.Error("--joblog: " + err.Error())
+			}
+			s.out.Tasks++
+			if rec.Failed() {
+				s.out.TasksFailed++
+				log.Warn(fmt.Sprintf("task %d failed: %s after %d tr%s: %s", t.Seq, s.out.Status(), s.tries+1, map[bool]string{true: "y", false: "ies"}[s.tries == 0], t.Command))
+			}
+			switch when {
+			case "now":
+				log.Info(q.halted + ": ending the running tasks")
+				stopAll(EndedHalt)
+				killTimer = time.After(p.KillWait)
+			case "soon":
+				log.Info(q.halted + ": no new task starts; the running ones finish")
+			}
+		}
+		s.tries, s.endedBy = 0, EndedItself
+		if !stopping {
+			if next, ok := q.take(i); ok {
+				s.task = next
+				if err := start(i); err != nil {
+					final(i)
+					return err
+				}
+				running++
+				return nil
+			}
+		}
+		final(i)
+		return nil
+	}
+
+	running = 0
 	for i := range spec.Instances {
+		if q != nil {
+			t, ok := q.take(i)
+			if !ok {
+				st[i].out.Index = i
+				final(i)
+				continue
+			}
+			st[i].task, st[i].hasTask = t, true
+		}
+		running++
 		if err := start(i); err != nil {
 			stopAll(EndedSignalled)
 			for j := range st[:i] {
@@ -353,8 +471,18 @@ func Run(spec Spec) ([]Outcome, error) {
 	if p.Monitor == 0 || len(allGPUs) == 0 {
 		gpus = nil
 	}
-	running := n
 	pending := 0
+	var taskCounts func()
+	if q != nil {
+		taskCounts = func() {
+			qs := q.Counts(running, time.Since(started))
+			board.setQueue(qs)
+			if q.Progress != nil {
+				q.Progress(qs)
+			}
+		}
+		taskCounts()
+	}
 	intCount := 0
 	for running > 0 || pending > 0 {
 		select {
@@ -378,6 +506,18 @@ func Run(spec Spec) ([]Outcome, error) {
 			board.update(ev.idx, func(row *InstanceStatus) {
 				row.State, row.Wall, row.Exit, row.EndedBy = StateRestarting, s.out.Wall, s.out.Status(), s.endedBy
 			})
+			if q != nil {
+				if debug {
+					log.Debug(fmt.Sprintf("task %d exited: %s after %s", s.task.Seq, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
+						zap.Int("task", s.task.Seq), zap.Int("slot", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
+						zap.String("signal", signalName(s.out.Signal)), zap.Duration("wall", s.out.Wall))
+				}
+				if err := handleTaskExit(ev); err != nil {
+					log.Error(err.Error())
+				}
+				taskCounts()
+				continue
+			}
 			log.Info(fmt.Sprintf("instance %d exited: %s after %s", ev.idx, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
 				zap.Int("instance", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
 				zap.String("signal", signalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
@@ -434,6 +574,15 @@ func Run(spec Spec) ([]Outcome, error) {
 			req.reply <- signalReply{sent, err}
 		case sig := <-sigCh:
 			s := sig.(syscall.Signal)
+			if q != nil && s == syscall.SIGHUP {
+				// parallel's convention: finish what runs, start nothing new
+				if q.halted == "" {
+					log.Info("SIGHUP: the running tasks finish, no new task starts (TERM or Ctrl-C ends them)")
+				}
+				q.stop("SIGHUP")
+				taskCounts()
+				continue
+			}
 			for i := range st {
 				signalGroup(i, s)
 			}
@@ -441,6 +590,9 @@ func Run(spec Spec) ([]Outcome, error) {
 			case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
 				if s == syscall.SIGINT {
 					intCount++
+				}
+				if q != nil {
+					q.stop(signalName(s))
 				}
 				if !stopping {
 					// A scheduled restart sees stopping when its timer fires.
@@ -558,7 +710,7 @@ type stream struct {
 // appends to the instance's files instead of truncating them. Stdout and
 // stderr given the same file share one writer, so neither overwrites the
 // other.
-func openStreams(inst Instance, spec Spec, stdoutMux, stderrMux *lineMux, restart bool) (out [2]stream, err error) {
+func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *lineMux, restart bool) (out [2]stream, err error) {
 	var file *lineMux
 	var refs atomic.Int32
 	var fileRelease func()
@@ -568,7 +720,7 @@ func openStreams(inst Instance, spec Spec, stdoutMux, stderrMux *lineMux, restar
 		s.release = func() {}
 		s.sink = []*lineMux{stdoutMux, stderrMux}[k]
 		if spec.Label {
-			s.label = fmt.Sprintf("%d: ", inst.Index)
+			s.label = fmt.Sprintf("%d: ", label)
 		}
 		if path != "" {
 			s.label = ""

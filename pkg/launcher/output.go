@@ -11,8 +11,11 @@ import (
 // stays bounded whatever the app writes.
 const chunkSize = 64 << 10
 
-// firstChunk is a stream's first buffer.
+// firstChunk is a stream's first buffer. They are pooled: a task queue
+// opens two streams per task, thousands of tasks a minute.
 const firstChunk = 4 << 10
+
+var firstBuffers = sync.Pool{New: func() any { return new([firstChunk]byte) }}
 
 // lineMux writes the lines of many streams to one writer, each line
 // prefixed with its stream's label and never torn: a line is written
@@ -32,7 +35,12 @@ func (m *lineMux) copyLabelled(r io.Reader, label string, ring *Ring) error {
 	// Most instances write little: the buffer starts small and doubles
 	// up to chunkSize only for a stream that fills it, so that starting
 	// 64 instances does not allocate 64 × 2 × chunkSize.
-	buf := make([]byte, firstChunk)
+	buf := firstBuffers.Get().(*[firstChunk]byte)[:]
+	defer func() {
+		if len(buf) == firstChunk {
+			firstBuffers.Put((*[firstChunk]byte)(buf))
+		}
+	}()
 	var out []byte
 	filled := 0
 	holding := false // inside an over-long line: the lock is held

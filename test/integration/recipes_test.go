@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func recipe(t *testing.T, name string) string {
 // Every recipe in the doc has a test here.
 func TestEveryRecipeIsTested(t *testing.T) {
 	tested := map[string]bool{"four-instances": true, "four-instances-srun": true, "multi-gpu": true,
-		"mpirun-ranks": true, "srun-ranks": true, "interactive": true, "checkpoint-signal": true}
+		"mpirun-ranks": true, "srun-ranks": true, "interactive": true, "checkpoint-signal": true, "sweep": true}
 	for name := range recipes(t) {
 		if !tested[name] {
 			t.Errorf("recipe %q in docs/recipes.md is run by no test", name)
@@ -174,5 +175,57 @@ func TestRecipeCheckpointSignal(t *testing.T) {
 	}
 	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
 		t.Errorf("job %s: %s %s, want COMPLETED 0:0 after the checkpoint\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
+	}
+}
+
+// The sweep: ten runs on four GPU slots, each run once, each slot on its
+// own GPU; submitted again, the joblog says everything is done.
+func TestRecipeSweep(t *testing.T) {
+	dir := jobDir(t)
+	var params strings.Builder
+	for i := 1; i <= 10; i++ {
+		params.WriteString("0.0" + string(rune('0'+i%10)) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "params.txt"), []byte(params.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := sbatch(t, dir, recipe(t, "sweep"))
+	rec, out := j.wait(t, time.Minute)
+	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
+		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
+	}
+	var all strings.Builder
+	for i := 1; i <= 10; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, "sweep-"+strconv.Itoa(i)+".out"))
+		if err != nil || strings.Count(string(b), "probe ") != 1 {
+			t.Fatalf("run %d: %v %q", i, err, b)
+		}
+		all.Write(b)
+	}
+	gpuOfSlot := map[string]string{}
+	for _, p := range probes(all.String())[""] {
+		if prev, ok := gpuOfSlot[p["inst"]]; ok && prev != p["cvd"] {
+			t.Errorf("slot %s ran on %s and %s", p["inst"], prev, p["cvd"])
+		}
+		gpuOfSlot[p["inst"]] = p["cvd"]
+	}
+	if n := strings.Count(all.String(), "args=--lr 0.0"); n != 10 {
+		t.Errorf("%d runs got --lr from params.txt, want 10:\n%s", n, all.String())
+	}
+	seen := map[string]bool{}
+	for _, g := range gpuOfSlot {
+		if seen[g] {
+			t.Errorf("two slots share GPU %s: %v", g, gpuOfSlot)
+		}
+		seen[g] = true
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "sweep.joblog"))
+	if strings.Count(string(log), "\n") != 11 {
+		t.Fatalf("joblog:\n%s", log)
+	}
+	again := sbatch(t, dir, recipe(t, "sweep"))
+	rec, out = again.wait(t, time.Minute)
+	if rec["JobState"] != "COMPLETED" || !strings.Contains(out, "all 10 tasks are done by the --joblog") {
+		t.Errorf("resubmitted: %s\n%s", rec["JobState"], out)
 	}
 }

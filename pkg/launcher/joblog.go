@@ -1,0 +1,127 @@
+package launcher
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// joblogHeader is GNU parallel's, column for column, so that parallel's
+// own --resume and the tools written for its joblogs read ours.
+const joblogHeader = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
+
+// Joblog is the record of finished tasks. Each record is one write(2) to
+// a file opened O_APPEND, made as the task is reaped: if gpulaunch
+// crashes, every finished task's record is in the file (the kernel has
+// it), and no record is ever torn.
+type Joblog struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+}
+
+// OpenJoblog opens path for new records: appending when resuming (with a
+// header if the file is new or empty), else truncated with a header.
+func OpenJoblog(path string, resume bool) (*Joblog, error) {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !resume {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() == 0 {
+		_, err = f.WriteString(joblogHeader)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Joblog{f: f, path: path}, nil
+}
+
+// TaskRecord is one joblog line.
+type TaskRecord struct {
+	Seq     int
+	Host    string
+	Start   time.Time
+	Runtime time.Duration
+	Exit    int // 0 when killed by a signal ($? >> 8, as parallel writes it)
+	Signal  int
+	Command string
+}
+
+// Failed: the task did not succeed.
+func (r TaskRecord) Failed() bool { return r.Exit != 0 || r.Signal != 0 }
+
+// line renders the record as parallel does: start time in epoch seconds
+// with milliseconds, run time right-aligned in ten columns. Send and
+// Receive are parallel's bytes transferred to and from remote hosts:
+// always 0 here, as for parallel's local jobs.
+func (r TaskRecord) line() string {
+	cmd := strings.NewReplacer("\n", " ", "\t", " ").Replace(r.Command)
+	return fmt.Sprintf("%d\t%s\t%.3f\t%10.3f\t0\t0\t%d\t%d\t%s\n", r.Seq, r.Host,
+		float64(r.Start.UnixMilli())/1000, float64(r.Runtime.Milliseconds())/1000, r.Exit, r.Signal, cmd)
+}
+
+// Record appends one record.
+func (j *Joblog) Record(r TaskRecord) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, err := j.f.WriteString(r.line())
+	return err
+}
+
+// Close closes the file.
+func (j *Joblog) Close() error { return j.f.Close() }
+
+// JoblogEntry is what a resume needs of an earlier record.
+type JoblogEntry struct {
+	Exit, Signal int
+}
+
+// ReadJoblog reads the records of an earlier run, by task number; a task
+// recorded twice (a retry in an earlier resume) counts by its last record.
+// A missing file is an empty log: the first run of a resumable job.
+func ReadJoblog(path string) (map[int]JoblogEntry, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[int]JoblogEntry{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[int]JoblogEntry{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if n == 1 && strings.HasPrefix(line, "Seq\t") {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 9)
+		if len(f) < 9 {
+			if line == "" {
+				continue
+			}
+			return nil, fmt.Errorf("%s line %d: not a joblog record (want 9 tab-separated columns, Seq … Command)", path, n)
+		}
+		seq, err1 := strconv.Atoi(f[0])
+		exit, err2 := strconv.Atoi(f[6])
+		sig, err3 := strconv.Atoi(f[7])
+		if err := errors.Join(err1, err2, err3); err != nil || seq < 1 {
+			return nil, fmt.Errorf("%s line %d: Seq, Exitval and Signal must be numbers: %q", path, n, line)
+		}
+		out[seq] = JoblogEntry{Exit: exit, Signal: sig}
+	}
+	return out, sc.Err()
+}

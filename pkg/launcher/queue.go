@@ -1,0 +1,210 @@
+package launcher
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Task is one command of a task queue (gpulaunch --tasks, --each-line).
+type Task struct {
+	// Seq numbers the tasks of the input from 1, as GNU parallel's
+	// joblog does; it is what --resume matches on.
+	Seq  int
+	Path string   // resolved executable
+	Args []string // argv
+	// Command is the task as the joblog and the status show it.
+	Command string
+	// Stdout and Stderr are this task's files; "" is the console.
+	Stdout, Stderr string
+}
+
+// Queue runs tasks on the run's instances, which become slots: each slot
+// keeps its GPUs, CPUs and memory policy, and takes the next task when
+// its current one is finished.
+type Queue struct {
+	// Tasks are the tasks to run now, in order (a resume has already
+	// left out those done before).
+	Tasks []Task
+	// Total is the number of tasks in the input, Skipped those a resume
+	// left out.
+	Total, Skipped int
+	// Retries runs a failed task again up to this many times, in the
+	// same slot, before it counts as failed.
+	Retries int
+	Halt    Halt
+	// Joblog receives a record for every task that finished (not for
+	// those gpulaunch ended itself: a resume runs them again).
+	Joblog *Joblog
+	Host   string
+	// ForSlot completes a task for the slot it is handed to ({%}).
+	ForSlot func(t Task, slot int) Task
+	// Progress, when set, is told of every change of the counts.
+	Progress func(QueueStatus)
+
+	next              int
+	failed, succeeded int
+	failedSeqs        []int
+	halted            string // why no new task starts
+	haltCode          int
+	haltSet           bool
+}
+
+// QueueStatus is the queue's counts, for status, top and the progress line.
+type QueueStatus struct {
+	Total     int     `json:"total"`
+	Skipped   int     `json:"skipped"`
+	Done      int     `json:"done"`
+	Failed    int     `json:"failed"`
+	Running   int     `json:"running"`
+	Remaining int     `json:"remaining"`
+	Halted    string  `json:"halted,omitempty"`
+	Rate      float64 `json:"tasks_per_second"`
+}
+
+func (q *Queue) take(slot int) (Task, bool) {
+	if q.halted != "" || q.next >= len(q.Tasks) {
+		return Task{}, false
+	}
+	t := q.Tasks[q.next]
+	q.next++
+	if q.ForSlot != nil {
+		t = q.ForSlot(t, slot)
+	}
+	return t, true
+}
+
+// stop starts no new task from now on.
+func (q *Queue) stop(why string) {
+	if q.halted == "" {
+		q.halted = why
+	}
+}
+
+// finished records a task that ran to its end (after its retries) and
+// says whether the halt policy is reached now: "now" or "soon".
+func (q *Queue) finished(rec TaskRecord) (string, error) {
+	var err error
+	if q.Joblog != nil {
+		err = q.Joblog.Record(rec)
+	}
+	if rec.Failed() {
+		q.failed++
+		q.failedSeqs = append(q.failedSeqs, rec.Seq)
+	} else {
+		q.succeeded++
+	}
+	h := q.Halt
+	if h.When == "" || q.haltSet {
+		return "", err
+	}
+	n := map[string]int{"fail": q.failed, "success": q.succeeded, "done": q.failed + q.succeeded}[h.Kind]
+	limit := float64(h.Count)
+	if h.Percent > 0 {
+		// as parallel: a share of all the tasks of the run
+		limit = math.Max(1, h.Percent/100*float64(len(q.Tasks)))
+	}
+	if float64(n) < limit {
+		return "", err
+	}
+	q.haltSet = true
+	switch {
+	case h.Kind == "success":
+		q.haltCode = 0
+	case h.Count == 1:
+		// the failing task's own status, as bash reports it
+		q.haltCode = rec.Exit
+		if rec.Signal != 0 {
+			q.haltCode = 128 + rec.Signal
+		}
+	case h.Percent > 0:
+		q.haltCode = int(math.Ceil(float64(q.failed) / float64(len(q.Tasks)) * 100))
+	default:
+		q.haltCode = min(q.failed, 101)
+	}
+	q.stop(fmt.Sprintf("--halt %s reached at task %d", h, rec.Seq))
+	return h.When, err
+}
+
+// ExitCode is GNU parallel's: 0 when every task succeeded, else the
+// number of failed tasks up to 101; with --halt, what parallel gives (the
+// failing task's status for fail=1, the failed share for fail=P%).
+func (q *Queue) ExitCode() int {
+	if q.haltSet {
+		return q.haltCode
+	}
+	return min(q.failed, 101)
+}
+
+// FailedSeqs are the tasks that failed, in the order they finished.
+func (q *Queue) FailedSeqs() []int { return q.failedSeqs }
+
+// Counts are the queue's figures now.
+func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
+	s := QueueStatus{Total: q.Total, Skipped: q.Skipped, Done: q.failed + q.succeeded, Failed: q.failed, Running: running,
+		Remaining: len(q.Tasks) - q.next, Halted: q.halted}
+	if elapsed > 0 {
+		s.Rate = float64(s.Done) / elapsed.Seconds()
+	}
+	return s
+}
+
+// record turns a task's end into its joblog line. A task killed by a
+// signal has Exitval 0 and the signal, as parallel writes it.
+func (q *Queue) record(t Task, start time.Time, wall time.Duration, ws syscall.WaitStatus) TaskRecord {
+	r := TaskRecord{Seq: t.Seq, Host: q.Host, Start: start, Runtime: wall, Exit: ws.ExitStatus(), Command: t.Command}
+	if ws.Signaled() {
+		r.Exit, r.Signal = 0, int(ws.Signal())
+	}
+	return r
+}
+
+// WriteQueueSummary prints the end of a task queue: a row per slot, then
+// the tasks' counts and which failed.
+func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, wall time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tGPU\tCPUS\tTASKS\tFAILED\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS")
+	var warnings []string
+	for i, o := range outs {
+		util := "-"
+		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
+			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, orDash(insts[i].GPUs), orDash(insts[i].CPUs), o.Tasks, o.TasksFailed,
+			util, sizeString(o.GPUMemPeak), sizeString(o.PeakRSS))
+		warnings = append(warnings, o.Warnings...)
+	}
+	tw.Flush()
+	done := q.failed + q.succeeded
+	fmt.Fprintf(w, "tasks: %d of %d finished in %s", done, len(q.Tasks), wall.Round(time.Millisecond))
+	if wall > 0 && done > 0 {
+		fmt.Fprintf(w, " (%.1f/s)", float64(done)/wall.Seconds())
+	}
+	fmt.Fprintf(w, ": %d succeeded, %d failed", q.succeeded, q.failed)
+	if len(q.failedSeqs) > 0 {
+		list := make([]string, 0, 10)
+		for _, s := range q.failedSeqs[:min(10, len(q.failedSeqs))] {
+			list = append(list, strconv.Itoa(s))
+		}
+		more := ""
+		if len(q.failedSeqs) > 10 {
+			more = ", …"
+		}
+		fmt.Fprintf(w, " (task %s%s)", strings.Join(list, ", "), more)
+	}
+	if q.Skipped > 0 {
+		fmt.Fprintf(w, "; %d skipped, done in an earlier run (--joblog)", q.Skipped)
+	}
+	if left := len(q.Tasks) - done; left > 0 {
+		fmt.Fprintf(w, "; %d not finished (%s): --resume runs them", left, q.halted)
+	}
+	fmt.Fprintln(w)
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+}

@@ -1,0 +1,122 @@
+package launcher
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseHalt(t *testing.T) {
+	for in, want := range map[string]Halt{
+		"":              {},
+		"never":         {},
+		"0":             {},
+		"1":             {When: "soon", Kind: "fail", Count: 1},
+		"2":             {When: "now", Kind: "fail", Count: 1},
+		"now,fail=1":    {When: "now", Kind: "fail", Count: 1},
+		"soon,fail=3":   {When: "soon", Kind: "fail", Count: 3},
+		"now,fail=10%":  {When: "now", Kind: "fail", Percent: 10},
+		"now,success=2": {When: "now", Kind: "success", Count: 2},
+		"soon,done=50%": {When: "soon", Kind: "done", Percent: 50},
+	} {
+		got, err := ParseHalt(in)
+		if err != nil || got != want {
+			t.Errorf("ParseHalt(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, _ := ParseHalt(got.String()); back != got {
+			t.Errorf("%q does not survive String(): %q", in, got.String())
+		}
+	}
+	for _, bad := range []string{"later,fail=1", "now", "now,oops=1", "now,fail=0", "now,fail=-1", "now,fail=x", "now,fail=0%", "now,fail=101%", "3"} {
+		if _, err := ParseHalt(bad); err == nil {
+			t.Errorf("ParseHalt(%q) accepted", bad)
+		}
+	}
+}
+
+// The exit status of a queue, as GNU parallel computes it.
+func TestQueueExitCode(t *testing.T) {
+	fail := func(seq, exit, sig int) TaskRecord { return TaskRecord{Seq: seq, Exit: exit, Signal: sig} }
+	ok := func(seq int) TaskRecord { return TaskRecord{Seq: seq} }
+	for _, tc := range []struct {
+		name    string
+		halt    string
+		records []TaskRecord
+		code    int
+		when    string // the halt the last record triggers
+	}{
+		{"all succeed", "never", []TaskRecord{ok(1), ok(2)}, 0, ""},
+		{"count of failures", "never", []TaskRecord{fail(1, 3, 0), ok(2), fail(3, 1, 0)}, 2, ""},
+		{"now,fail=1: the failing task's code", "now,fail=1", []TaskRecord{ok(1), fail(2, 7, 0)}, 7, "now"},
+		{"now,fail=1: a signal as bash reports it", "now,fail=1", []TaskRecord{fail(1, 0, 9)}, 137, "now"},
+		{"soon,fail=2: the count", "soon,fail=2", []TaskRecord{fail(1, 5, 0), fail(2, 6, 0)}, 2, "soon"},
+		{"fail=50% of all 4 tasks", "now,fail=50%", []TaskRecord{fail(1, 1, 0), ok(2), fail(3, 1, 0)}, 50, "now"},
+		{"success=1", "now,success=1", []TaskRecord{fail(1, 1, 0), ok(2)}, 0, "now"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ParseHalt(tc.halt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &Queue{Tasks: make([]Task, 4), Halt: h}
+			var when string
+			for _, r := range tc.records {
+				when, _ = q.finished(r)
+			}
+			if q.ExitCode() != tc.code || when != tc.when {
+				t.Errorf("exit %d, halt %q; want %d, %q", q.ExitCode(), when, tc.code, tc.when)
+			}
+			if tc.when != "" {
+				if _, more := q.take(0); more {
+					t.Error("a task was handed out after the halt")
+				}
+			}
+		})
+	}
+}
+
+func TestJoblogRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "joblog")
+	j, err := OpenJoblog(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1700000000, 123_000_000)
+	for _, r := range []TaskRecord{
+		{Seq: 1, Host: "n1", Start: start, Runtime: 1500 * time.Millisecond, Command: "app\targ\nnext"},
+		{Seq: 2, Host: "n1", Start: start, Runtime: 12345678 * time.Microsecond, Exit: 3, Command: "app 2"},
+		{Seq: 3, Host: "n1", Start: start, Runtime: time.Millisecond, Signal: 9, Command: "app 3"},
+	} {
+		if err := j.Record(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	b, _ := os.ReadFile(path)
+	want := joblogHeader +
+		"1\tn1\t1700000000.123\t     1.500\t0\t0\t0\t0\tapp arg next\n" +
+		"2\tn1\t1700000000.123\t    12.345\t0\t0\t3\t0\tapp 2\n" +
+		"3\tn1\t1700000000.123\t     0.001\t0\t0\t0\t9\tapp 3\n"
+	if string(b) != want {
+		t.Errorf("joblog:\n%s\nwant:\n%s", b, want)
+	}
+	// a resume appends, without a second header
+	j, _ = OpenJoblog(path, true)
+	_ = j.Record(TaskRecord{Seq: 2, Host: "n1", Start: start, Command: "app 2"})
+	j.Close()
+	got, err := ReadJoblog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2] != (JoblogEntry{}) || got[3] != (JoblogEntry{Signal: 9}) {
+		t.Errorf("ReadJoblog = %+v (task 2 counts by its last record)", got)
+	}
+	if b, _ := os.ReadFile(path); strings.Count(string(b), "Seq\t") != 1 {
+		t.Errorf("two headers:\n%s", b)
+	}
+	if m, err := ReadJoblog(filepath.Join(t.TempDir(), "none")); err != nil || len(m) != 0 {
+		t.Errorf("a missing joblog is an empty one: %v %v", m, err)
+	}
+}
