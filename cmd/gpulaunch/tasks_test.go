@@ -283,7 +283,7 @@ func TestQueueRetries(t *testing.T) {
 		record  string
 	}{{"2", 0, "0/0"}, {"1", 1, "2/0"}} {
 		dir := t.TempDir()
-	taskScript(t, dir)
+		taskScript(t, dir)
 		joblog := filepath.Join(dir, "joblog")
 		cmd := gpulaunch(t, queueArgs(dir, seqInput(t, 1), []string{"-n", "1", "-G", "0", "--retries", tc.retries, "--joblog", joblog}, "flaky", "3")...)
 		out, err := cmd.CombinedOutput()
