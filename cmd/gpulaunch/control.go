@@ -273,14 +273,9 @@ func (a *app) signal(args []string) error {
 		return err
 	}
 	for _, s := range sent {
-		fmt.Fprintf(a.stdout, "sent %s to instance %d (pid %d)\n", signalDisplay(sig), s.Instance, s.PID)
+		fmt.Fprintf(a.stdout, "sent %s to instance %d (pid %d)\n", launcher.SignalName(sig), s.Instance, s.PID)
 	}
 	return nil
-}
-
-func signalDisplay(sig syscall.Signal) string {
-	o := launcher.Outcome{Signal: sig}
-	return o.Status()
 }
 
 // writeStatus renders a snapshot as the live table.

@@ -112,7 +112,7 @@ func (b *Board) Snapshot() Snapshot {
 			r.Wall = s.Taken.Sub(r.Started)
 		}
 		r.Warnings = append([]string{}, r.Warnings...)
-		_, r.OutputBytes, _, _, _ = b.rings[i].Since(1 << 62)
+		r.OutputBytes = b.rings[i].Total()
 		s.Instances[i] = r
 	}
 	return s
@@ -138,6 +138,12 @@ func (b *Board) setQueue(q QueueStatus) {
 	b.mu.Lock()
 	b.queue = &q
 	b.mu.Unlock()
+}
+
+func (b *Board) state(i int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rows[i].State
 }
 
 func (b *Board) update(i int, f func(*InstanceStatus)) {

@@ -128,7 +128,7 @@ type Outcome struct {
 // Status renders the outcome as srun would: "0", "7", "SIGSEGV".
 func (o Outcome) Status() string {
 	if o.Signal != 0 {
-		return signalName(o.Signal)
+		return SignalName(o.Signal)
 	}
 	return fmt.Sprint(o.Code)
 }
@@ -510,7 +510,7 @@ func Run(spec Spec) ([]Outcome, error) {
 				if debug {
 					log.Debug(fmt.Sprintf("task %d exited: %s after %s", s.task.Seq, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
 						zap.Int("task", s.task.Seq), zap.Int("slot", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
-						zap.String("signal", signalName(s.out.Signal)), zap.Duration("wall", s.out.Wall))
+						zap.String("signal", SignalName(s.out.Signal)), zap.Duration("wall", s.out.Wall))
 				}
 				if err := handleTaskExit(ev); err != nil {
 					log.Error(err.Error())
@@ -520,7 +520,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 			log.Info(fmt.Sprintf("instance %d exited: %s after %s", ev.idx, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
 				zap.Int("instance", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
-				zap.String("signal", signalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
+				zap.String("signal", SignalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
 			switch {
 			case failed && !stopping && s.endedBy == EndedItself && s.restarts < p.Restarts:
 				s.restarts++
@@ -564,12 +564,12 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 			var err error
 			if len(sent) == 0 {
-				err = fmt.Errorf("instance %d is not running (state %s)", req.instance, board.Snapshot().Instances[max(req.instance, 0)].State)
+				err = fmt.Errorf("instance %d is not running (state %s)", req.instance, board.state(max(req.instance, 0)))
 				if req.instance == AllInstances {
 					err = errors.New("no instance is running")
 				}
 			} else {
-				log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", signalName(req.sig), describeSent(sent)))
+				log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", SignalName(req.sig), describeSent(sent)))
 			}
 			req.reply <- signalReply{sent, err}
 		case sig := <-sigCh:
@@ -592,11 +592,11 @@ func Run(spec Spec) ([]Outcome, error) {
 					intCount++
 				}
 				if q != nil {
-					q.stop(signalName(s))
+					q.stop(SignalName(s))
 				}
 				if !stopping {
 					// A scheduled restart sees stopping when its timer fires.
-					log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", signalName(s), p.KillWait))
+					log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(s), p.KillWait))
 					stopping = true
 					for i := range st {
 						if st[i].pid > 0 && st[i].endedBy == EndedItself {
@@ -773,7 +773,8 @@ func describeSent(sent []Signalled) string {
 	return strings.Join(parts, ", ")
 }
 
-func signalName(s syscall.Signal) string {
+// SignalName is a signal as users write it: "SIGUSR1"; "" for none.
+func SignalName(s syscall.Signal) string {
 	if s == 0 {
 		return ""
 	}

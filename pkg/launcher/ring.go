@@ -52,6 +52,13 @@ func (r *Ring) Write(p []byte) {
 	r.wake = make(chan struct{})
 }
 
+// Total is how many bytes were ever written.
+func (r *Ring) Total() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
 // Close marks the end of the output: followers stop once caught up.
 func (r *Ring) Close() {
 	r.mu.Lock()

@@ -88,8 +88,8 @@ func (s *Server) accept() {
 	}
 }
 
-// PeerUID is the uid of the process at the other end of conn.
-func PeerUID(conn *net.UnixConn) (int, error) {
+// peerUID is the uid of the process at the other end of conn.
+func peerUID(conn *net.UnixConn) (int, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return -1, err
@@ -120,7 +120,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 		<-ctx.Done()
 		conn.Close()
 	}()
-	uid, err := PeerUID(conn)
+	uid, err := peerUID(conn)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, readErr := bufio.NewReaderSize(conn, 4096).ReadBytes('\n')
 	if err != nil || uid != s.uid {
