@@ -35,16 +35,16 @@ type slotThread struct {
 }
 
 type forkRequest struct {
-	path string
-	argv []string
-	attr *syscall.ProcAttr
-	res  chan forkResult
+	path   string
+	argv   []string
+	attr   *syscall.ProcAttr
+	exited func(pid int, ws syscall.WaitStatus)
+	res    chan forkResult
 }
 
 type forkResult struct {
-	pid    int
-	status <-chan syscall.WaitStatus
-	err    error
+	pid int
+	err error
 }
 
 func newSlotThread(r *reaper, b Binding) *slotThread {
@@ -58,23 +58,23 @@ func newSlotThread(r *reaper, b Binding) *slotThread {
 			return
 		}
 		for req := range t.reqs {
-			pid, status, err := r.start(func() (int, error) { return syscall.ForkExec(req.path, req.argv, req.attr) })
-			req.res <- forkResult{pid, status, err}
+			pid, err := r.start(func() (int, error) { return syscall.ForkExec(req.path, req.argv, req.attr) }, req.exited)
+			req.res <- forkResult{pid, err}
 		}
 	}()
 	<-ready
 	return t
 }
 
-// start forks path from the slot's thread.
-func (t *slotThread) start(path string, argv []string, attr *syscall.ProcAttr) (int, <-chan syscall.WaitStatus, error) {
+// start forks path from the slot's thread; exited receives its status.
+func (t *slotThread) start(path string, argv []string, attr *syscall.ProcAttr, exited func(pid int, ws syscall.WaitStatus)) (int, error) {
 	if t.err != nil {
-		return 0, nil, t.err
+		return 0, t.err
 	}
 	res := make(chan forkResult, 1)
-	t.reqs <- forkRequest{path, argv, attr, res}
+	t.reqs <- forkRequest{path, argv, attr, exited, res}
 	out := <-res
-	return out.pid, out.status, out.err
+	return out.pid, out.err
 }
 
 // close ends the thread once the slot has no process left.

@@ -247,7 +247,7 @@ func Run(spec Spec) ([]Outcome, error) {
 		}
 		attr := &syscall.ProcAttr{
 			Env:   inst.Env,
-			Files: []uintptr{devnull.Fd(), streams[0].child.Fd(), streams[1].child.Fd()},
+			Files: []uintptr{devnull.Fd(), uintptr(streams[0].child), uintptr(streams[1].child)},
 			// Own process group: signals go to the whole instance.
 			// Parent-death signal: instances die with gpulaunch, even
 			// when it is SIGKILLed.
@@ -256,9 +256,11 @@ func Run(spec Spec) ([]Outcome, error) {
 		if threads[i] == nil {
 			threads[i] = newSlotThread(r, inst.Binding)
 		}
-		pid, status, err := threads[i].start(inst.Path, inst.Args, attr)
+		pid, err := threads[i].start(inst.Path, inst.Args, attr, func(pid int, ws syscall.WaitStatus) {
+			exitCh <- exitEvent{i, pid, ws}
+		})
 		for _, s := range streams {
-			s.child.Close()
+			_ = syscall.Close(s.child)
 		}
 		if err != nil {
 			for _, s := range streams {
@@ -288,7 +290,6 @@ func Run(spec Spec) ([]Outcome, error) {
 				row.Task, row.Command, row.Restarts = st[i].task.Seq, st[i].task.Command, st[i].tries
 			}
 		})
-		go func() { exitCh <- exitEvent{i, pid, <-status} }()
 		if p.Timeout > 0 {
 			st[i].timer = time.AfterFunc(p.Timeout, func() { timeoutCh <- exitEvent{idx: i, pid: pid} })
 		}
@@ -700,10 +701,11 @@ func Run(spec Spec) ([]Outcome, error) {
 // Output always passes through gpulaunch, as under srun, so that
 // `gpulaunch logs` has it; the child sees a pipe, not a terminal.
 type stream struct {
-	child, reader *os.File
-	sink          *lineMux
-	label         string
-	release       func() // closes the instance's file when its last stream ends
+	child   int // the pipe's write end, a plain descriptor: only the child uses it
+	reader  *os.File
+	sink    *lineMux
+	label   string
+	release func() // closes the instance's file when its last stream ends
 }
 
 // openStreams opens stdout and stderr for one start of inst. A restart
@@ -748,7 +750,7 @@ func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *line
 			refs.Add(1)
 			s.release = fileRelease
 		}
-		if s.reader, s.child, err = os.Pipe(); err != nil {
+		if s.reader, s.child, err = outputPipe(); err != nil {
 			s.release()
 			closeStreams(out[:k])
 			return out, err
@@ -759,7 +761,7 @@ func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *line
 
 func closeStreams(ss []stream) {
 	for _, s := range ss {
-		s.child.Close()
+		_ = syscall.Close(s.child)
 		s.reader.Close()
 		s.release()
 	}

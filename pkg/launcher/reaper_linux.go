@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,75 +13,104 @@ import (
 // reaper owns every wait4 of this process. gpulaunch is a child
 // subreaper, so orphaned grandchildren (an instance's daemon) become its
 // children; a blind wait4(-1) would then race any other waiter and steal
-// exit statuses. Here the registry maps each started pid to the channel
-// that receives its status, and start holds the lock across fork and
+// exit statuses. Here the registry maps each started pid to the function
+// that takes its status, and start holds the lock across fork and
 // registration, so even a child that exits at once is not missed.
 type reaper struct {
 	mu      sync.Mutex
-	waiting map[int]chan syscall.WaitStatus
-	orphans int // reaped processes that were not instances
-	sigchld chan os.Signal
+	waiting map[int]func(pid int, ws syscall.WaitStatus)
+	orphans int           // reaped processes that were not instances
+	forked  chan struct{} // a child exists now: waiting for one can block
 	done    chan struct{}
 }
 
 func newReaper() *reaper {
-	r := &reaper{waiting: map[int]chan syscall.WaitStatus{}, sigchld: make(chan os.Signal, 1), done: make(chan struct{})}
+	r := &reaper{waiting: map[int]func(int, syscall.WaitStatus){}, forked: make(chan struct{}, 1), done: make(chan struct{})}
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	signal.Notify(r.sigchld, syscall.SIGCHLD)
 	go r.loop()
 	return r
 }
 
+// loop waits for children in a blocking waitid, woken by the kernel the
+// moment one exits: a task queue starts the next task that much sooner
+// than through SIGCHLD, Go's signal goroutine and a channel. WNOWAIT
+// leaves the child for reap, which takes the lock, so that an exit is
+// never collected between a fork and its registration.
 func (r *reaper) loop() {
-	// The tick catches a SIGCHLD lost to coalescing between two reaps.
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
 	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		select {
 		case <-r.done:
+			// The run is over and its processes reaped; what is left is
+			// not this reaper's to collect.
 			return
-		case <-r.sigchld:
-		case <-tick.C:
+		default:
 		}
-		r.reap()
+		switch err {
+		case nil:
+			r.reap()
+		case unix.ECHILD:
+			select {
+			case <-r.forked:
+			case <-r.done:
+				return
+			}
+		case unix.EINTR:
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 
+// reap collects every exited child and hands each registered one's
+// status to its function, outside the lock: that function may block, and
+// must not hold up the next fork.
 func (r *reaper) reap() {
+	type exit struct {
+		pid    int
+		ws     syscall.WaitStatus
+		exited func(int, syscall.WaitStatus)
+	}
+	var exits []exit
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 		if pid <= 0 || err != nil {
-			return
+			break
 		}
-		if ch, ok := r.waiting[pid]; ok {
-			ch <- ws
+		if exited, ok := r.waiting[pid]; ok {
+			exits = append(exits, exit{pid, ws, exited})
 			delete(r.waiting, pid)
 		} else {
 			r.orphans++
 		}
 	}
+	r.mu.Unlock()
+	for _, e := range exits {
+		e.exited(e.pid, e.ws)
+	}
 }
 
-// start forks through fork and registers the pid before any reap can run.
-func (r *reaper) start(fork func() (int, error)) (int, <-chan syscall.WaitStatus, error) {
+// start forks through fork and registers the pid before any reap can
+// run; exited receives its status.
+func (r *reaper) start(fork func() (int, error), exited func(pid int, ws syscall.WaitStatus)) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pid, err := fork()
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	ch := make(chan syscall.WaitStatus, 1)
-	r.waiting[pid] = ch
-	return pid, ch, nil
+	r.waiting[pid] = exited
+	select {
+	case r.forked <- struct{}{}:
+	default:
+	}
+	return pid, nil
 }
 
-func (r *reaper) stop() {
-	signal.Stop(r.sigchld)
-	close(r.done)
-}
+func (r *reaper) stop() { close(r.done) }
 
 // endDescendants ends whatever is left below this process once every
 // instance has exited — daemons, double-forked and setsid'd grandchildren
