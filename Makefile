@@ -34,9 +34,14 @@ test: lint
 INTEGRATION_TIMEOUT ?= 15m
 integration:
 	@if [ "$$(id -u)" != 0 ]; then echo "integration: SKIP: needs root to run slurmctld/slurmd (CI runs it as root)"; exit 0; fi; \
+	  echo "== integration, one node"; \
 	  scripts/slurm-testbed.sh up && \
-	  cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) . 2>&1 | \
-	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}
+	  (cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -skip MultiNode . 2>&1 | \
+	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}) && \
+	  echo "== integration, two nodes (each slurmd in its own network namespace)" && \
+	  TESTBED_NODES=2 scripts/slurm-testbed.sh up && \
+	  (cd test/integration && TESTBED_NODES=2 $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -run MultiNode . 2>&1 | \
+	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]})
 
 demo: build
 	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 8     # GPU 0 sits on NUMA node 2 on a DGX A100'

@@ -72,7 +72,7 @@ func (a *app) findRun(cf clientFlags) (control.Client, error) {
 		return control.Client{Path: cf.socket}, nil
 	case cf.pid != 0:
 		for _, d := range dirs {
-			p := filepath.Join(d, fmt.Sprintf("%d.sock", cf.pid))
+			p := filepath.Join(d, control.SocketName(a.hostname, cf.pid))
 			if _, err := os.Lstat(p); err == nil {
 				return control.Client{Path: p}, nil
 			}
@@ -80,7 +80,7 @@ func (a *app) findRun(cf clientFlags) (control.Client, error) {
 		return control.Client{}, fmt.Errorf("no control socket of pid %d in %s: is that a running gpulaunch of yours on this node (%s)?", cf.pid, strings.Join(dirs, ", "), a.hostname)
 	}
 	job := a.env["SLURM_JOB_ID"]
-	runs, err := control.Find(dirs, job)
+	runs, err := control.Find(dirs, a.hostname, job)
 	if err != nil {
 		return control.Client{}, err
 	}
@@ -96,7 +96,7 @@ func (a *app) findRun(cf clientFlags) (control.Client, error) {
 	}
 	msg := fmt.Sprintf("no running gpulaunch%s on %s (looked in %s)", ofJob(job), a.hostname, strings.Join(dirs, ", "))
 	if job != "" {
-		if others, _ := control.Find(dirs, ""); len(others) > 0 {
+		if others, _ := control.Find(dirs, a.hostname, ""); len(others) > 0 {
 			msg += fmt.Sprintf("; %d of other jobs or none run here (%s): choose with --pid", len(others), describeRun(others[0]))
 		} else {
 			msg += fmt.Sprintf(": status talks to the gpulaunch of this node; for one on another node of the job use `srun --jobid %s --overlap -w NODE gpulaunch status`", job)
@@ -307,6 +307,11 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 	}
 	fmt.Fprintf(w, "gpulaunch %s · %s · %d instances: %s · %s\n", where, state, len(s.Instances), strings.Join(parts, ", "), sampled)
 	fmt.Fprintf(w, "  %s\n", strings.Join(s.Run.Command, " "))
+	multiNode := s.Run.Nodes > 1
+	if multiNode && len(s.Instances) > 0 {
+		fmt.Fprintf(w, "node %d of %d: ranks %d..%d of %d (the other nodes' instances: gpulaunch status on each node)\n",
+			s.Run.Node, s.Run.Nodes, s.Instances[0].Rank, s.Instances[len(s.Instances)-1].Rank, s.Run.WorldSize)
+	}
 	if q := s.Queue; q != nil {
 		fmt.Fprintf(w, "queue: %d/%d done, %d failed, %d running, %d left", q.Done, q.Total-q.Skipped, q.Failed, q.Running, q.Remaining)
 		if q.Skipped > 0 {
@@ -328,6 +333,9 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 			}
 			return strconv.Itoa(r.Task) + "\t"
 		}
+	} else if multiNode {
+		fmt.Fprint(tw, "INSTANCE\tRANK\t")
+		task = func(r launcher.InstanceStatus) string { return strconv.Itoa(r.Rank) + "\t" }
 	} else {
 		fmt.Fprint(tw, "INSTANCE\t")
 	}
@@ -377,7 +385,7 @@ func humanBytes(b uint64) string {
 // one (a read-only temp dir, a planted directory), with a warning.
 func (a *app) listenControl(board *launcher.Board, log *zap.Logger) *control.Server {
 	dir := a.socketDirs()[0]
-	srv, err := control.Listen(dir, a.pid, a.uid, board, log)
+	srv, err := control.Listen(dir, a.hostname, a.pid, a.uid, board, log)
 	if err != nil {
 		log.Warn(fmt.Sprintf("no control socket (gpulaunch status/top/logs/signal will not find this run): %v", err))
 		return nil

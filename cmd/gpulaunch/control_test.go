@@ -76,7 +76,8 @@ func (r *liveRun) client(t *testing.T, args ...string) (stdout, stderr string, c
 func (r *liveRun) pid() string { return strconv.Itoa(r.cmd.Process.Pid) }
 
 func (r *liveRun) socket() string {
-	return filepath.Join(r.runtime, "gpulaunch", r.pid()+".sock")
+	host, _ := os.Hostname()
+	return filepath.Join(r.runtime, "gpulaunch", host+"."+r.pid()+".sock")
 }
 
 // snapshot waits until the run answers and every instance runs.

@@ -22,7 +22,8 @@ Ranks agree without talking: each plans the whole node from what all of them
 see and takes the slot of its local rank (OMPI_COMM_WORLD_LOCAL_RANK,
 MPI_LOCALRANKID, SLURM_LOCALID in an srun step, …). When the launcher already
 gave each rank its own GPUs (srun --gpus-per-task), the rank keeps them.
-RANK and WORLD_SIZE are the launcher's global ones.
+RANK and WORLD_SIZE are the launcher's global ones; --ddp adds MASTER_ADDR,
+MASTER_PORT and TORCHELASTIC_RUN_ID (docs/multinode.md).
 
 Without -n, gpulaunch switches to this mode by itself when such variables show
 several ranks on this node.
@@ -30,6 +31,7 @@ several ranks on this node.
 Examples:
   srun -n 4 gpulaunch -- ./app                  # one GPU per rank
   mpirun -np 8 gpulaunch -- ./app
+  srun -N 2 --ntasks-per-node=4 gpulaunch --ddp -- python train.py
   mpiexec -n 2 gpulaunch exec -G 2 -- ./app     # two GPUs per rank`
 
 // execFlags are the flags rank mode understands.
@@ -38,9 +40,11 @@ type execFlags struct {
 	gpuIDs     string
 	visibility string
 	dryRun     bool
+	ddp        ddpFlags
 }
 
 func (e *execFlags) register(fs *pflag.FlagSet) {
+	e.ddp.register(fs)
 	e.shape.registerShape(fs, "rank", "GPUs per rank (default: an even share of the node's GPUs)")
 	fs.StringVar(&e.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index")
 	fs.StringVar(&e.visibility, "gpu-visibility", "own", "own: the rank sees its GPUs only; all: every GPU, its own first")
@@ -106,11 +110,14 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex}
-	if ok {
-		opts.Global = &global
+	group := binding.WrapperGroup(global, ok, size, alloc.Slurm, a.hostname)
+	ranks := binding.WrapperRanks(global, ok, slot.Index, group)
+	rdv, err := a.rendezvous(e.ddp, alloc.Slurm, group, ranks.Rank == 0)
+	if err != nil {
+		return err
 	}
-	env, err := launcher.InstanceEnv(a.baseEnv(), slot, size, opts)
+	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex, Rendezvous: rdv}
+	env, err := launcher.InstanceEnv(a.baseEnv(), slot, ranks, opts)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -157,7 +164,8 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 // isContractVar: the variables gpulaunch sets for an instance or rank.
 func isContractVar(k string) bool {
 	switch k {
-	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMP_NUM_THREADS":
+	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMP_NUM_THREADS",
+		"GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID":
 		return true
 	}
 	return strings.HasPrefix(k, "GPULAUNCH_")
@@ -168,7 +176,7 @@ func isContractVar(k string) bool {
 // supervise, label or restart it.
 func rankModeConflicts(fs *pflag.FlagSet) []string {
 	var out []string
-	for _, name := range []string{"label", "output", "error", "kill-on-bad-exit", "wait", "restarts", "timeout", "kill-wait", "mem-per-task", "monitor-interval", "report", "tmux"} {
+	for _, name := range []string{"label", "output", "error", "kill-on-bad-exit", "wait", "restarts", "timeout", "kill-wait", "mem-per-task", "monitor-interval", "report", "tmux", "ranks"} {
 		if fs.Changed(name) {
 			out = append(out, "--"+name)
 		}

@@ -32,7 +32,9 @@ Examples:
   gpulaunch -n 4 -o 'out/%j-%t.log' -- ./app         # one output file per instance
   gpulaunch -n 2 -G 2 --gpu-visibility all -- ./app  # two GPUs each, all GPUs visible
   gpulaunch --each-line params.txt --joblog j.log --resume -- ./train --lr {}
-                                                     # a task queue: a run per line, slots = GPUs`
+                                                     # a task queue: a run per line, slots = GPUs
+  srun -N 2 --ntasks-per-node=1 gpulaunch -n 4 --ddp -- python train.py
+                                                     # 8 ranks over 2 nodes, MASTER_ADDR/PORT set`
 
 // runFlags are run's own flags.
 type runFlags struct {
@@ -50,6 +52,8 @@ type runFlags struct {
 	monitor       string
 	report        string
 	tmux          bool
+	ranks         string
+	ddp           ddpFlags
 }
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
@@ -68,6 +72,8 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md)")
 	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often; 0 turns telemetry off")
 	fs.BoolVar(&r.tmux, "tmux", false, "inside tmux (smux): open a window with one pane per instance following its output, and one running gpulaunch top")
+	fs.StringVar(&r.ranks, "ranks", "global", "with one gpulaunch per node: global (RANK = node × N + instance) or local (each node a world of its own)")
+	r.ddp.register(fs)
 }
 
 func (a *app) run(args []string) error {
@@ -93,6 +99,12 @@ func (a *app) run(args []string) error {
 	}
 	pol, err := rf.policy()
 	if err != nil {
+		return err
+	}
+	if rf.ranks != "global" && rf.ranks != "local" {
+		return usagef("--ranks %q: use global (RANK = node × N + instance across the nodes of the step) or local", rf.ranks)
+	}
+	if err := rf.ddp.check(fs); err != nil {
 		return err
 	}
 	halt, err := launcher.ParseHalt(tf.halt)
@@ -161,7 +173,7 @@ func (a *app) run(args []string) error {
 				return usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
 					strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
 			}
-			e := execFlags{shape: p, gpuIDs: rf.gpuIDs, visibility: rf.visibility, dryRun: rf.dryRun}
+			e := execFlags{shape: p, gpuIDs: rf.gpuIDs, visibility: rf.visibility, dryRun: rf.dryRun, ddp: rf.ddp}
 			return a.execRank(c, e, fs.Changed("gpus-per-task"), argv, &alloc)
 		}
 		// With GPUs of its own (srun --gpus-per-task) a rank may fan out
@@ -181,6 +193,35 @@ func (a *app) run(args []string) error {
 	plan, err := binding.NewPlan(alloc, req)
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	// Every node runs the same N when -n is on the command line (the
+	// launcher runs the same one everywhere), or when Slurm granted every
+	// node the GPUs that made this node's N.
+	sameN := !auto || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs)
+	group, err := binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(plan.Slots), sameN, rf.ranks == "local")
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if group.MultiNode() && tf.queueMode() {
+		return usagef("a task queue on %d nodes (%s) would run every task on every node: run it from one node (srun -N 1 gpulaunch --tasks …), or give each node its own task file", group.Size, group.Source)
+	}
+	if group.MultiNode() {
+		names.NodeIndex, names.Host = group.Rank, group.Host
+		log.Debug(fmt.Sprintf("node %d of %d (%s): ranks %d..%d of %d", group.Rank, group.Size, group.Source,
+			group.Ranks(0).Rank, group.Ranks(len(plan.Slots)-1).Rank, group.Ranks(0).WorldSize))
+	}
+	rdv, err := a.rendezvous(rf.ddp, alloc.Slurm, group, group.Rank == 0)
+	if err != nil {
+		return err
+	}
+	reportFile := ""
+	if rf.report != "" {
+		if reportFile, err = reportPath(rf.report, names, group.MultiNode()); err != nil {
+			return usageError{err.Error()}
+		}
+		if reportFile != rf.report {
+			log.Info("--report: this node writes " + reportFile)
+		}
 	}
 	if rf.dryRun {
 		writePlan(a.stdout, alloc, plan)
@@ -206,7 +247,7 @@ func (a *app) run(args []string) error {
 	if !bind {
 		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
 	}
-	insts, err := a.instances(plan, alloc, argv, path, rf, ids, vis, names, bind, usageDir)
+	insts, err := a.instances(plan, alloc, group, rdv, argv, path, rf, ids, vis, names, bind, usageDir)
 	if err != nil {
 		return err
 	}
@@ -242,7 +283,7 @@ func (a *app) run(args []string) error {
 	}
 	started := time.Now()
 	board := launcher.NewBoard(launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
-		Command: argv, Started: started, Monitor: pol.Monitor.String()}, insts)
+		Command: argv, Started: started, Monitor: pol.Monitor.String(), Node: group.Rank, Nodes: group.Size, WorldSize: group.Ranks(0).WorldSize}, insts)
 	if srv := a.listenControl(board, log); srv != nil {
 		defer srv.Close(2 * time.Second)
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
@@ -259,7 +300,7 @@ func (a *app) run(args []string) error {
 		stdout = progress.wrap(a.stdout)
 	}
 	outs, err := launcher.Run(launcher.Spec{
-		Instances: insts, Policy: pol, Label: rf.label, Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
+		Instances: insts, Policy: pol, Label: rf.label, LabelHost: labelHost(group), Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
 		Stdout: stdout, Stderr: errW, Board: board, Queue: queue,
 	})
 	if err != nil {
@@ -272,7 +313,7 @@ func (a *app) run(args []string) error {
 		}
 		launcher.WriteQueueSummary(errW, queue, insts, outs, time.Since(started))
 		if rf.report != "" {
-			if err := writeReport(rf.report, buildReport(alloc, req, plan, argv, started, pol.Monitor, insts, outs)); err != nil {
+			if err := writeReport(reportFile, buildReport(alloc, req, plan, group, rdv, argv, started, pol.Monitor, insts, outs)); err != nil {
 				return err
 			}
 		}
@@ -281,9 +322,13 @@ func (a *app) run(args []string) error {
 		}
 		return nil
 	}
+	if group.MultiNode() {
+		fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", group.Host, group.Rank, group.Size,
+			insts[0].Rank, insts[len(insts)-1].Rank, group.Ranks(0).WorldSize)
+	}
 	launcher.WriteSummary(a.stderr, insts, outs)
 	if rf.report != "" {
-		if err := writeReport(rf.report, buildReport(alloc, req, plan, argv, started, pol.Monitor, insts, outs)); err != nil {
+		if err := writeReport(reportFile, buildReport(alloc, req, plan, group, rdv, argv, started, pol.Monitor, insts, outs)); err != nil {
 			return err
 		}
 	}
@@ -291,6 +336,15 @@ func (a *app) run(args []string) error {
 		return exitCode(code)
 	}
 	return nil
+}
+
+// labelHost: with several nodes, labels name the node too (node3:2: …),
+// as the instance numbers repeat on every node.
+func labelHost(g binding.Group) string {
+	if g.MultiNode() {
+		return g.Host
+	}
+	return ""
 }
 
 func uuids(gpus []nvml.GPU) []string {
@@ -348,20 +402,20 @@ func (a *app) baseEnv() []string {
 	return base
 }
 
-func (a *app) instances(plan binding.Plan, alloc binding.Allocation, argv []string, path string, rf runFlags,
+func (a *app) instances(plan binding.Plan, alloc binding.Allocation, group binding.Group, rdv *binding.Rendezvous, argv []string, path string, rf runFlags,
 	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool, usageDir string) ([]launcher.Instance, error) {
 	base := a.baseEnv()
 	if usageDir != "" {
 		base = append(base, nvml.SimulatedUsageEnv+"="+usageDir)
 	}
-	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex}
+	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex, Rendezvous: rdv}
 	var insts []launcher.Instance
 	for _, s := range plan.Slots {
-		env, err := launcher.InstanceEnv(base, s, len(plan.Slots), opts)
+		env, err := launcher.InstanceEnv(base, s, group.Ranks(s.Index), opts)
 		if err != nil {
 			return nil, usageError{err.Error()}
 		}
-		inst := launcher.Instance{Index: s.Index, Path: path, Args: launcher.ExpandArgs(argv, s.Index), Env: env}
+		inst := launcher.Instance{Index: s.Index, Rank: group.Ranks(s.Index).Rank, Path: path, Args: launcher.ExpandArgs(argv, s.Index), Env: env}
 		if bind {
 			inst.Binding = launcher.Binding{CPUs: s.CPUs, MemPolicy: s.MemPolicy, MemNodes: s.MemNodes}
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
@@ -22,12 +24,25 @@ type runReport struct {
 	ExitCode      int              `json:"exit_code"`
 	MonitorSecs   float64          `json:"monitor_interval_seconds"`
 	Plan          planDoc          `json:"plan"`
+	Launch        launchReport     `json:"launch"`
 	Instances     []instanceReport `json:"instances"`
 	Warnings      []string         `json:"warnings"`
 }
 
+// launchReport places this node's report among the other nodes' reports
+// of a launch over several nodes: each node's gpulaunch writes its own.
+type launchReport struct {
+	Node       int                 `json:"node"`
+	Nodes      int                 `json:"nodes"`
+	WorldSize  int                 `json:"world_size"`
+	NodeFrom   string              `json:"node_from"`
+	Hosts      []string            `json:"hosts"`
+	Rendezvous *binding.Rendezvous `json:"rendezvous"`
+}
+
 type instanceReport struct {
 	Instance    int      `json:"instance"`
+	Rank        int      `json:"rank"`
 	Host        string   `json:"host"`
 	PID         int      `json:"pid"`
 	GPUs        []string `json:"gpus"`
@@ -48,16 +63,18 @@ type instanceReport struct {
 
 const reportSchemaVersion = 1
 
-func buildReport(alloc binding.Allocation, req binding.Request, plan binding.Plan, argv []string, started time.Time,
-	monitor time.Duration, insts []launcher.Instance, outs []launcher.Outcome) runReport {
+func buildReport(alloc binding.Allocation, req binding.Request, plan binding.Plan, group binding.Group, rdv *binding.Rendezvous,
+	argv []string, started time.Time, monitor time.Duration, insts []launcher.Instance, outs []launcher.Outcome) runReport {
 	r := runReport{
 		SchemaVersion: reportSchemaVersion, Host: alloc.Hostname, Command: argv, Started: started.UTC(),
 		WallSeconds: time.Since(started).Seconds(), ExitCode: launcher.ExitCode(outs), MonitorSecs: monitor.Seconds(),
 		Plan: planJSON(alloc, req, plan), Warnings: append([]string{}, plan.Warnings...),
+		Launch: launchReport{Node: group.Rank, Nodes: group.Size, WorldSize: group.Ranks(0).WorldSize, NodeFrom: group.Source,
+			Hosts: append([]string{}, group.Hosts...), Rendezvous: rdv},
 	}
 	for i, o := range outs {
 		ir := instanceReport{
-			Instance: o.Index, Host: alloc.Hostname, PID: o.PID, GPUs: append([]string{}, insts[i].GPUUUIDs...), CPUs: insts[i].CPUs,
+			Instance: o.Index, Rank: insts[i].Rank, Host: alloc.Hostname, PID: o.PID, GPUs: append([]string{}, insts[i].GPUUUIDs...), CPUs: insts[i].CPUs,
 			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
 			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
 			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),
@@ -77,6 +94,22 @@ func signalString(o launcher.Outcome) string {
 		return ""
 	}
 	return o.Status()
+}
+
+// reportPath expands the --report pattern (%N host, %n node index, as
+// for -o). Over several nodes every node writes its own report: a path
+// that names no node gets ".<host>" before its extension, so that the
+// nodes do not overwrite each other's on a shared filesystem.
+func reportPath(pattern string, names launcher.Names, multiNode bool) (string, error) {
+	p, err := launcher.ExpandPattern(pattern, 0, names)
+	if err != nil {
+		return "", fmt.Errorf("--report: %w", err)
+	}
+	if multiNode && p == pattern {
+		ext := filepath.Ext(p)
+		p = strings.TrimSuffix(p, ext) + "." + names.Host + ext
+	}
+	return p, nil
 }
 
 // writeReport writes the file whole or not at all: a reader never sees

@@ -156,3 +156,22 @@ func ParseCounts(s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// CountsString compresses per-node counts as Slurm does: 2,2,2,1 is
+// "2(x3),1".
+func CountsString(counts []int) string {
+	var parts []string
+	for i := 0; i < len(counts); {
+		j := i
+		for j < len(counts) && counts[j] == counts[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%d(x%d)", counts[i], j-i))
+		} else {
+			parts = append(parts, strconv.Itoa(counts[i]))
+		}
+		i = j
+	}
+	return strings.Join(parts, ",")
+}

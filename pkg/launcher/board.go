@@ -27,15 +27,20 @@ type Board struct {
 
 // RunInfo says which run this is, for clients choosing among several.
 type RunInfo struct {
-	PID      int       `json:"pid"`
-	Host     string    `json:"host"`
-	JobID    string    `json:"job_id,omitempty"`
-	StepID   string    `json:"step_id,omitempty"`
-	Command  []string  `json:"command"`
-	Started  time.Time `json:"started"`
-	Monitor  string    `json:"monitor_interval"` // "0s": telemetry off
-	Socket   string    `json:"socket,omitempty"`
-	Finished bool      `json:"finished"`
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	JobID   string    `json:"job_id,omitempty"`
+	StepID  string    `json:"step_id,omitempty"`
+	Command []string  `json:"command"`
+	Started time.Time `json:"started"`
+	Monitor string    `json:"monitor_interval"` // "0s": telemetry off
+	// Node and Nodes place this gpulaunch in a launch over several nodes
+	// (Nodes 0 or 1: one node); WorldSize is the launch's instances.
+	Node      int    `json:"node,omitempty"`
+	Nodes     int    `json:"nodes,omitempty"`
+	WorldSize int    `json:"world_size,omitempty"`
+	Socket    string `json:"socket,omitempty"`
+	Finished  bool   `json:"finished"`
 }
 
 // Instance states.
@@ -50,6 +55,7 @@ const (
 // InstanceStatus is one row of the live table.
 type InstanceStatus struct {
 	Index    int       `json:"instance"`
+	Rank     int       `json:"rank"`
 	State    string    `json:"state"`
 	PID      int       `json:"pid"` // the current or last process
 	GPUs     string    `json:"gpus"`
@@ -92,7 +98,7 @@ type Snapshot struct {
 func NewBoard(run RunInfo, insts []Instance) *Board {
 	b := &Board{run: run, signals: make(chan signalRequest), done: make(chan struct{})}
 	for _, inst := range insts {
-		b.rows = append(b.rows, InstanceStatus{Index: inst.Index, State: StateStarting, GPUs: inst.GPUs, CPUs: inst.CPUs, GPUUtil: -1, GPUUtilMean: -1})
+		b.rows = append(b.rows, InstanceStatus{Index: inst.Index, Rank: inst.Rank, State: StateStarting, GPUs: inst.GPUs, CPUs: inst.CPUs, GPUUtil: -1, GPUUtilMean: -1})
 		b.rings = append(b.rings, NewRing(RingSize))
 	}
 	return b

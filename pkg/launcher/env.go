@@ -42,9 +42,9 @@ type EnvOptions struct {
 	// CUDAIndex maps a GPU UUID to its ordinal among the GPUs gpulaunch
 	// can open (for GPUIDsIndex).
 	CUDAIndex map[string]int
-	// Global is the launcher's global rank in rank mode; nil makes RANK
-	// and WORLD_SIZE the instance's local ones.
-	Global *binding.GlobalRank
+	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT and
+	// TORCHELASTIC_RUN_ID.
+	Rendezvous *binding.Rendezvous
 }
 
 // replaced are variables gpulaunch sets for each instance; inherited
@@ -52,18 +52,22 @@ type EnvOptions struct {
 // cannot contradict the instance's own.
 var replaced = []string{
 	"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
-	"LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE",
+	"LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
 	"GPULAUNCH_INSTANCE", "GPULAUNCH_NINSTANCES", "GPULAUNCH_GPUS", "GPULAUNCH_CPUS",
 }
 
-// InstanceEnv is the environment of instance slot.Index of n: the base
-// environment less stale GPU and rank variables, plus design.md's
-// contract. OMP_NUM_THREADS is set to the instance's CPU count unless the
-// user set it.
-func InstanceEnv(base []string, slot binding.Slot, n int, o EnvOptions) ([]string, error) {
+// InstanceEnv is the environment of the instance in slot with ranks r:
+// the base environment less stale GPU and rank variables, plus
+// design.md's contract. OMP_NUM_THREADS is set to the instance's CPU
+// count unless the user set it.
+func InstanceEnv(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]string, error) {
 	drop := map[string]bool{}
 	for _, k := range replaced {
 		drop[k] = true
+	}
+	if o.Rendezvous != nil {
+		// NewRendezvous has honoured inherited values already
+		drop["MASTER_ADDR"], drop["MASTER_PORT"], drop["TORCHELASTIC_RUN_ID"] = true, true, true
 	}
 	out := make([]string, 0, len(base)+16)
 	hasOMP := false
@@ -97,21 +101,24 @@ func InstanceEnv(base []string, slot binding.Slot, n int, o EnvOptions) ([]strin
 	for i, g := range slot.GPUs {
 		own[i] = g.UUID
 	}
-	idx, size := strconv.Itoa(slot.Index), strconv.Itoa(n)
-	rank, world := idx, size
-	if o.Global != nil {
-		rank, world = strconv.Itoa(o.Global.Rank), strconv.Itoa(o.Global.Size)
-	}
+	itoa := strconv.Itoa
 	out = append(out,
 		"CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","),
 		"CUDA_DEVICE_ORDER=PCI_BUS_ID",
-		"GPULAUNCH_INSTANCE="+idx,
-		"GPULAUNCH_NINSTANCES="+size,
+		"GPULAUNCH_INSTANCE="+itoa(slot.Index),
+		"GPULAUNCH_NINSTANCES="+itoa(r.LocalWorldSize),
 		"GPULAUNCH_GPUS="+strings.Join(own, ","),
 		"GPULAUNCH_CPUS="+slot.CPUs.String(),
-		"LOCAL_RANK="+idx, "LOCAL_WORLD_SIZE="+size,
-		"RANK="+rank, "WORLD_SIZE="+world,
+		"LOCAL_RANK="+itoa(r.LocalRank), "LOCAL_WORLD_SIZE="+itoa(r.LocalWorldSize),
+		"RANK="+itoa(r.Rank), "WORLD_SIZE="+itoa(r.WorldSize),
+		"ROLE_RANK="+itoa(r.Rank), "ROLE_WORLD_SIZE="+itoa(r.WorldSize),
 	)
+	if r.GroupRank >= 0 {
+		out = append(out, "GROUP_RANK="+itoa(r.GroupRank), "GROUP_WORLD_SIZE="+itoa(r.GroupWorldSize))
+	}
+	if rv := o.Rendezvous; rv != nil {
+		out = append(out, "MASTER_ADDR="+rv.Addr, "MASTER_PORT="+itoa(rv.Port), "TORCHELASTIC_RUN_ID="+rv.RunID)
+	}
 	if !hasOMP && slot.CPUs.Size() > 0 {
 		out = append(out, "OMP_NUM_THREADS="+strconv.Itoa(slot.CPUs.Size()))
 	}

@@ -31,7 +31,10 @@ type Binding struct {
 
 // Instance is one copy of the app, ready to start.
 type Instance struct {
-	Index   int
+	Index int
+	// Rank is the instance's RANK: Index on one node, node × N + Index
+	// across nodes.
+	Rank    int
 	Path    string   // resolved executable
 	Args    []string // argv, argv[0] as the user gave it
 	Env     []string
@@ -67,8 +70,10 @@ type Policy struct {
 type Spec struct {
 	Instances []Instance
 	Policy    Policy
-	// Label prefixes every output line with "<instance>: ".
+	// Label prefixes every output line with "<instance>: ", or with
+	// "<LabelHost>:<instance>: " when LabelHost is set (several nodes).
 	Label          bool
+	LabelHost      string
 	Stdout, Stderr io.Writer
 	Log            *zap.Logger
 	// GPUs samples GPU use; nil: none.
@@ -721,7 +726,9 @@ func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *line
 		s := &out[k]
 		s.release = func() {}
 		s.sink = []*lineMux{stdoutMux, stderrMux}[k]
-		if spec.Label {
+		if spec.Label && spec.LabelHost != "" {
+			s.label = fmt.Sprintf("%s:%d: ", spec.LabelHost, label)
+		} else if spec.Label {
 			s.label = fmt.Sprintf("%d: ", label)
 		}
 		if path != "" {
@@ -805,7 +812,18 @@ func sizeString(b uint64) string {
 // WriteSummary prints the end-of-run table.
 func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tPID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\tENDED BY")
+	// Across nodes an instance's RANK is not its number on this node.
+	ranks := false
+	for _, inst := range insts {
+		ranks = ranks || inst.Rank != inst.Index
+	}
+	rank := func(i int) string {
+		if ranks {
+			return strconv.Itoa(insts[i].Rank) + "\t"
+		}
+		return ""
+	}
+	fmt.Fprintln(tw, "INSTANCE\t"+map[bool]string{true: "RANK\t"}[ranks]+"PID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\tENDED BY")
 	var warnings []string
 	for i, o := range outs {
 		cpus := insts[i].CPUs
@@ -813,7 +831,7 @@ func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
 		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
 			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, o.PID, orDash(insts[i].GPUs), orDash(cpus),
+		fmt.Fprintf(tw, "%d\t%s%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, rank(i), o.PID, orDash(insts[i].GPUs), orDash(cpus),
 			o.Wall.Round(time.Millisecond), o.Status(), o.Restarts, util, sizeString(o.GPUMemPeak), sizeString(o.PeakRSS), o.CPUSeconds, orDash(string(o.EndedBy)))
 		warnings = append(warnings, o.Warnings...)
 	}

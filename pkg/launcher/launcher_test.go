@@ -46,8 +46,13 @@ func TestInstanceEnv(t *testing.T) {
 	slot := binding.Slot{Index: 2, GPUs: []nvml.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1,2,3", "ROCR_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "ZE_AFFINITY_MASK=0",
 		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0", "GPULAUNCH_NODE_FILE=/etc/node.json"}
-	env := func(o EnvOptions, base []string) map[string]string {
-		list, err := InstanceEnv(base, slot, 4, o)
+	local := binding.LocalGroup(4, "h").Ranks(2)
+	env := func(o EnvOptions, base []string, r ...binding.Ranks) map[string]string {
+		ranks := local
+		if len(r) > 0 {
+			ranks = r[0]
+		}
+		list, err := InstanceEnv(base, slot, ranks, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,13 +67,23 @@ func TestInstanceEnv(t *testing.T) {
 		return m
 	}
 	m := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}, base)
-	global := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn, Global: &binding.GlobalRank{Rank: 13, Size: 16}}, base)
-	if global["RANK"] != "13" || global["WORLD_SIZE"] != "16" || global["LOCAL_RANK"] != "2" {
-		t.Errorf("rank mode: RANK %s WORLD_SIZE %s LOCAL_RANK %s, want the launcher's 13/16 and local 2", global["RANK"], global["WORLD_SIZE"], global["LOCAL_RANK"])
+	step := binding.Slurm{JobID: "7", StepID: "0", NodeID: 3, Nodes: []string{"a", "b", "c", "d"}}
+	procid := binding.GlobalRank{Rank: 14, Size: 16, Source: "SLURM_PROCID"}
+	wrapped := binding.WrapperRanks(procid, true, 2, binding.WrapperGroup(procid, true, 4, step, "d"))
+	rv := &binding.Rendezvous{Addr: "a", Port: 23456, RunID: "slurm-7.0"}
+	global := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn, Rendezvous: rv}, append(base, "MASTER_ADDR=stale", "TORCHELASTIC_RUN_ID=old"), wrapped)
+	for k, v := range map[string]string{"RANK": "14", "WORLD_SIZE": "16", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "3", "GROUP_WORLD_SIZE": "4",
+		"ROLE_RANK": "14", "MASTER_ADDR": "a", "MASTER_PORT": "23456", "TORCHELASTIC_RUN_ID": "slurm-7.0"} {
+		if global[k] != v {
+			t.Errorf("rank mode with --ddp: %s = %q, want %q", k, global[k], v)
+		}
+	}
+	if _, ok := m["MASTER_PORT"]; ok {
+		t.Error("MASTER_PORT set without --ddp")
 	}
 	want := map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "GPULAUNCH_INSTANCE": "2", "GPULAUNCH_NINSTANCES": "4",
 		"GPULAUNCH_GPUS": "GPU-2", "GPULAUNCH_CPUS": "4-7", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "RANK": "2", "WORLD_SIZE": "4",
-		"OMP_NUM_THREADS": "4", "PATH": "/bin", "SLURM_PROCID": "0", "GPULAUNCH_NODE_FILE": "/etc/node.json"}
+		"OMP_NUM_THREADS": "4", "PATH": "/bin", "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "SLURM_PROCID": "0", "GPULAUNCH_NODE_FILE": "/etc/node.json"}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("%s = %q, want %q", k, m[k], v)
@@ -84,11 +99,11 @@ func TestInstanceEnv(t *testing.T) {
 	if m["CUDA_VISIBLE_DEVICES"] != "2,0,1,3" || m["OMP_NUM_THREADS"] != "2" || m["GPULAUNCH_GPUS"] != "GPU-2" {
 		t.Errorf("all-visible index env: CVD %q OMP %q", m["CUDA_VISIBLE_DEVICES"], m["OMP_NUM_THREADS"])
 	}
-	if _, err := InstanceEnv(base, slot, 4, EnvOptions{IDs: GPUIDsIndex, CUDAIndex: map[string]int{}}); err == nil {
+	if _, err := InstanceEnv(base, slot, local, EnvOptions{IDs: GPUIDsIndex, CUDAIndex: map[string]int{}}); err == nil {
 		t.Error("an index for a GPU without one was accepted")
 	}
 	cpuOnly := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0")}
-	list, _ := InstanceEnv(nil, cpuOnly, 1, EnvOptions{})
+	list, _ := InstanceEnv(nil, cpuOnly, binding.LocalGroup(1, "h").Ranks(0), EnvOptions{})
 	if !strings.Contains(strings.Join(list, "\n"), "CUDA_VISIBLE_DEVICES=\n") {
 		t.Errorf("a CPU-only instance must see no GPU (empty CUDA_VISIBLE_DEVICES): %q", list)
 	}

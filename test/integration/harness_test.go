@@ -68,6 +68,10 @@ func setup() (int, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	probe := exec.Command("go", "build", "-o", filepath.Join(binDir, "rendezvous"), "../rendezvous")
+	if out, err := probe.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("go build rendezvous: %v\n%s", err, out)
+	}
 	for mpi, cc := range map[string]string{"ompi": "mpicc.openmpi", "mpich": "mpicc.mpich"} {
 		out, err := exec.Command(cc, "-O1", "-o", filepath.Join(binDir, "allreduce_"+mpi), "testdata/allreduce.c").CombinedOutput()
 		if err != nil {
@@ -100,6 +104,13 @@ func jobDir(t *testing.T) string {
 		if err := os.WriteFile(filepath.Join(dir, name), app, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	ddp, err := os.ReadFile("testdata/ddp_app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ddp_app"), ddp, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -124,10 +123,11 @@ type Run struct {
 	Info launcher.RunInfo
 }
 
-// Find lists the live runs in dirs, those of job jobID when it is set,
-// oldest first. Sockets nobody answers on any more (a gpulaunch that was
-// SIGKILLed) are removed on the way.
-func Find(dirs []string, jobID string) ([]Run, error) {
+// Find lists the live runs of this host in dirs, those of job jobID when
+// it is set, oldest first. Sockets nobody answers on any more (a
+// gpulaunch that was SIGKILLed) are removed on the way.
+func Find(dirs []string, host, jobID string) ([]Run, error) {
+	host = strings.ReplaceAll(host, "/", "_")
 	var runs []Run
 	var denied []string
 	for _, dir := range dirs {
@@ -140,7 +140,7 @@ func Find(dirs []string, jobID string) ([]Run, error) {
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if _, err := strconv.Atoi(strings.TrimSuffix(name, ".sock")); err != nil || !strings.HasSuffix(name, ".sock") {
+			if socketHost(name) != host {
 				continue
 			}
 			c := Client{Path: filepath.Join(dir, name)}

@@ -110,7 +110,7 @@ func TestLastLines(t *testing.T) {
 func TestServerStatusAndLogs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "gpulaunch")
 	board := launcher.NewBoard(launcher.RunInfo{PID: 42, Host: "h", Command: []string{"app"}}, []launcher.Instance{{Index: 0, GPUs: "0000:01:00.0"}, {Index: 1}})
-	srv, err := Listen(dir, 42, os.Getuid(), board, zap.NewNop())
+	srv, err := Listen(dir, "h", 42, os.Getuid(), board, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestServerStatusAndLogs(t *testing.T) {
 // the oldest output, and is told how much, in the stream.
 func TestSlowFollowerIsToldWhatItLost(t *testing.T) {
 	board := launcher.NewBoard(launcher.RunInfo{PID: 43}, []launcher.Instance{{Index: 0}})
-	srv, err := Listen(filepath.Join(t.TempDir(), "gpulaunch"), 43, os.Getuid(), board, zap.NewNop())
+	srv, err := Listen(filepath.Join(t.TempDir(), "gpulaunch"), "h", 43, os.Getuid(), board, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +195,45 @@ func TestSlowFollowerIsToldWhatItLost(t *testing.T) {
 	data := m.ReplaceAll(got, nil)
 	if len(data)+lost != total || !bytes.HasSuffix(data, line) {
 		t.Errorf("received %d bytes + %d lost, want %d in all", len(data), lost, total)
+	}
+}
+
+// Nodes of a job may share the socket directory ($TMPDIR on a shared
+// filesystem): a client lists its own node's runs only, and leaves another
+// node's socket alone even though nothing answers on it from here.
+func TestFindKeepsToItsHost(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpulaunch")
+	board := launcher.NewBoard(launcher.RunInfo{PID: 44, JobID: "9"}, []launcher.Instance{{Index: 0}})
+	srv, err := Listen(dir, "node1.cluster", 44, os.Getuid(), board, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(time.Second)
+	if filepath.Base(srv.Path()) != "node1.cluster.44.sock" {
+		t.Errorf("socket %s", srv.Path())
+	}
+	// node2's socket, which this kernel cannot reach: a plain file here
+	other := filepath.Join(dir, SocketName("node2.cluster", 44))
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Find([]string{dir}, "node1.cluster", "9")
+	if err != nil || len(runs) != 1 || runs[0].Path != srv.Path() {
+		t.Fatalf("node1 finds %v, %v", runs, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("node1's client removed node2's socket: %v", err)
+	}
+	// on node2 that file is its own socket, dead: node2 clears it
+	if runs, _ := Find([]string{dir}, "node2.cluster", "9"); len(runs) != 0 {
+		t.Errorf("node2 finds node1's run: %v", runs)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("node2 kept its own dead socket: %v", err)
+	}
+	for name, host := range map[string]string{"a.b.12.sock": "a.b", "12.sock": "", "x.y.sock": "", "h.12": ""} {
+		if got := socketHost(name); got != host {
+			t.Errorf("socketHost(%q) = %q, want %q", name, got, host)
+		}
 	}
 }

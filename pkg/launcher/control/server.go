@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,15 +31,18 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// Listen creates the socket <dir>/<pid>.sock, 0600, in the private
-// directory dir (made if missing), and starts answering. uid is the only
-// peer allowed.
-func Listen(dir string, pid, uid int, board *launcher.Board, log *zap.Logger) (*Server, error) {
+// Listen creates the socket <dir>/<host>.<pid>.sock, 0600, in the
+// private directory dir (made if missing), and starts answering. uid is
+// the only peer allowed. The host is in the name because $TMPDIR may be
+// a filesystem that several nodes of a job share: each node's clients
+// must find their node's runs only, and never take another node's live
+// socket for a stale one of their own.
+func Listen(dir, host string, pid, uid int, board *launcher.Board, log *zap.Logger) (*Server, error) {
 	if err := MakePrivateDir(dir, uid); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%d.sock", pid))
-	// A socket of this pid can only be a dead run's (pids are reused).
+	path := filepath.Join(dir, SocketName(host, pid))
+	// A socket of this host and pid can only be a dead run's (pids are reused).
 	_ = os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -53,6 +58,28 @@ func Listen(dir string, pid, uid int, board *launcher.Board, log *zap.Logger) (*
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
+}
+
+// SocketName is the file name of the socket of gpulaunch pid on host.
+func SocketName(host string, pid int) string {
+	return strings.ReplaceAll(host, "/", "_") + "." + strconv.Itoa(pid) + ".sock"
+}
+
+// socketHost is the host a socket file name belongs to ("" if it is not
+// a gpulaunch socket).
+func socketHost(name string) string {
+	base, ok := strings.CutSuffix(name, ".sock")
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(base, '.')
+	if i <= 0 {
+		return ""
+	}
+	if _, err := strconv.Atoi(base[i+1:]); err != nil {
+		return ""
+	}
+	return base[:i]
 }
 
 // Path is the socket's path.

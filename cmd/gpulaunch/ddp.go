@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+)
+
+// ddpFlags are the flags of a distributed launch, in run and rank mode.
+type ddpFlags struct {
+	ddp        bool
+	masterAddr string
+	masterPort int
+}
+
+func (d *ddpFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&d.ddp, "ddp", false, "set MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RUN_ID for torch.distributed (env://), Lightning, Accelerate")
+	fs.StringVar(&d.masterAddr, "master-addr", "", "--ddp: rank 0's host (default: MASTER_ADDR, else the first node of the step)")
+	fs.IntVar(&d.masterPort, "master-port", 0, "--ddp: the rendezvous port (default: MASTER_PORT, else derived from the job and step ids)")
+}
+
+// check refuses --master-* without --ddp, and ports out of range.
+func (d ddpFlags) check(fs *pflag.FlagSet) error {
+	if !d.ddp {
+		for _, name := range []string{"master-addr", "master-port"} {
+			if fs.Changed(name) {
+				return usagef("--%s only means something with --ddp (which sets MASTER_ADDR and MASTER_PORT): add --ddp", name)
+			}
+		}
+		return nil
+	}
+	if fs.Changed("master-port") && (d.masterPort < 1 || d.masterPort > 65535) {
+		return usagef("--master-port %d: a port is 1..65535", d.masterPort)
+	}
+	if fs.Changed("master-addr") && d.masterAddr == "" {
+		return usagef("--master-addr: give rank 0's host name or address")
+	}
+	return nil
+}
+
+// rendezvous decides MASTER_ADDR/PORT for a launch whose node group is g
+// and whose rank 0 is on this node when rank0 is set: nil without --ddp.
+func (a *app) rendezvous(d ddpFlags, s binding.Slurm, g binding.Group, rank0 bool) (*binding.Rendezvous, error) {
+	if !d.ddp {
+		return nil, nil
+	}
+	rv, err := binding.NewRendezvous(a.env, s, g, d.masterAddr, d.masterPort, a.pid)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if rv.Port == 0 {
+		// One node outside Slurm: any free port will do, nobody else
+		// has to find it.
+		if rv.Port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("--ddp: no free port for MASTER_PORT: %w", err)
+		}
+	} else if rv.PortDerived && rank0 {
+		// Only rank 0's node can tell, and only before rank 0 binds it.
+		if err := portFree(rv.Port); err != nil {
+			return nil, usagef("--ddp: MASTER_PORT %d (derived from job %s, step %s) is taken on this node, where rank 0 runs (%v): give --master-port PORT or set MASTER_PORT; nothing was started",
+				rv.Port, s.JobID, orNone(s.StepID), err)
+		}
+	}
+	return &rv, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFree reports whether a TCP port can be bound on every address, as
+// torch's TCPStore will bind it.
+func portFree(port int) error {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return errors.New("address already in use")
+		}
+		return err
+	}
+	return l.Close()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "batch"
+	}
+	return s
+}

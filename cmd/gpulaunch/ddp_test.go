@@ -1,0 +1,128 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+)
+
+// nodeOfStep is what srun --nodes=2 --ntasks-per-node=1 gives the task on
+// node `node` (0 or 1).
+func nodeOfStep(node string) binding.Env {
+	return binding.Env{
+		"SLURM_JOB_ID": "777", "SLURM_STEP_ID": "2", "SLURMD_NODENAME": "rack1-n0" + node,
+		"SLURM_STEP_NODELIST": "rack1-n[00-01]", "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_STEP_NUM_TASKS": "2",
+		"SLURM_PROCID": node, "SLURM_NODEID": node, "SLURM_LOCALID": "0", "PATH": os.Getenv("PATH"),
+	}
+}
+
+func TestDistributedBadInput(t *testing.T) {
+	tasks := filepath.Join(t.TempDir(), "tasks")
+	os.WriteFile(tasks, []byte("true\n"), 0o644)
+	spread := nodeOfStep("1")
+	spread["SLURM_STEP_TASKS_PER_NODE"], spread["SLURM_STEP_NUM_TASKS"], spread["SLURM_PROCID"] = "7,1", "8", "7"
+	for _, tc := range []struct {
+		name string
+		env  binding.Env
+		args []string
+		want string
+	}{
+		{"master port without --ddp", nil, []string{"-n", "2", "-G", "0", "--master-port", "29500", "--", "true"}, "--master-port only means something with --ddp"},
+		{"port out of range", nil, []string{"-n", "2", "-G", "0", "--ddp", "--master-port", "70000", "--", "true"}, "--master-port 70000: a port is 1..65535"},
+		{"unknown --ranks", nil, []string{"-n", "2", "-G", "0", "--ranks", "nodes", "--", "true"}, `--ranks "nodes": use global`},
+		{"a task queue over nodes", nodeOfStep("0"), []string{"-n", "2", "-G", "0", "--tasks", tasks}, "would run every task on every node"},
+		{"srun spread 7+1 is not one gpulaunch per node", spread, []string{"-n", "4", "-G", "0", "--", "true"}, "runs 7,1 tasks per node"},
+		{"mpirun over nodes outside Slurm without --master-addr",
+			binding.Env{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "PATH": os.Getenv("PATH")},
+			[]string{"-n", "2", "-G", "0", "--ddp", "--", "true"}, "give --master-addr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, tc.env, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: ") {
+				t.Errorf("exit %d, stderr %q; want one error line with %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// Rank 0's node checks the derived port before anything starts.
+func TestDerivedPortTaken(t *testing.T) {
+	env := nodeOfStep("0")
+	s, _ := binding.ParseSlurm(env)
+	g, err := binding.NodeGroup(env, s, "h", 2, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := binding.NewRendezvous(env, s, g, "", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(rv.Port))
+	if err != nil {
+		t.Skipf("port %d is busy already: %v", rv.Port, err)
+	}
+	defer l.Close()
+	marker := filepath.Join(t.TempDir(), "started")
+	_, stderr, code := runCLI(t, env, "-n", "2", "-G", "0", "--ddp", "--", "touch", marker)
+	if code != exitUsage || !strings.Contains(stderr, "MASTER_PORT "+strconv.Itoa(rv.Port)+" (derived from job 777, step 2) is taken") {
+		t.Errorf("exit %d: %q", code, stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("an instance started")
+	}
+	// node 1 cannot check rank 0's node, and does not refuse
+	_, stderr, code = runCLI(t, nodeOfStep("1"), "-n", "2", "-G", "0", "--ddp", "--", "true")
+	if code != 0 {
+		t.Errorf("node 1: exit %d: %q", code, stderr)
+	}
+}
+
+// The second node of a 2-node step: its instances are ranks 2 and 3 of 4,
+// labelled with the node, with one rendezvous.
+func TestSecondNodeOfAStep(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "run.json")
+	cmd := gpulaunch(t, "-n", "2", "-G", "0", "-l", "--ddp", "--monitor-interval", "0", "--report", report, "--",
+		"sh", "-c", `echo RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE GROUP_RANK=$GROUP_RANK GROUP_WORLD_SIZE=$GROUP_WORLD_SIZE MASTER=$MASTER_ADDR:$MASTER_PORT RUN=$TORCHELASTIC_RUN_ID`)
+	cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir())
+	for k, v := range nodeOfStep("1") {
+		if k != "PATH" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	sort.Strings(lines)
+	m := regexp.MustCompile(`MASTER=rack1-n00:(\d+) RUN=slurm-777.2$`)
+	for i, want := range []string{
+		"rack1-n01:0: RANK=2 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 GROUP_WORLD_SIZE=2 ",
+		"rack1-n01:1: RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 GROUP_WORLD_SIZE=2 ",
+	} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want) || !m.MatchString(lines[i]) {
+			t.Errorf("line %d: %q, want %q… MASTER=rack1-n00:PORT RUN=slurm-777.2", i, lines, want)
+		}
+	}
+	if !strings.Contains(errb.String(), "rack1-n01: node 1 of 2, ranks 2..3 of 4") || !regexp.MustCompile(`(?m)^INSTANCE\s+RANK\s+PID`).MatchString(errb.String()) {
+		t.Errorf("summary without the node and ranks:\n%s", errb.String())
+	}
+	// the report is this node's: its name says so on a shared filesystem
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(report), "run.rack1-n01.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"node": 1`, `"nodes": 2`, `"world_size": 4`, `"master_addr": "rack1-n00"`, `"rank": 3`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %s:\n%s", want, b)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package binding
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// Ranks are one instance's numbers in torchrun's contract: its rank among
+// all instances of the launch, among the instances of its node, and its
+// node's rank among the nodes (the "group").
+type Ranks struct {
+	Rank, WorldSize           int
+	LocalRank, LocalWorldSize int
+	// GroupRank and GroupWorldSize are -1 when the launcher does not say
+	// which node this is: they are then not exported rather than guessed.
+	GroupRank, GroupWorldSize int
+}
+
+// Group is where one gpulaunch's instances sit in a launch over several
+// nodes: this node's index among them (torchrun's group rank), their
+// count, and the instances each runs.
+type Group struct {
+	Rank, Size int // this node, and how many
+	PerNode    int // instances on every node
+	// Host is this node's name, Hosts every node's in node order (the
+	// step's node list); Hosts is empty when no launcher says.
+	Host  string
+	Hosts []string
+	// Source says where the node index came from (SLURM_PROCID, an MPI
+	// launcher's rank, or "one node").
+	Source string
+}
+
+// MultiNode reports whether the launch spans more than this node.
+func (g Group) MultiNode() bool { return g.Size > 1 }
+
+// Ranks are instance i's numbers: node rank × N + i.
+func (g Group) Ranks(i int) Ranks {
+	return Ranks{
+		Rank: g.Rank*g.PerNode + i, WorldSize: g.Size * g.PerNode,
+		LocalRank: i, LocalWorldSize: g.PerNode,
+		GroupRank: g.Rank, GroupWorldSize: g.Size,
+	}
+}
+
+// LocalGroup is a launch of this node only: instance i has rank i.
+func LocalGroup(n int, host string) Group {
+	return Group{Rank: 0, Size: 1, PerNode: n, Host: host, Source: "one node"}
+}
+
+// NodeGroup places the n instances of this gpulaunch among every
+// instance of the launch, for `srun --ntasks-per-node=1 gpulaunch -n N`
+// and `mpirun --map-by ppr:1:node gpulaunch -n N`:
+//
+//  1. The node's index and the node count are the launcher's global rank
+//     and size: with one gpulaunch per node (several per node are refused
+//     earlier, since they would share GPUs), launcher rank r is node r.
+//     In an srun step that is SLURM_PROCID of SLURM_STEP_NUM_TASKS; under
+//     mpirun the MPI rank, which outranks the SLURM_PROCID=0 that leaks
+//     from the batch step into everything mpirun starts.
+//  2. Without a launcher (the batch script, a shell, salloc) gpulaunch is
+//     a launch of one node.
+//  3. Ranks are node × n + i only when every node runs the same n. That
+//     holds when n was given on the command line, because srun and mpirun
+//     run the same command line on every node (sameN), or when n was
+//     derived from a per-node GPU count that Slurm granted uniformly. When
+//     nothing guarantees it, NodeGroup stops with an error rather than
+//     hand out overlapping ranks — unless local is set (--ranks local):
+//     then every node is a world of its own, ranks 0..n-1.
+//  4. Hosts is the step's node list (else the job's), in Slurm's node
+//     order, which is SLURM_PROCID's order for one task per node; Host is
+//     SLURMD_NODENAME, else hostname.
+func NodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) (Group, error) {
+	host := s.NodeName
+	if host == "" {
+		host = hostname
+	}
+	g := LocalGroup(n, host)
+	g.Hosts = s.Nodes
+	launcher, ok, err := DetectGlobalRank(env, s)
+	if err != nil {
+		return Group{}, err
+	}
+	if !ok || launcher.Size <= 1 {
+		return g, nil
+	}
+	if launcher.Source == "SLURM_PROCID" {
+		for _, t := range s.TasksPerNode {
+			if t != 1 {
+				return Group{}, fmt.Errorf("this step runs %s tasks per node (SLURM_STEP_TASKS_PER_NODE), so its tasks are not one gpulaunch per node: for that, srun --ntasks-per-node=1 gpulaunch -n %d; for one rank per GPU instead, give every node as many tasks as it has GPUs (srun --ntasks-per-node=GPUS gpulaunch -- …)",
+					CountsString(s.TasksPerNode), n)
+			}
+		}
+	}
+	if local {
+		g.Source = fmt.Sprintf("--ranks local (node %d of %d by %s)", launcher.Rank, launcher.Size, launcher.Source)
+		return g, nil
+	}
+	if !sameN {
+		return Group{}, fmt.Errorf("this is node %d of %d (%s), and nothing makes every node run the same number of instances (this one has %d): give -n %d so that every node runs %d and ranks are node × %d + instance, or --ranks local for ranks within each node",
+			launcher.Rank, launcher.Size, launcher.Source, n, n, n, n)
+	}
+	g.Rank, g.Size, g.Source = launcher.Rank, launcher.Size, launcher.Source
+	if len(g.Hosts) > 0 && len(g.Hosts) != g.Size {
+		// mpirun inside a bigger allocation, or several tasks per node:
+		// the node list does not name the launch's nodes in rank order.
+		g.Hosts = nil
+	}
+	return g, nil
+}
+
+// GPUsPerNodeGranted is the per-node GPU count of Slurm's
+// SLURM_GPUS_PER_NODE ("4", "a100:4", "gpu:a100:4"), or -1 when the job
+// did not ask for GPUs per node.
+func GPUsPerNodeGranted(env Env) int {
+	v := env["SLURM_GPUS_PER_NODE"]
+	if v == "" {
+		return -1
+	}
+	if i := strings.LastIndexByte(v, ':'); i >= 0 {
+		v = v[i+1:]
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// WrapperGroup is the node group of a rank that a launcher started itself
+// (`srun -n 8 gpulaunch -- app`, `mpirun -np 8 gpulaunch -- app`), one of
+// localSize ranks on this node:
+//
+//  1. Without a global rank above this node's ranks, the launch is this
+//     node's alone.
+//  2. In an srun step Slurm says which node this is (SLURM_NODEID) among
+//     the step's nodes.
+//  3. MPI launchers do not say so portably: the node's index stays unknown
+//     (-1, and GROUP_RANK is then not exported rather than guessed), the
+//     node count is the ranks over the ranks per node, and the node list is
+//     the job's when it has that many nodes (mpirun maps rank 0 on the
+//     first node of the allocation).
+func WrapperGroup(global GlobalRank, haveGlobal bool, localSize int, s Slurm, hostname string) Group {
+	host := s.NodeName
+	if host == "" {
+		host = hostname
+	}
+	g := LocalGroup(localSize, host)
+	if !haveGlobal || global.Size <= localSize {
+		return g
+	}
+	g.Source = global.Source
+	if global.Source == "SLURM_PROCID" && s.InStep() && len(s.Nodes) > 1 {
+		g.Rank, g.Size, g.Hosts = s.NodeID, len(s.Nodes), s.Nodes
+		return g
+	}
+	g.Rank, g.Size = -1, (global.Size+localSize-1)/localSize
+	if len(s.Nodes) == g.Size {
+		g.Hosts = s.Nodes
+	}
+	return g
+}
+
+// WrapperRanks are the numbers of local rank localRank in group g: RANK
+// and WORLD_SIZE are the launcher's own when it has them.
+func WrapperRanks(global GlobalRank, haveGlobal bool, localRank int, g Group) Ranks {
+	r := Ranks{Rank: localRank, WorldSize: g.PerNode, LocalRank: localRank, LocalWorldSize: g.PerNode, GroupRank: g.Rank, GroupWorldSize: g.Size}
+	if haveGlobal {
+		r.Rank, r.WorldSize = global.Rank, global.Size
+	}
+	if g.Rank < 0 {
+		r.GroupWorldSize = -1
+	}
+	return r
+}
+
+// Rendezvous is where a distributed framework's processes meet:
+// torch.distributed's env:// MASTER_ADDR and MASTER_PORT, and the
+// TORCHELASTIC_RUN_ID that makes PyTorch Lightning and
+// torch.distributed.is_torchelastic_launched() trust RANK and WORLD_SIZE
+// instead of the SLURM_PROCID every instance inherits.
+type Rendezvous struct {
+	Addr  string `json:"master_addr"`
+	Port  int    `json:"master_port"`
+	RunID string `json:"run_id"`
+	// PortDerived: Port came from the job and step ids, not from the user,
+	// so the master node checks that it is free before anything starts.
+	PortDerived bool `json:"port_derived,omitempty"`
+}
+
+// Rendezvous ports are derived into [rendezvousPortBase,
+// rendezvousPortBase+rendezvousPorts): below Linux's ephemeral range
+// (32768–60999), where outgoing connections would take them.
+const (
+	rendezvousPortBase = 20000
+	rendezvousPorts    = 10000
+)
+
+// NewRendezvous decides the rendezvous of a launch (--ddp):
+//
+//  1. The address is --master-addr, else an inherited MASTER_ADDR, else
+//     the first host of the node list (node 0 runs rank 0), else, on a
+//     launch of one node, 127.0.0.1. A launch over nodes whose node list is
+//     unknown (mpirun outside Slurm) needs --master-addr.
+//  2. The port is --master-port, else an inherited MASTER_PORT, else
+//     derived from the job id and the step id, so that every node computes
+//     the same one without talking, and two steps of one job on one node
+//     get different ones (Lightning's 15000 + last four digits of the job
+//     id collides there). Outside Slurm on one node, port is 0: the caller
+//     picks a free one.
+//  3. The run id is an inherited TORCHELASTIC_RUN_ID, else the job and
+//     step ids, else gpulaunch's host and pid.
+func NewRendezvous(env Env, s Slurm, g Group, addr string, port int, pid int) (Rendezvous, error) {
+	rv := Rendezvous{Addr: addr, Port: port}
+	if rv.Addr == "" {
+		rv.Addr = env["MASTER_ADDR"]
+	}
+	if rv.Addr == "" {
+		switch {
+		case len(g.Hosts) > 0 && g.MultiNode():
+			rv.Addr = g.Hosts[0]
+		case g.MultiNode():
+			return Rendezvous{}, fmt.Errorf("--ddp: %d nodes, but no node list says which runs rank 0 (%s): give --master-addr HOST of rank 0's node", g.Size, g.Source)
+		default:
+			rv.Addr = "127.0.0.1"
+		}
+	}
+	if rv.Port == 0 {
+		if v, ok := env["MASTER_PORT"]; ok {
+			p, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || p < 1 || p > 65535 {
+				return Rendezvous{}, fmt.Errorf("--ddp: MASTER_PORT=%q is not a port: unset it or give --master-port", v)
+			}
+			rv.Port = p
+		}
+	}
+	step := s.StepID
+	if step == "" {
+		step = "batch"
+	}
+	if rv.Port == 0 && s.InJob() {
+		h := fnv.New32a()
+		h.Write([]byte(s.JobID + "." + step))
+		rv.Port, rv.PortDerived = rendezvousPortBase+int(h.Sum32()%rendezvousPorts), true
+	}
+	if rv.Port == 0 && g.MultiNode() {
+		return Rendezvous{}, fmt.Errorf("--ddp: %d nodes outside a Slurm job: give --master-port so that every node uses the same one", g.Size)
+	}
+	rv.RunID = env["TORCHELASTIC_RUN_ID"]
+	if rv.RunID == "" {
+		if s.InJob() {
+			rv.RunID = "slurm-" + s.JobID + "." + step
+		} else {
+			rv.RunID = fmt.Sprintf("gpulaunch-%s-%d", g.Host, pid)
+		}
+	}
+	return rv, nil
+}
