@@ -323,11 +323,13 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	task := func(r launcher.InstanceStatus) string { return "" }
+	// second is the column after the first, if any: a queue slot's task,
+	// or an instance's rank over several nodes
+	second := func(r launcher.InstanceStatus) string { return "" }
 	if s.Queue != nil {
 		// a queue's instances are slots; each row says which task it runs
 		fmt.Fprint(tw, "SLOT\tTASK\t")
-		task = func(r launcher.InstanceStatus) string {
+		second = func(r launcher.InstanceStatus) string {
 			if r.Task == 0 {
 				return "-\t"
 			}
@@ -335,7 +337,7 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 		}
 	} else if multiNode {
 		fmt.Fprint(tw, "INSTANCE\tRANK\t")
-		task = func(r launcher.InstanceStatus) string { return strconv.Itoa(r.Rank) + "\t" }
+		second = func(r launcher.InstanceStatus) string { return strconv.Itoa(r.Rank) + "\t" }
 	} else {
 		fmt.Fprint(tw, "INSTANCE\t")
 	}
@@ -359,7 +361,7 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 		if r.EndedBy != "" && exit != "" {
 			exit += " (" + string(r.EndedBy) + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Index, task(r), r.State, pid, orDash(r.GPUs), orDash(r.CPUs),
+		fmt.Fprintf(tw, "%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Index, second(r), r.State, pid, orDash(r.GPUs), orDash(r.CPUs),
 			up, r.Restarts, cpu, rss, util, mem, orDash(exit))
 		warnings = append(warnings, r.Warnings...)
 	}

@@ -64,7 +64,7 @@ func (a *app) rendezvous(d ddpFlags, s binding.Slurm, g binding.Group, rank0 boo
 		// Only rank 0's node can tell, and only before rank 0 binds it.
 		if err := portFree(rv.Port); err != nil {
 			return nil, usagef("--ddp: MASTER_PORT %d (derived from job %s, step %s) is taken on this node, where rank 0 runs (%v): give --master-port PORT or set MASTER_PORT; nothing was started",
-				rv.Port, s.JobID, orNone(s.StepID), err)
+				rv.Port, s.JobID, s.StepName(), err)
 		}
 	}
 	return &rv, nil
@@ -90,11 +90,4 @@ func portFree(port int) error {
 		return err
 	}
 	return l.Close()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "batch"
-	}
-	return s
 }

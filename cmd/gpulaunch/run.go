@@ -143,11 +143,6 @@ func (a *app) run(args []string) error {
 			return err
 		}
 	}
-	if rf.report != "" {
-		if fi, err := os.Stat(filepath.Dir(rf.report)); err != nil || !fi.IsDir() {
-			return usagef("--report %s: the directory %s does not exist: nothing was started", rf.report, filepath.Dir(rf.report))
-		}
-	}
 	names := launcher.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}
 	for _, pat := range []string{rf.output, rf.error} {
 		if _, err := launcher.ExpandPattern(pat, 0, names); err != nil {
@@ -218,6 +213,9 @@ func (a *app) run(args []string) error {
 	if rf.report != "" {
 		if reportFile, err = reportPath(rf.report, names, group.MultiNode()); err != nil {
 			return usageError{err.Error()}
+		}
+		if fi, err := os.Stat(filepath.Dir(reportFile)); err != nil || !fi.IsDir() {
+			return usagef("--report %s: the directory %s does not exist: nothing was started", rf.report, filepath.Dir(reportFile))
 		}
 		if reportFile != rf.report {
 			log.Info("--report: this node writes " + reportFile)
@@ -411,11 +409,12 @@ func (a *app) instances(plan binding.Plan, alloc binding.Allocation, group bindi
 	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex, Rendezvous: rdv}
 	var insts []launcher.Instance
 	for _, s := range plan.Slots {
-		env, err := launcher.InstanceEnv(base, s, group.Ranks(s.Index), opts)
+		ranks := group.Ranks(s.Index)
+		env, err := launcher.InstanceEnv(base, s, ranks, opts)
 		if err != nil {
 			return nil, usageError{err.Error()}
 		}
-		inst := launcher.Instance{Index: s.Index, Rank: group.Ranks(s.Index).Rank, Path: path, Args: launcher.ExpandArgs(argv, s.Index), Env: env}
+		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: path, Args: launcher.ExpandArgs(argv, s.Index), Env: env}
 		if bind {
 			inst.Binding = launcher.Binding{CPUs: s.CPUs, MemPolicy: s.MemPolicy, MemNodes: s.MemNodes}
 		}

@@ -105,7 +105,10 @@ func reportPath(pattern string, names launcher.Names, multiNode bool) (string, e
 	if err != nil {
 		return "", fmt.Errorf("--report: %w", err)
 	}
-	if multiNode && p == pattern {
+	other := names
+	other.Host, other.NodeIndex = names.Host+"-other", names.NodeIndex+1
+	if q, _ := launcher.ExpandPattern(pattern, 0, other); multiNode && q == p {
+		// no %N or %n: every node would write this one file
 		ext := filepath.Ext(p)
 		p = strings.TrimSuffix(p, ext) + "." + names.Host + ext
 	}

@@ -236,13 +236,9 @@ func NewRendezvous(env Env, s Slurm, g Group, addr string, port int, pid int) (R
 			rv.Port = p
 		}
 	}
-	step := s.StepID
-	if step == "" {
-		step = "batch"
-	}
 	if rv.Port == 0 && s.InJob() {
 		h := fnv.New32a()
-		h.Write([]byte(s.JobID + "." + step))
+		h.Write([]byte(s.JobID + "." + s.StepName()))
 		rv.Port, rv.PortDerived = rendezvousPortBase+int(h.Sum32()%rendezvousPorts), true
 	}
 	if rv.Port == 0 && g.MultiNode() {
@@ -251,7 +247,7 @@ func NewRendezvous(env Env, s Slurm, g Group, addr string, port int, pid int) (R
 	rv.RunID = env["TORCHELASTIC_RUN_ID"]
 	if rv.RunID == "" {
 		if s.InJob() {
-			rv.RunID = "slurm-" + s.JobID + "." + step
+			rv.RunID = "slurm-" + s.JobID + "." + s.StepName()
 		} else {
 			rv.RunID = fmt.Sprintf("gpulaunch-%s-%d", g.Host, pid)
 		}

@@ -52,6 +52,15 @@ func (s Slurm) InJob() bool { return s.JobID != "" }
 // InStep reports whether this process is a task of an srun step.
 func (s Slurm) InStep() bool { return s.StepID != "" }
 
+// StepName is the step id, or "batch" outside srun steps (the batch
+// script and what it starts).
+func (s Slurm) StepName() string {
+	if s.StepID == "" {
+		return "batch"
+	}
+	return s.StepID
+}
+
 // TasksOnThisNode is how many tasks of this step run on this node, 0 when
 // the environment does not say.
 func (s Slurm) TasksOnThisNode() int {

@@ -373,19 +373,14 @@ func Run(spec Spec) ([]Outcome, error) {
 		s := &st[i]
 		t := s.task
 		rec := q.record(t, s.started, s.out.Wall, ev.ws)
+		retry := false
 		switch {
 		case s.endedBy == EndedHalt || s.endedBy == EndedSignalled:
 			log.Info(fmt.Sprintf("task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, s.endedBy))
 		case rec.Failed() && !stopping && s.tries < q.Retries:
+			retry = true
 			s.tries++
 			log.Info(fmt.Sprintf("task %d failed (%s): retry %d of %d", t.Seq, s.out.Status(), s.tries, q.Retries))
-			s.endedBy = EndedItself
-			if err := start(i); err != nil {
-				final(i)
-				return err
-			}
-			running++
-			return nil
 		default:
 			when, err := q.finished(rec)
 			if err != nil {
@@ -405,19 +400,25 @@ func Run(spec Spec) ([]Outcome, error) {
 				log.Info(q.halted + ": no new task starts; the running ones finish")
 			}
 		}
-		s.tries, s.endedBy = 0, EndedItself
-		if !stopping {
-			if next, ok := q.take(i); ok {
-				s.task = next
-				if err := start(i); err != nil {
-					final(i)
-					return err
-				}
-				running++
+		s.endedBy = EndedItself
+		if !retry {
+			s.tries = 0
+			if stopping {
+				final(i)
 				return nil
 			}
+			next, ok := q.take(i)
+			if !ok {
+				final(i)
+				return nil
+			}
+			s.task = next
 		}
-		final(i)
+		if err := start(i); err != nil {
+			final(i)
+			return err
+		}
+		running++
 		return nil
 	}
 

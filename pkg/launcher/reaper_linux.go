@@ -19,7 +19,6 @@ import (
 type reaper struct {
 	mu      sync.Mutex
 	waiting map[int]func(pid int, ws syscall.WaitStatus)
-	orphans int           // reaped processes that were not instances
 	forked  chan struct{} // a child exists now: waiting for one can block
 	done    chan struct{}
 }
@@ -80,11 +79,10 @@ func (r *reaper) reap() {
 		if pid <= 0 || err != nil {
 			break
 		}
+		// an unregistered pid is an orphan the subreaper inherited
 		if exited, ok := r.waiting[pid]; ok {
 			exits = append(exits, exit{pid, ws, exited})
 			delete(r.waiting, pid)
-		} else {
-			r.orphans++
 		}
 	}
 	r.mu.Unlock()
