@@ -100,6 +100,17 @@ func helper(name string, args []string) int {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		_ = cmd.Start()
 		return 0
+	case "orphan": // leave a child that exits after args[0] (args[1]: its marker), orphaned; then wait for TERM
+		cmd := exec.Command(os.Args[0], "gltest-helper", "spawn-short", args[0], args[1])
+		_ = cmd.Run()
+		fmt.Println("orphaned")
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		<-ch
+		return 0
+	case "spawn-short": // the intermediate: start a sleeper of args[0], marked args[1], and exit at once
+		_ = exec.Command(os.Args[0], "gltest-helper", "sleep", args[0], args[1]).Start()
+		return 0
 	case "lines": // args[0] numbered lines "<instance>-<n>"
 		n, _ := strconv.Atoi(args[0])
 		w := bufio.NewWriterSize(os.Stdout, 4096)
@@ -469,6 +480,62 @@ func TestRunEndsDaemonizedGrandchild(t *testing.T) {
 	if !strings.Contains(string(b), "left behind") {
 		t.Fatalf("gpulaunch did not say it ended the leftover:\n%s", b)
 	}
+}
+
+// An orphan that gpulaunch inherits as subreaper is reaped while the run
+// goes on, not left a zombie until the end, and the instance it came from
+// runs on undisturbed.
+func TestRunReapsOrphansWhileRunning(t *testing.T) {
+	mk := marker(t)
+	cmd := gpulaunch(t, append([]string{"-n", "1", "-G", "0"}, helperArgs("orphan", "300ms", mk)...)...)
+	logf, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	gl := cmd.Process.Pid
+	waitFor(t, "the orphan, a child of gpulaunch", func() bool {
+		for _, p := range childrenOf(gl) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(b), "\x00sleep\x00300ms\x00"+mk) {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the orphan's zombie, reaped", func() bool { return len(childrenOf(gl)) == 1 })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	err = cmd.Wait()
+	b, _ := os.ReadFile(logf.Name())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "orphaned") || !strings.Contains(string(b), "instance 0 exited: 0") {
+		t.Fatalf("the instance did not run on to its own TERM:\n%s", b)
+	}
+}
+
+// childrenOf lists pid's children, zombies too.
+func childrenOf(pid int) []int {
+	var out []int
+	dir, _ := os.ReadDir("/proc")
+	for _, e := range dir {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func TestRunLabelledOutputIsWholeAndUntorn(t *testing.T) {

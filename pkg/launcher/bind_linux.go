@@ -10,13 +10,21 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 )
 
-// slotThread starts the processes of one slot already bound. CPU
-// affinity and memory policy are attributes of a thread, inherited by a
-// process it forks and kept across execve; so a goroutine locks an OS
-// thread of its own, binds that thread to the slot, and forks the slot's
-// processes from it. The app is bound from its first instruction: never
-// sched_setaffinity(pid) after start, when its threads may already run
-// elsewhere.
+// slotThread starts the processes of one slot already bound, and waits
+// for them. CPU affinity and memory policy are attributes of a thread,
+// inherited by a process it forks and kept across execve; so a goroutine
+// locks an OS thread of its own, binds that thread to the slot, and forks
+// the slot's processes from it. The app is bound from its first
+// instruction: never sched_setaffinity(pid) after start, when its threads
+// may already run elsewhere.
+//
+// The same thread waits for the process it forked, and hands its exit to
+// the run there and then; when the run answers by starting the slot's
+// next task, that fork happens on this thread too. An exit and the next
+// start thus cost one wake-up of one thread, as in a C launcher's
+// wait-and-spawn loop: each hand-off between threads on that path (a
+// reaper, the supervisor, back to the slot) cost a task queue a third of
+// its throughput (`make bench`).
 //
 // The thread is never unlocked: it carries the slot's binding, and it
 // must outlive the slot's processes, because the parent-death signal
@@ -30,16 +38,28 @@ import (
 // execve'ing the app): same guarantees, one exec per instance instead of
 // two, which `make bench` measured as the launch cost that mattered.
 type slotThread struct {
-	reqs chan forkRequest
+	reqs chan startRequest
 	err  error // binding the thread failed: nothing can start
+	r    *reaper
+	// exited is told, on the slot's thread, that its process ended. It
+	// may start the slot's next process with fork, on this thread, and
+	// returns that process's pid, or 0 when the slot is idle now.
+	exited func(pid int, ws syscall.WaitStatus, fork forkFunc) int
 }
 
-type forkRequest struct {
-	path   string
-	argv   []string
-	attr   *syscall.ProcAttr
-	exited func(pid int, ws syscall.WaitStatus)
-	res    chan forkResult
+// launch is one process to start: what syscall.ForkExec takes.
+type launch struct {
+	path string
+	argv []string
+	attr *syscall.ProcAttr
+}
+
+// forkFunc starts a launch on a slot's thread.
+type forkFunc func(l launch) (int, error)
+
+type startRequest struct {
+	l   launch
+	res chan forkResult
 }
 
 type forkResult struct {
@@ -47,8 +67,8 @@ type forkResult struct {
 	err error
 }
 
-func newSlotThread(r *reaper, b Binding) *slotThread {
-	t := &slotThread{reqs: make(chan forkRequest)}
+func newSlotThread(r *reaper, b Binding, exited func(pid int, ws syscall.WaitStatus, fork forkFunc) int) *slotThread {
+	t := &slotThread{reqs: make(chan startRequest), r: r, exited: exited}
 	ready := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
@@ -58,21 +78,30 @@ func newSlotThread(r *reaper, b Binding) *slotThread {
 			return
 		}
 		for req := range t.reqs {
-			pid, err := r.start(func() (int, error) { return syscall.ForkExec(req.path, req.argv, req.attr) }, req.exited)
+			pid, err := t.fork(req.l)
 			req.res <- forkResult{pid, err}
+			for err == nil && pid > 0 {
+				pid = t.exited(pid, t.r.wait(pid), t.fork)
+			}
 		}
 	}()
 	<-ready
 	return t
 }
 
-// start forks path from the slot's thread; exited receives its status.
-func (t *slotThread) start(path string, argv []string, attr *syscall.ProcAttr, exited func(pid int, ws syscall.WaitStatus)) (int, error) {
+// fork starts l; only the slot's own goroutine calls it.
+func (t *slotThread) fork(l launch) (int, error) {
+	return t.r.fork(func() (int, error) { return syscall.ForkExec(l.path, l.argv, l.attr) })
+}
+
+// start starts l on the slot's thread, which must be idle: the slot has
+// no process. Its exit goes to the slot's exited function.
+func (t *slotThread) start(l launch) (int, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
 	res := make(chan forkResult, 1)
-	t.reqs <- forkRequest{path, argv, attr, exited, res}
+	t.reqs <- startRequest{l, res}
 	out := <-res
 	return out.pid, out.err
 }

@@ -211,7 +211,6 @@ func Run(spec Spec) ([]Outcome, error) {
 		board = NewBoard(RunInfo{}, spec.Instances)
 	}
 	defer board.finish()
-	exitCh := make(chan exitEvent, n)
 	restartCh := make(chan int, n)
 	timeoutCh := make(chan exitEvent, n)
 	killCh := make(chan exitEvent, n)
@@ -229,6 +228,9 @@ func Run(spec Spec) ([]Outcome, error) {
 	// per-task messages are built only when someone reads them: a queue
 	// of tiny tasks would spend its time formatting them
 	debug := log.Core().Enabled(zap.DebugLevel)
+	// mu guards the run's state: the supervisor loop below and the slot
+	// threads, which handle their processes' exits themselves, take it.
+	var mu sync.Mutex
 	threads := make([]*slotThread, n)
 	defer func() {
 		for _, t := range threads {
@@ -237,7 +239,23 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 		}
 	}()
-	start := func(i int) error {
+	// ended wakes the supervisor loop when the last instance has ended.
+	ended := make(chan struct{}, 1)
+	var running, pending int
+	var exited func(i, pid int, ws syscall.WaitStatus, fork forkFunc) int
+	// slotFork is how the supervisor starts slot i: through its thread,
+	// made on first use.
+	slotFork := func(i int) forkFunc {
+		if threads[i] == nil {
+			threads[i] = newSlotThread(r, spec.Instances[i].Binding, func(pid int, ws syscall.WaitStatus, fork forkFunc) int {
+				return exited(i, pid, ws, fork)
+			})
+		}
+		return threads[i].start
+	}
+	// start starts slot i's instance, or its current task, through fork;
+	// with mu held.
+	start := func(i int, fork forkFunc) error {
 		inst := spec.Instances[i]
 		label, again := inst.Index, st[i].restarts > 0
 		if st[i].hasTask {
@@ -258,12 +276,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			// when it is SIGKILLed.
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		}
-		if threads[i] == nil {
-			threads[i] = newSlotThread(r, inst.Binding)
-		}
-		pid, err := threads[i].start(inst.Path, inst.Args, attr, func(pid int, ws syscall.WaitStatus) {
-			exitCh <- exitEvent{i, pid, ws}
-		})
+		pid, err := fork(launch{inst.Path, inst.Args, attr})
 		for _, s := range streams {
 			_ = syscall.Close(s.child)
 		}
@@ -325,7 +338,17 @@ func Run(spec Spec) ([]Outcome, error) {
 		}
 	}
 	var stopping bool
-	var killTimer, waitTimer <-chan time.Time
+	// The first KILL deadline stands: KILL comes the kill wait after
+	// the first TERM that gpulaunch itself sent.
+	killAll := make(chan struct{}, 1)
+	var killTimer *time.Timer
+	armKill := func() {
+		if killTimer == nil {
+			killTimer = time.AfterFunc(p.KillWait, func() { killAll <- struct{}{} })
+		}
+	}
+	waitC := make(chan struct{}, 1)
+	var waitTimer *time.Timer
 	terminate := func(i int, why Ended) {
 		if st[i].pid == 0 {
 			return
@@ -362,17 +385,26 @@ func Run(spec Spec) ([]Outcome, error) {
 		}
 	}
 
-	// handleTaskExit: slot ev.idx's task has exited. It is tried again,
-	// or recorded (joblog, counts, --halt); then the slot takes the next
-	// task or is done. A task that gpulaunch itself ended (--halt now, a
-	// TERM to gpulaunch) is not recorded: it did not finish, and a
-	// --resume runs it again.
-	var running int
-	handleTaskExit := func(ev exitEvent) error {
-		i := ev.idx
+	var taskCounts func()
+	if q != nil {
+		taskCounts = func() {
+			qs := q.Counts(running, time.Since(started))
+			board.setQueue(qs)
+			if q.Progress != nil {
+				q.Progress(qs)
+			}
+		}
+	}
+
+	// handleTaskExit: slot i's task has exited. It is tried again, or
+	// recorded (joblog, counts, --halt); then the slot takes the next
+	// task, started through fork on the slot's own thread, or is done. A
+	// task that gpulaunch itself ended (--halt now, a TERM to gpulaunch)
+	// is not recorded: it did not finish, and a --resume runs it again.
+	handleTaskExit := func(i int, ws syscall.WaitStatus, fork forkFunc) error {
 		s := &st[i]
 		t := s.task
-		rec := q.record(t, s.started, s.out.Wall, ev.ws)
+		rec := q.record(t, s.started, s.out.Wall, ws)
 		retry := false
 		switch {
 		case s.endedBy == EndedHalt || s.endedBy == EndedSignalled:
@@ -395,7 +427,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			case "now":
 				log.Info(q.halted + ": ending the running tasks")
 				stopAll(EndedHalt)
-				killTimer = time.After(p.KillWait)
+				armKill()
 			case "soon":
 				log.Info(q.halted + ": no new task starts; the running ones finish")
 			}
@@ -414,7 +446,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 			s.task = next
 		}
-		if err := start(i); err != nil {
+		if err := start(i, fork); err != nil {
 			final(i)
 			return err
 		}
@@ -422,7 +454,94 @@ func Run(spec Spec) ([]Outcome, error) {
 		return nil
 	}
 
-	running = 0
+	// exited handles the end of slot i's process, on the slot's thread;
+	// it returns the pid of the slot's next process when it started one.
+	exited = func(i, pid int, ws syscall.WaitStatus, fork forkFunc) int {
+		mu.Lock()
+		defer mu.Unlock()
+		defer func() {
+			if running == 0 && pending == 0 {
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		s := &st[i]
+		running--
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		s.pid = 0
+		s.out.Index, s.out.Restarts, s.out.Wall = i, s.restarts, time.Since(s.started)
+		s.out.Code, s.out.Signal = ws.ExitStatus(), 0
+		if ws.Signaled() {
+			s.out.Code, s.out.Signal = -1, ws.Signal()
+		}
+		s.out.EndedBy = s.endedBy
+		failed := s.out.Code != 0
+		board.update(i, func(row *InstanceStatus) {
+			row.State, row.Wall, row.Exit, row.EndedBy = StateRestarting, s.out.Wall, s.out.Status(), s.endedBy
+		})
+		if q != nil {
+			if debug {
+				log.Debug(fmt.Sprintf("task %d exited: %s after %s", s.task.Seq, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
+					zap.Int("task", s.task.Seq), zap.Int("slot", i), zap.Int("pid", pid), zap.Int("exit_code", s.out.Code),
+					zap.String("signal", SignalName(s.out.Signal)), zap.Duration("wall", s.out.Wall))
+			}
+			if err := handleTaskExit(i, ws, fork); err != nil {
+				log.Error(err.Error())
+			}
+			taskCounts()
+			return s.pid
+		}
+		log.Info(fmt.Sprintf("instance %d exited: %s after %s", i, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
+			zap.Int("instance", i), zap.Int("pid", pid), zap.Int("exit_code", s.out.Code),
+			zap.String("signal", SignalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
+		switch {
+		case failed && !stopping && s.endedBy == EndedItself && s.restarts < p.Restarts:
+			s.restarts++
+			s.pending = true
+			pending++
+			backoff := min(250*time.Millisecond<<(s.restarts-1), 10*time.Second)
+			log.Info(fmt.Sprintf("instance %d restarts in %s (restart %d of %d)", i, backoff, s.restarts, p.Restarts))
+			time.AfterFunc(backoff, func() { restartCh <- i })
+		default:
+			final(i)
+			if failed && p.KillOnBadExit && !stopping {
+				log.Info(fmt.Sprintf("instance %d failed: ending the others (--kill-on-bad-exit)", i))
+				stopAll(EndedBadExit)
+				armKill()
+			}
+			if p.WaitAfterFirst > 0 && waitTimer == nil && !stopping {
+				waitTimer = time.AfterFunc(p.WaitAfterFirst, func() { waitC <- struct{}{} })
+			}
+		}
+		return 0
+	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, t := range []*time.Timer{killTimer, waitTimer} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+	// allEnded waits until no instance runs or is about to restart.
+	allEnded := func() {
+		for {
+			mu.Lock()
+			idle := running == 0 && pending == 0
+			mu.Unlock()
+			if idle {
+				return
+			}
+			<-ended
+		}
+	}
+
+	mu.Lock()
 	for i := range spec.Instances {
 		if q != nil {
 			t, ok := q.take(i)
@@ -434,19 +553,23 @@ func Run(spec Spec) ([]Outcome, error) {
 			st[i].task, st[i].hasTask = t, true
 		}
 		running++
-		if err := start(i); err != nil {
+		if err := start(i, slotFork(i)); err != nil {
+			running--
 			stopAll(EndedSignalled)
 			for j := range st[:i] {
 				signalGroup(j, syscall.SIGKILL)
 			}
-			for j := 0; j < i; j++ {
-				<-exitCh
-			}
+			mu.Unlock()
+			allEnded()
 			r.endDescendants(p.KillWait)
 			outputs.Wait()
 			return nil, err
 		}
 	}
+	if q != nil {
+		taskCounts()
+	}
+	mu.Unlock()
 
 	var sampleC <-chan time.Time
 	if every := p.Monitor; every > 0 || p.MemPerTask > 0 {
@@ -478,90 +601,72 @@ func Run(spec Spec) ([]Outcome, error) {
 	if p.Monitor == 0 || len(allGPUs) == 0 {
 		gpus = nil
 	}
-	pending := 0
-	var taskCounts func()
-	if q != nil {
-		taskCounts = func() {
-			qs := q.Counts(running, time.Since(started))
-			board.setQueue(qs)
-			if q.Progress != nil {
-				q.Progress(qs)
+	intCount := 0
+	forwardSignal := func(s syscall.Signal) {
+		if q != nil && s == syscall.SIGHUP {
+			// parallel's convention: finish what runs, start nothing new
+			if q.halted == "" {
+				log.Info("SIGHUP: the running tasks finish, no new task starts (TERM or Ctrl-C ends them)")
+			}
+			q.stop("SIGHUP")
+			taskCounts()
+			return
+		}
+		for i := range st {
+			signalGroup(i, s)
+		}
+		switch s {
+		case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+			if s == syscall.SIGINT {
+				intCount++
+			}
+			if q != nil {
+				q.stop(SignalName(s))
+			}
+			if !stopping {
+				// A scheduled restart sees stopping when its timer fires.
+				log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(s), p.KillWait))
+				stopping = true
+				for i := range st {
+					if st[i].pid > 0 && st[i].endedBy == EndedItself {
+						st[i].endedBy = EndedSignalled
+					}
+				}
+				armKill()
+			} else if intCount >= 2 {
+				// A second Ctrl-C means now. A second TERM does not:
+				// Slurm sends TERM twice at a time limit.
+				for i := range st {
+					signalGroup(i, syscall.SIGKILL)
+				}
 			}
 		}
-		taskCounts()
 	}
-	intCount := 0
-	for running > 0 || pending > 0 {
+	// Each event is handled under mu, as the slot threads handle exits.
+	for {
+		mu.Lock()
+		idle := running == 0 && pending == 0
+		mu.Unlock()
+		if idle {
+			break
+		}
 		select {
-		case ev := <-exitCh:
-			s := &st[ev.idx]
-			if s.pid != ev.pid {
-				continue
-			}
-			running--
-			if s.timer != nil {
-				s.timer.Stop()
-			}
-			s.pid = 0
-			s.out.Index, s.out.Restarts, s.out.Wall = ev.idx, s.restarts, time.Since(s.started)
-			s.out.Code, s.out.Signal = ev.ws.ExitStatus(), 0
-			if ev.ws.Signaled() {
-				s.out.Code, s.out.Signal = -1, ev.ws.Signal()
-			}
-			s.out.EndedBy = s.endedBy
-			failed := s.out.Code != 0
-			board.update(ev.idx, func(row *InstanceStatus) {
-				row.State, row.Wall, row.Exit, row.EndedBy = StateRestarting, s.out.Wall, s.out.Status(), s.endedBy
-			})
-			if q != nil {
-				if debug {
-					log.Debug(fmt.Sprintf("task %d exited: %s after %s", s.task.Seq, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
-						zap.Int("task", s.task.Seq), zap.Int("slot", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
-						zap.String("signal", SignalName(s.out.Signal)), zap.Duration("wall", s.out.Wall))
-				}
-				if err := handleTaskExit(ev); err != nil {
-					log.Error(err.Error())
-				}
-				taskCounts()
-				continue
-			}
-			log.Info(fmt.Sprintf("instance %d exited: %s after %s", ev.idx, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
-				zap.Int("instance", ev.idx), zap.Int("pid", ev.pid), zap.Int("exit_code", s.out.Code),
-				zap.String("signal", SignalName(s.out.Signal)), zap.Duration("wall", s.out.Wall), zap.String("ended_by", string(s.endedBy)))
-			switch {
-			case failed && !stopping && s.endedBy == EndedItself && s.restarts < p.Restarts:
-				s.restarts++
-				s.pending = true
-				pending++
-				backoff := min(250*time.Millisecond<<(s.restarts-1), 10*time.Second)
-				i := ev.idx
-				log.Info(fmt.Sprintf("instance %d restarts in %s (restart %d of %d)", i, backoff, s.restarts, p.Restarts))
-				time.AfterFunc(backoff, func() { restartCh <- i })
-			default:
-				final(ev.idx)
-				if failed && p.KillOnBadExit && !stopping {
-					log.Info(fmt.Sprintf("instance %d failed: ending the others (--kill-on-bad-exit)", ev.idx))
-					stopAll(EndedBadExit)
-					killTimer = time.After(p.KillWait)
-				}
-				if p.WaitAfterFirst > 0 && waitTimer == nil && !stopping {
-					waitTimer = time.After(p.WaitAfterFirst)
-				}
-			}
+		case <-ended:
 		case i := <-restartCh:
+			mu.Lock()
 			pending--
 			st[i].pending = false
 			if stopping || st[i].done {
 				final(i)
-				continue
-			}
-			if err := start(i); err != nil {
+			} else if err := start(i, slotFork(i)); err != nil {
 				log.Error(err.Error())
 				final(i)
-				continue
+			} else {
+				running++
 			}
-			running++
+			mu.Unlock()
 		case req := <-board.signals:
+			mu.Lock()
 			var sent []Signalled
 			for i := range st {
 				if (req.instance == i || req.instance == AllInstances) && st[i].pid > 0 {
@@ -578,65 +683,40 @@ func Run(spec Spec) ([]Outcome, error) {
 			} else {
 				log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", SignalName(req.sig), describeSent(sent)))
 			}
+			mu.Unlock()
 			req.reply <- signalReply{sent, err}
 		case sig := <-sigCh:
-			s := sig.(syscall.Signal)
-			if q != nil && s == syscall.SIGHUP {
-				// parallel's convention: finish what runs, start nothing new
-				if q.halted == "" {
-					log.Info("SIGHUP: the running tasks finish, no new task starts (TERM or Ctrl-C ends them)")
-				}
-				q.stop("SIGHUP")
-				taskCounts()
-				continue
-			}
-			for i := range st {
-				signalGroup(i, s)
-			}
-			switch s {
-			case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
-				if s == syscall.SIGINT {
-					intCount++
-				}
-				if q != nil {
-					q.stop(SignalName(s))
-				}
-				if !stopping {
-					// A scheduled restart sees stopping when its timer fires.
-					log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(s), p.KillWait))
-					stopping = true
-					for i := range st {
-						if st[i].pid > 0 && st[i].endedBy == EndedItself {
-							st[i].endedBy = EndedSignalled
-						}
-					}
-					killTimer = time.After(p.KillWait)
-				} else if intCount >= 2 {
-					// A second Ctrl-C means now. A second TERM does not:
-					// Slurm sends TERM twice at a time limit.
-					for i := range st {
-						signalGroup(i, syscall.SIGKILL)
-					}
-				}
-			}
-		case <-killTimer:
+			mu.Lock()
+			forwardSignal(sig.(syscall.Signal))
+			mu.Unlock()
+		case <-killAll:
+			mu.Lock()
 			for i := range st {
 				signalGroup(i, syscall.SIGKILL)
 			}
-		case <-waitTimer:
+			mu.Unlock()
+		case <-waitC:
+			mu.Lock()
 			log.Info(fmt.Sprintf("--wait %s after the first exit: ending the others", p.WaitAfterFirst))
 			stopAll(EndedWait)
-			killTimer = time.After(p.KillWait)
+			armKill()
+			mu.Unlock()
 		case ev := <-timeoutCh:
+			mu.Lock()
 			if st[ev.idx].pid == ev.pid {
 				log.Info(fmt.Sprintf("instance %d ran past --timeout %s: ending it", ev.idx, p.Timeout))
 				terminate(ev.idx, EndedTimeout)
 			}
+			mu.Unlock()
 		case ev := <-killCh:
+			mu.Lock()
 			if st[ev.idx].pid == ev.pid {
 				_ = syscall.Kill(-ev.pid, syscall.SIGKILL)
 			}
+			mu.Unlock()
 		case now := <-sampleC:
+			// the scan and the GPU query run outside the lock: the slots
+			// go on exiting and starting meanwhile
 			procs := scanProcs()
 			var usage []nvml.Usage
 			if gpus != nil {
@@ -646,6 +726,7 @@ func Run(spec Spec) ([]Outcome, error) {
 					gpus, usage = nil, nil
 				}
 			}
+			mu.Lock()
 			for i := range st {
 				if st[i].pid == 0 {
 					continue
@@ -676,6 +757,7 @@ func Run(spec Spec) ([]Outcome, error) {
 					terminate(i, EndedMemory)
 				}
 			}
+			mu.Unlock()
 		}
 	}
 	if left := r.endDescendants(p.KillWait); left > 0 {

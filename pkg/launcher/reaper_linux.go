@@ -6,115 +6,131 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// reaper owns every wait4 of this process. gpulaunch is a child
+// reaper keeps the children of gpulaunch apart. gpulaunch is a child
 // subreaper, so orphaned grandchildren (an instance's daemon) become its
-// children; a blind wait4(-1) would then race any other waiter and steal
-// exit statuses. Here the registry maps each started pid to the function
-// that takes its status, and start holds the lock across fork and
-// registration, so even a child that exits at once is not missed.
+// children too; a blind wait4(-1) would then race the waiters of its own
+// processes and steal their statuses.
+//
+// Each instance or task is waited for by the slot thread that forked it,
+// in a blocking wait4 on its pid: the kernel wakes that thread the moment
+// the child exits, and the thread starts the slot's next task at once, as
+// the simplest C launcher does. A reaper goroutine woken by every exit,
+// handing it on to the slot, cost a third of a task queue's throughput
+// (`make bench`). Orphans are left to sweep, which reaps only pids that no
+// slot owns; fork registers a pid under the same lock, so even a child
+// that exits at once is never taken from its slot.
 type reaper struct {
-	mu      sync.Mutex
-	waiting map[int]func(pid int, ws syscall.WaitStatus)
-	forked  chan struct{} // a child exists now: waiting for one can block
-	done    chan struct{}
+	mu    sync.Mutex
+	owned map[int]bool
+	done  chan struct{}
 }
+
+// sweepEvery is how often orphans' zombies are collected while a run goes
+// on: they hold nothing but a pid.
+const sweepEvery = time.Second
 
 func newReaper() *reaper {
-	r := &reaper{waiting: map[int]func(int, syscall.WaitStatus){}, forked: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &reaper{owned: map[int]bool{}, done: make(chan struct{})}
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	go r.loop()
-	return r
-}
-
-// loop waits for children in a blocking waitid, woken by the kernel the
-// moment one exits: a task queue starts the next task that much sooner
-// than through SIGCHLD, Go's signal goroutine and a channel. WNOWAIT
-// leaves the child for reap, which takes the lock, so that an exit is
-// never collected between a fork and its registration.
-func (r *reaper) loop() {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		select {
-		case <-r.done:
-			// The run is over and its processes reaped; what is left is
-			// not this reaper's to collect.
-			return
-		default:
-		}
-		switch err {
-		case nil:
-			r.reap()
-		case unix.ECHILD:
+	go func() {
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
 			select {
-			case <-r.forked:
+			case <-t.C:
+				r.sweep()
 			case <-r.done:
 				return
 			}
-		case unix.EINTR:
-		default:
-			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return r
+}
+
+// fork runs fork and registers the pid before any sweep can see it; the
+// caller then waits for it with wait.
+func (r *reaper) fork(fork func() (int, error)) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := fork()
+	if err == nil {
+		r.owned[pid] = true
+	}
+	return pid, err
+}
+
+// wait blocks until the child pid, from fork, exits, and reaps it.
+func (r *reaper) wait(pid int) syscall.WaitStatus {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	// only now: until it is reaped, a sweep must still see it as owned
+	r.mu.Lock()
+	delete(r.owned, pid)
+	r.mu.Unlock()
+	return ws
+}
+
+// sweep reaps the zombies of orphans. It looks at the first zombie child
+// without reaping it (WNOWAIT) and reaps it only when no slot owns it;
+// one that a slot owns is about to be reaped by that slot, and the next
+// sweep looks past it.
+func (r *reaper) sweep() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+			return
+		}
+		pid := siginfoPID(&info)
+		if pid <= 0 || r.owned[pid] {
+			return
+		}
+		var ws syscall.WaitStatus
+		if got, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got != pid {
+			return
 		}
 	}
 }
 
-// reap collects every exited child and hands each registered one's
-// status to its function, outside the lock: that function may block, and
-// must not hold up the next fork.
-func (r *reaper) reap() {
-	type exit struct {
-		pid    int
-		ws     syscall.WaitStatus
-		exited func(int, syscall.WaitStatus)
-	}
-	var exits []exit
+// siginfoPID is si_pid of a SIGCHLD siginfo: after si_signo, si_errno,
+// si_code and the padding that aligns the union, on every Linux ABI.
+func siginfoPID(info *unix.Siginfo) int {
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), 16)))
+}
+
+func (r *reaper) stop() { close(r.done) }
+
+// reapAll collects every exited child, owned or not: for the end of a
+// run, when no slot waits any more.
+func (r *reaper) reapAll() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 		if pid <= 0 || err != nil {
-			break
-		}
-		// an unregistered pid is an orphan the subreaper inherited
-		if exited, ok := r.waiting[pid]; ok {
-			exits = append(exits, exit{pid, ws, exited})
-			delete(r.waiting, pid)
+			return
 		}
 	}
-	r.mu.Unlock()
-	for _, e := range exits {
-		e.exited(e.pid, e.ws)
-	}
 }
-
-// start forks through fork and registers the pid before any reap can
-// run; exited receives its status.
-func (r *reaper) start(fork func() (int, error), exited func(pid int, ws syscall.WaitStatus)) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	pid, err := fork()
-	if err != nil {
-		return 0, err
-	}
-	r.waiting[pid] = exited
-	select {
-	case r.forked <- struct{}{}:
-	default:
-	}
-	return pid, nil
-}
-
-func (r *reaper) stop() { close(r.done) }
 
 // endDescendants ends whatever is left below this process once every
 // instance has exited — daemons, double-forked and setsid'd grandchildren
 // that the subreaper inherited: TERM, up to grace, then KILL, then reap.
 // It returns how many it found.
 func (r *reaper) endDescendants(grace time.Duration) int {
+	r.reapAll()
 	left := descendants(os.Getpid())
 	if len(left) == 0 {
 		return 0
@@ -124,7 +140,7 @@ func (r *reaper) endDescendants(grace time.Duration) int {
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) && len(descendants(os.Getpid())) > 0 {
-		r.reap()
+		r.reapAll()
 		time.Sleep(20 * time.Millisecond)
 	}
 	for {
@@ -135,10 +151,10 @@ func (r *reaper) endDescendants(grace time.Duration) int {
 		for _, pid := range rest {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		r.reap()
+		r.reapAll()
 		time.Sleep(10 * time.Millisecond)
 	}
-	r.reap()
+	r.reapAll()
 	return len(left)
 }
 
