@@ -54,17 +54,14 @@ type launch struct {
 	attr *syscall.ProcAttr
 }
 
-// forkFunc starts a launch on a slot's thread.
+// forkFunc starts a launch; only a slot's own thread has one.
 type forkFunc func(l launch) (int, error)
 
+// startRequest asks an idle slot thread to start its next process: do
+// forks it and returns its pid, or 0 when it started none.
 type startRequest struct {
-	l   launch
-	res chan forkResult
-}
-
-type forkResult struct {
-	pid int
-	err error
+	do   func(fork forkFunc) int
+	done chan struct{}
 }
 
 func newSlotThread(r *reaper, b Binding, exited func(pid int, ws syscall.WaitStatus, fork forkFunc) int) *slotThread {
@@ -78,9 +75,9 @@ func newSlotThread(r *reaper, b Binding, exited func(pid int, ws syscall.WaitSta
 			return
 		}
 		for req := range t.reqs {
-			pid, err := t.fork(req.l)
-			req.res <- forkResult{pid, err}
-			for err == nil && pid > 0 {
+			pid := req.do(t.fork)
+			close(req.done)
+			for pid > 0 {
 				pid = t.exited(pid, t.r.wait(pid), t.fork)
 			}
 		}
@@ -94,16 +91,17 @@ func (t *slotThread) fork(l launch) (int, error) {
 	return t.r.fork(func() (int, error) { return syscall.ForkExec(l.path, l.argv, l.attr) })
 }
 
-// start starts l on the slot's thread, which must be idle: the slot has
-// no process. Its exit goes to the slot's exited function.
-func (t *slotThread) start(l launch) (int, error) {
+// start runs do on the slot's thread, which must be idle (the slot has no
+// process), and returns once do has; the process do starts is then
+// waited for there, and its exit goes to exited.
+func (t *slotThread) start(do func(fork forkFunc) int) error {
 	if t.err != nil {
-		return 0, t.err
+		return t.err
 	}
-	res := make(chan forkResult, 1)
-	t.reqs <- startRequest{l, res}
-	out := <-res
-	return out.pid, out.err
+	req := startRequest{do, make(chan struct{})}
+	t.reqs <- req
+	<-req.done
+	return nil
 }
 
 // close ends the thread once the slot has no process left.

@@ -243,19 +243,41 @@ func Run(spec Spec) ([]Outcome, error) {
 	ended := make(chan struct{}, 1)
 	var running, pending int
 	var exited func(i, pid int, ws syscall.WaitStatus, fork forkFunc) int
-	// slotFork is how the supervisor starts slot i: through its thread,
-	// made on first use.
-	slotFork := func(i int) forkFunc {
+	var stopping bool
+	var stopWhy Ended
+	var terminate func(i int, why Ended)
+	var start func(i int, fork forkFunc) error
+	// startSlot is how the supervisor starts slot i: on the slot's own
+	// thread, made on first use, which then waits for the process. The
+	// caller holds mu and counts the slot as running already.
+	startSlot := func(i int) error {
 		if threads[i] == nil {
 			threads[i] = newSlotThread(r, spec.Instances[i].Binding, func(pid int, ws syscall.WaitStatus, fork forkFunc) int {
 				return exited(i, pid, ws, fork)
 			})
 		}
-		return threads[i].start
+		var err error
+		mu.Unlock()
+		bindErr := threads[i].start(func(fork forkFunc) int {
+			mu.Lock()
+			defer mu.Unlock()
+			if err = start(i, fork); err != nil {
+				return 0
+			}
+			return st[i].pid
+		})
+		mu.Lock()
+		if bindErr != nil {
+			return fmt.Errorf("instance %d: %w", i, bindErr)
+		}
+		return err
 	}
-	// start starts slot i's instance, or its current task, through fork;
-	// with mu held.
-	start := func(i int, fork forkFunc) error {
+	// start starts slot i's instance, or its current task, through fork.
+	// The caller holds mu, and counts the slot as running already: start
+	// lets go of mu while it forks, so that the slots fork at the same
+	// time, and the run must not look finished meanwhile. A stop that
+	// came in meanwhile ends the new process at once.
+	start = func(i int, fork forkFunc) error {
 		inst := spec.Instances[i]
 		label, again := inst.Index, st[i].restarts > 0
 		if st[i].hasTask {
@@ -276,7 +298,9 @@ func Run(spec Spec) ([]Outcome, error) {
 			// when it is SIGKILLed.
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		}
+		mu.Unlock()
 		pid, err := fork(launch{inst.Path, inst.Args, attr})
+		mu.Lock()
 		for _, s := range streams {
 			_ = syscall.Close(s.child)
 		}
@@ -311,6 +335,9 @@ func Run(spec Spec) ([]Outcome, error) {
 		if p.Timeout > 0 {
 			st[i].timer = time.AfterFunc(p.Timeout, func() { timeoutCh <- exitEvent{idx: i, pid: pid} })
 		}
+		if stopping {
+			terminate(i, stopWhy)
+		}
 		b := inst.Binding
 		mem := string(b.MemPolicy)
 		if !b.MemNodes.IsEmpty() {
@@ -337,7 +364,6 @@ func Run(spec Spec) ([]Outcome, error) {
 			_ = syscall.Kill(-st[i].pid, sig)
 		}
 	}
-	var stopping bool
 	// The first KILL deadline stands: KILL comes the kill wait after
 	// the first TERM that gpulaunch itself sent.
 	killAll := make(chan struct{}, 1)
@@ -349,7 +375,7 @@ func Run(spec Spec) ([]Outcome, error) {
 	}
 	waitC := make(chan struct{}, 1)
 	var waitTimer *time.Timer
-	terminate := func(i int, why Ended) {
+	terminate = func(i int, why Ended) {
 		if st[i].pid == 0 {
 			return
 		}
@@ -372,7 +398,9 @@ func Run(spec Spec) ([]Outcome, error) {
 		go func() { st[i].readers.Wait(); ring.Close() }()
 	}
 	stopAll := func(why Ended) {
-		stopping = true
+		if !stopping {
+			stopping, stopWhy = true, why
+		}
 		if q != nil {
 			q.stop(string(why))
 		}
@@ -446,11 +474,12 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 			s.task = next
 		}
+		running++
 		if err := start(i, fork); err != nil {
+			running--
 			final(i)
 			return err
 		}
-		running++
 		return nil
 	}
 
@@ -553,7 +582,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			st[i].task, st[i].hasTask = t, true
 		}
 		running++
-		if err := start(i, slotFork(i)); err != nil {
+		if err := startSlot(i); err != nil {
 			running--
 			stopAll(EndedSignalled)
 			for j := range st[:i] {
@@ -626,7 +655,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			if !stopping {
 				// A scheduled restart sees stopping when its timer fires.
 				log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(s), p.KillWait))
-				stopping = true
+				stopping, stopWhy = true, EndedSignalled
 				for i := range st {
 					if st[i].pid > 0 && st[i].endedBy == EndedItself {
 						st[i].endedBy = EndedSignalled
@@ -658,11 +687,13 @@ func Run(spec Spec) ([]Outcome, error) {
 			st[i].pending = false
 			if stopping || st[i].done {
 				final(i)
-			} else if err := start(i, slotFork(i)); err != nil {
-				log.Error(err.Error())
-				final(i)
 			} else {
 				running++
+				if err := startSlot(i); err != nil {
+					running--
+					log.Error(err.Error())
+					final(i)
+				}
 			}
 			mu.Unlock()
 		case req := <-board.signals:

@@ -25,9 +25,13 @@ import (
 // slot owns; fork registers a pid under the same lock, so even a child
 // that exits at once is never taken from its slot.
 type reaper struct {
-	mu    sync.Mutex
-	owned map[int]bool
-	done  chan struct{}
+	// sweeping is held for reading across each fork and its
+	// registration, so that slots fork at the same time, and for writing
+	// by a sweep.
+	sweeping sync.RWMutex
+	mu       sync.Mutex // guards owned
+	owned    map[int]bool
+	done     chan struct{}
 }
 
 // sweepEvery is how often orphans' zombies are collected while a run goes
@@ -55,11 +59,13 @@ func newReaper() *reaper {
 // fork runs fork and registers the pid before any sweep can see it; the
 // caller then waits for it with wait.
 func (r *reaper) fork(fork func() (int, error)) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sweeping.RLock()
+	defer r.sweeping.RUnlock()
 	pid, err := fork()
 	if err == nil {
+		r.mu.Lock()
 		r.owned[pid] = true
+		r.mu.Unlock()
 	}
 	return pid, err
 }
@@ -85,15 +91,18 @@ func (r *reaper) wait(pid int) syscall.WaitStatus {
 // one that a slot owns is about to be reaped by that slot, and the next
 // sweep looks past it.
 func (r *reaper) sweep() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sweeping.Lock()
+	defer r.sweeping.Unlock()
 	for {
 		var info unix.Siginfo
 		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
 			return
 		}
 		pid := siginfoPID(&info)
-		if pid <= 0 || r.owned[pid] {
+		r.mu.Lock()
+		owned := r.owned[pid]
+		r.mu.Unlock()
+		if pid <= 0 || owned {
 			return
 		}
 		var ws syscall.WaitStatus
@@ -114,8 +123,8 @@ func (r *reaper) stop() { close(r.done) }
 // reapAll collects every exited child, owned or not: for the end of a
 // run, when no slot waits any more.
 func (r *reaper) reapAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sweeping.Lock()
+	defer r.sweeping.Unlock()
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
