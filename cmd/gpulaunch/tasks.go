@@ -168,9 +168,17 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 func templateArgs(argv []string, line string, seq int) []string {
 	out := make([]string, len(argv))
 	used := false
+	var fill *strings.Replacer
 	for i, a := range argv {
+		if !strings.Contains(a, "{") {
+			out[i] = a
+			continue
+		}
 		used = used || strings.Contains(a, "{}")
-		out[i] = strings.NewReplacer("{}", line, "{#}", strconv.Itoa(seq)).Replace(a)
+		if fill == nil {
+			fill = strings.NewReplacer("{}", line, "{#}", strconv.Itoa(seq))
+		}
+		out[i] = fill.Replace(a)
 	}
 	if !used {
 		out = append(out, line)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,8 @@ type instState struct {
 	// the previous sample, for the CPU rate
 	sampledAt  time.Time
 	sampledCPU float64
+	// the process the slot's thread follows
+	proc *process
 	// the task a queue slot runs, and how often it has been tried
 	task    Task
 	hasTask bool
@@ -197,6 +200,17 @@ func Run(spec Spec) ([]Outcome, error) {
 	p := spec.Policy
 	if p.KillWait <= 0 {
 		p.KillWait = 10 * time.Second
+	}
+	// Each slot thread spends its life in a blocking poll, holding one
+	// of Go's Ps (the right to run Go code) while it waits. When no P is
+	// idle, Go's monitor takes them back as often as every 20 µs, and
+	// every exit must find one again; spare Ps leave them be. On a 2-CPU
+	// node that was a tenth of a task queue's rate (`make bench`). A
+	// GOMAXPROCS the user set stands.
+	if os.Getenv("GOMAXPROCS") == "" {
+		if want := min(len(spec.Instances)+2, 4*runtime.NumCPU()); want > runtime.GOMAXPROCS(0) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
+		}
 	}
 	r := newReaper()
 	defer r.stop()
@@ -242,7 +256,7 @@ func Run(spec Spec) ([]Outcome, error) {
 	// ended wakes the supervisor loop when the last instance has ended.
 	ended := make(chan struct{}, 1)
 	var running, pending int
-	var exited func(i, pid int, ws syscall.WaitStatus, fork forkFunc) int
+	var exited func(i, pid int, ws syscall.WaitStatus, fork forkFunc) *process
 	var stopping bool
 	var stopWhy Ended
 	var terminate func(i int, why Ended)
@@ -252,19 +266,19 @@ func Run(spec Spec) ([]Outcome, error) {
 	// caller holds mu and counts the slot as running already.
 	startSlot := func(i int) error {
 		if threads[i] == nil {
-			threads[i] = newSlotThread(r, spec.Instances[i].Binding, func(pid int, ws syscall.WaitStatus, fork forkFunc) int {
+			threads[i] = newSlotThread(r, spec.Instances[i].Binding, func(pid int, ws syscall.WaitStatus, fork forkFunc) *process {
 				return exited(i, pid, ws, fork)
 			})
 		}
 		var err error
 		mu.Unlock()
-		bindErr := threads[i].start(func(fork forkFunc) int {
+		bindErr := threads[i].start(func(fork forkFunc) *process {
 			mu.Lock()
 			defer mu.Unlock()
 			if err = start(i, fork); err != nil {
-				return 0
+				return nil
 			}
-			return st[i].pid
+			return st[i].proc
 		})
 		mu.Lock()
 		if bindErr != nil {
@@ -274,9 +288,11 @@ func Run(spec Spec) ([]Outcome, error) {
 	}
 	// start starts slot i's instance, or its current task, through fork.
 	// The caller holds mu, and counts the slot as running already: start
-	// lets go of mu while it forks, so that the slots fork at the same
-	// time, and the run must not look finished meanwhile. A stop that
-	// came in meanwhile ends the new process at once.
+	// lets go of mu while it makes the pipes and forks, so that the slots
+	// start at the same time (a slot thread that finds mu taken sleeps,
+	// and waking it costs more than the work), and the run must not look
+	// finished meanwhile. A stop that came in meanwhile ends the new
+	// process at once.
 	start = func(i int, fork forkFunc) error {
 		inst := spec.Instances[i]
 		label, again := inst.Index, st[i].restarts > 0
@@ -286,43 +302,48 @@ func Run(spec Spec) ([]Outcome, error) {
 			inst.Env = append(inst.Env[:len(inst.Env):len(inst.Env)], "GPULAUNCH_TASK="+strconv.Itoa(t.Seq))
 			label, again = t.Seq, st[i].tries > 0
 		}
-		streams, err := openStreams(inst, label, spec, stdoutMux, stderrMux, again)
-		if err != nil {
-			return fmt.Errorf("instance %d: %w", i, err)
-		}
-		attr := &syscall.ProcAttr{
-			Env:   inst.Env,
-			Files: []uintptr{devnull.Fd(), uintptr(streams[0].child), uintptr(streams[1].child)},
-			// Own process group: signals go to the whole instance.
-			// Parent-death signal: instances die with gpulaunch, even
-			// when it is SIGKILLed.
-			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-		}
 		mu.Unlock()
-		pid, err := fork(launch{inst.Path, inst.Args, attr})
-		mu.Lock()
-		for _, s := range streams {
-			_ = syscall.Close(s.child)
-		}
-		if err != nil {
-			for _, s := range streams {
-				s.reader.Close()
-				s.release()
+		proc, err := func() (*process, error) {
+			streams, err := openStreams(inst, label, spec, stdoutMux, stderrMux, board.Output(i), again)
+			if err != nil {
+				return nil, fmt.Errorf("instance %d: %w", i, err)
 			}
-			return fmt.Errorf("instance %d: starting %s: %w", i, inst.Path, err)
+			attr := &syscall.ProcAttr{
+				Env:   inst.Env,
+				Files: []uintptr{devnull.Fd(), uintptr(streams[0].child), uintptr(streams[1].child)},
+				// Own process group: signals go to the whole instance.
+				// Parent-death signal: instances die with gpulaunch, even
+				// when it is SIGKILLed.
+				Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+			}
+			for _, s := range streams {
+				// counted before the fork: a stream may end on its own
+				// goroutine at once
+				outputs.Add(1)
+				st[i].readers.Add(1)
+				release := s.ended
+				s.ended = func() {
+					release()
+					st[i].readers.Done()
+					outputs.Done()
+				}
+			}
+			proc, err := fork(launch{inst.Path, inst.Args, attr, streams[:]})
+			if err != nil {
+				closeStreams(streams[:])
+				return nil, fmt.Errorf("instance %d: starting %s: %w", i, inst.Path, err)
+			}
+			for _, s := range streams {
+				_ = syscall.Close(s.child)
+			}
+			return proc, nil
+		}()
+		mu.Lock()
+		if err != nil {
+			return err
 		}
-		ring := board.Output(i)
-		for _, s := range streams {
-			outputs.Add(1)
-			st[i].readers.Add(1)
-			go func() {
-				defer outputs.Done()
-				defer st[i].readers.Done()
-				defer s.release()
-				defer s.reader.Close()
-				_ = s.sink.copyLabelled(s.reader, s.label, ring)
-			}()
-		}
+		pid := proc.pid
+		st[i].proc = proc
 		st[i].pid, st[i].started, st[i].out.PID = pid, time.Now(), pid
 		st[i].sampledAt, st[i].sampledCPU = time.Time{}, 0
 		board.update(i, func(row *InstanceStatus) {
@@ -484,8 +505,8 @@ func Run(spec Spec) ([]Outcome, error) {
 	}
 
 	// exited handles the end of slot i's process, on the slot's thread;
-	// it returns the pid of the slot's next process when it started one.
-	exited = func(i, pid int, ws syscall.WaitStatus, fork forkFunc) int {
+	// it returns the slot's next process when it started one.
+	exited = func(i, pid int, ws syscall.WaitStatus, fork forkFunc) *process {
 		mu.Lock()
 		defer mu.Unlock()
 		defer func() {
@@ -501,7 +522,7 @@ func Run(spec Spec) ([]Outcome, error) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
-		s.pid = 0
+		s.pid, s.proc = 0, nil
 		s.out.Index, s.out.Restarts, s.out.Wall = i, s.restarts, time.Since(s.started)
 		s.out.Code, s.out.Signal = ws.ExitStatus(), 0
 		if ws.Signaled() {
@@ -522,7 +543,7 @@ func Run(spec Spec) ([]Outcome, error) {
 				log.Error(err.Error())
 			}
 			taskCounts()
-			return s.pid
+			return s.proc
 		}
 		log.Info(fmt.Sprintf("instance %d exited: %s after %s", i, s.out.Status(), s.out.Wall.Round(time.Millisecond)),
 			zap.Int("instance", i), zap.Int("pid", pid), zap.Int("exit_code", s.out.Code),
@@ -546,7 +567,7 @@ func Run(spec Spec) ([]Outcome, error) {
 				waitTimer = time.AfterFunc(p.WaitAfterFirst, func() { waitC <- struct{}{} })
 			}
 		}
-		return 0
+		return nil
 	}
 	defer func() {
 		mu.Lock()
@@ -814,41 +835,28 @@ func Run(spec Spec) ([]Outcome, error) {
 	return outs, nil
 }
 
-// stream is one of an instance's output streams: the pipe end the child
-// writes, and where gpulaunch copies what it reads (the console, with or
-// without a label, or the instance's file), besides its output ring.
-// Output always passes through gpulaunch, as under srun, so that
-// `gpulaunch logs` has it; the child sees a pipe, not a terminal.
-type stream struct {
-	child   int // the pipe's write end, a plain descriptor: only the child uses it
-	reader  *os.File
-	sink    *lineMux
-	label   string
-	release func() // closes the instance's file when its last stream ends
-}
-
-// openStreams opens stdout and stderr for one start of inst. A restart
-// appends to the instance's files instead of truncating them. Stdout and
-// stderr given the same file share one writer, so neither overwrites the
-// other.
-func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *lineMux, restart bool) (out [2]stream, err error) {
+// openStreams opens stdout and stderr for one start of inst, copied to
+// ring too. A restart appends to the instance's files instead of
+// truncating them. Stdout and stderr given the same file share one
+// writer, so neither overwrites the other.
+func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *lineMux, ring *Ring, restart bool) (out [2]*stream, err error) {
 	var file *lineMux
 	var refs atomic.Int32
 	var fileRelease func()
 	paths := [2]string{inst.Stdout, inst.Stderr}
 	for k, path := range paths {
-		s := &out[k]
-		s.release = func() {}
-		s.sink = []*lineMux{stdoutMux, stderrMux}[k]
+		release := func() {}
+		sink := []*lineMux{stdoutMux, stderrMux}[k]
+		prefix := ""
 		if spec.Label && spec.LabelHost != "" {
-			s.label = fmt.Sprintf("%s:%d: ", spec.LabelHost, label)
+			prefix = fmt.Sprintf("%s:%d: ", spec.LabelHost, label)
 		} else if spec.Label {
-			s.label = fmt.Sprintf("%d: ", label)
+			prefix = fmt.Sprintf("%d: ", label)
 		}
 		if path != "" {
-			s.label = ""
+			prefix = ""
 			if k == 1 && path == paths[0] {
-				s.sink = file
+				sink = file
 			} else {
 				flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 				if restart {
@@ -860,7 +868,7 @@ func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *line
 					return out, err
 				}
 				file = &lineMux{w: f}
-				s.sink = file
+				sink = file
 				refs.Store(0)
 				fileRelease = func() {
 					if refs.Add(-1) == 0 {
@@ -869,22 +877,24 @@ func openStreams(inst Instance, label int, spec Spec, stdoutMux, stderrMux *line
 				}
 			}
 			refs.Add(1)
-			s.release = fileRelease
+			release = fileRelease
 		}
-		if s.reader, s.child, err = outputPipe(); err != nil {
-			s.release()
+		fd, child, err := outputPipe()
+		if err != nil {
+			release()
 			closeStreams(out[:k])
 			return out, err
 		}
+		out[k] = &stream{child: child, fd: fd, copier: sink.copier(prefix, ring), ended: release}
 	}
 	return out, nil
 }
 
-func closeStreams(ss []stream) {
+// closeStreams gives up streams that no process will write.
+func closeStreams(ss []*stream) {
 	for _, s := range ss {
-		_ = syscall.Close(s.child)
-		s.reader.Close()
-		s.release()
+		s.close()
+		s.ended()
 	}
 }
 

@@ -32,87 +32,116 @@ type lineMux struct {
 // written with one added, so the next label starts a line. Bytes are
 // passed through as they are: binary output survives.
 func (m *lineMux) copyLabelled(r io.Reader, label string, ring *Ring) error {
+	c := m.copier(label, ring)
+	for {
+		if err := c.readOnce(r); err != nil {
+			return ignoreEOF(err)
+		}
+	}
+}
+
+// lineCopier copies one stream to a mux a read at a time, so that
+// whoever owns the stream decides when to read: a goroutine until EOF, or
+// a slot thread between its other work.
+type lineCopier struct {
+	m       *lineMux
+	label   string
+	ring    *Ring
+	buf     []byte
+	filled  int
+	holding bool // inside an over-long line: the lock is held
+	out     []byte
+}
+
+func (m *lineMux) copier(label string, ring *Ring) *lineCopier {
 	// Most instances write little: the buffer starts small and doubles
 	// up to chunkSize only for a stream that fills it, so that starting
 	// 64 instances does not allocate 64 × 2 × chunkSize.
-	buf := firstBuffers.Get().(*[firstChunk]byte)[:]
-	defer func() {
-		if len(buf) == firstChunk {
-			firstBuffers.Put((*[firstChunk]byte)(buf))
-		}
-	}()
-	var out []byte
-	filled := 0
-	holding := false // inside an over-long line: the lock is held
-	for {
-		n, err := r.Read(buf[filled:])
-		filled += n
-		data := buf[:filled]
-		if holding {
-			// Continue the long line: up to its newline, then let go.
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				m.write(data)
-				ring.Write(data)
-				filled = 0
-				if err != nil {
-					m.write([]byte{'\n'})
-					ring.Write([]byte{'\n'})
-					m.mu.Unlock()
-					return ignoreEOF(err)
-				}
-				continue
-			}
-			m.write(data[:i+1])
-			m.mu.Unlock()
-			ring.Write(data[:i+1])
-			holding = false
-			data = data[i+1:]
-		}
-		if j := bytes.LastIndexByte(data, '\n'); j >= 0 {
-			lines := data[:j+1]
-			ring.Write(lines)
-			if label != "" {
-				out = out[:0]
-				for len(lines) > 0 {
-					i := bytes.IndexByte(lines, '\n')
-					out = append(out, label...)
-					out = append(out, lines[:i+1]...)
-					lines = lines[i+1:]
-				}
-				lines = out
-			}
-			m.mu.Lock()
-			m.write(lines)
-			m.mu.Unlock()
-			data = data[j+1:]
-		}
-		filled = copy(buf, data)
-		if err != nil {
-			if filled > 0 {
-				last := append(buf[:filled:filled], '\n')
-				ring.Write(last)
-				m.mu.Lock()
-				m.write(append([]byte(label), last...))
+	return &lineCopier{m: m, label: label, ring: ring, buf: firstBuffers.Get().(*[firstChunk]byte)[:]}
+}
+
+// readOnce reads from r once and writes out the complete lines it has.
+// A read of nothing with no error is no news. At the end of r (any
+// error, io.EOF included) it writes the last line, lets go of the mux and
+// its buffer, and returns that error; the copier is spent.
+func (c *lineCopier) readOnce(r io.Reader) error {
+	m := c.m
+	n, err := r.Read(c.buf[c.filled:])
+	c.filled += n
+	data := c.buf[:c.filled]
+	if c.holding {
+		// Continue the long line: up to its newline, then let go.
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			m.write(data)
+			c.ring.Write(data)
+			c.filled = 0
+			if err != nil {
+				m.write([]byte{'\n'})
+				c.ring.Write([]byte{'\n'})
 				m.mu.Unlock()
+				c.release()
+				return err
 			}
-			return ignoreEOF(err)
+			return nil
 		}
-		if filled == len(buf) && len(buf) < chunkSize {
-			buf = append(buf, make([]byte, len(buf))...)
-			continue
-		}
-		if filled == len(buf) {
-			// A line longer than the buffer: start it and keep the lock
-			// until its newline, so no other line can cut into it.
-			m.mu.Lock()
-			holding = true
-			m.write([]byte(label))
-			m.write(buf)
-			ring.Write(buf)
-			filled = 0
-		}
+		m.write(data[:i+1])
+		m.mu.Unlock()
+		c.ring.Write(data[:i+1])
+		c.holding = false
+		data = data[i+1:]
 	}
+	if j := bytes.LastIndexByte(data, '\n'); j >= 0 {
+		lines := data[:j+1]
+		c.ring.Write(lines)
+		if c.label != "" {
+			c.out = c.out[:0]
+			for len(lines) > 0 {
+				i := bytes.IndexByte(lines, '\n')
+				c.out = append(c.out, c.label...)
+				c.out = append(c.out, lines[:i+1]...)
+				lines = lines[i+1:]
+			}
+			lines = c.out
+		}
+		m.mu.Lock()
+		m.write(lines)
+		m.mu.Unlock()
+		data = data[j+1:]
+	}
+	c.filled = copy(c.buf, data)
+	if err != nil {
+		if c.filled > 0 {
+			last := append(c.buf[:c.filled:c.filled], '\n')
+			c.ring.Write(last)
+			m.mu.Lock()
+			m.write(append([]byte(c.label), last...))
+			m.mu.Unlock()
+		}
+		c.release()
+		return err
+	}
+	switch {
+	case c.filled == len(c.buf) && len(c.buf) < chunkSize:
+		c.buf = append(c.buf, make([]byte, len(c.buf))...)
+	case c.filled == len(c.buf):
+		// A line longer than the buffer: start it and keep the lock
+		// until its newline, so no other line can cut into it.
+		m.mu.Lock()
+		c.holding = true
+		m.write([]byte(c.label))
+		m.write(c.buf)
+		c.ring.Write(c.buf)
+		c.filled = 0
+	}
+	return nil
+}
+
+func (c *lineCopier) release() {
+	if len(c.buf) == firstChunk {
+		firstBuffers.Put((*[firstChunk]byte)(c.buf))
+	}
+	c.buf = nil
 }
 
 // write ignores errors: a closed stdout must not stop the supervisor,

@@ -2,25 +2,102 @@ package launcher
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
+// stream is one of a process's output streams: the pipe it writes, and
+// the copier that passes what it reads on (to the console, with or
+// without a label, or to the process's file) besides its output ring.
+// Output always passes through gpulaunch, as under srun, so that
+// `gpulaunch logs` has it; the child sees a pipe, not a terminal.
+type stream struct {
+	child  int // the pipe's write end, a plain descriptor: only the child uses it
+	fd     int // the read end, non-blocking
+	copier *lineCopier
+	// ended is called once, when the stream has reached its end.
+	ended func()
+	again bool // the last read found the pipe empty but open
+}
+
 // outputPipe makes the pipe of one output stream. The write end stays a
 // plain descriptor, handed to the child and closed: an os.File would
-// register it with the poller and unregister it again, for every task of
-// a queue. The read end is non-blocking, so its reader parks on the
-// poller instead of holding a thread.
-func outputPipe() (reader *os.File, child int, err error) {
+// register it with Go's poller and unregister it again, for every task of
+// a queue. The read end is non-blocking: the slot thread reads it when
+// poll says so, and drains it without blocking.
+func outputPipe() (fd, child int, err error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
-		return nil, -1, fmt.Errorf("output pipe: %w", err)
+		return -1, -1, fmt.Errorf("output pipe: %w", err)
 	}
 	if err := unix.SetNonblock(fds[0], true); err != nil {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
-		return nil, -1, fmt.Errorf("output pipe: %w", err)
+		return -1, -1, fmt.Errorf("output pipe: %w", err)
 	}
-	return os.NewFile(uintptr(fds[0]), "|0"), fds[1], nil
+	return fds[0], fds[1], nil
+}
+
+// Read makes the stream the copier's reader: an empty open pipe reads as
+// nothing, the end of the pipe as io.EOF.
+func (s *stream) Read(p []byte) (int, error) {
+	n, err := unix.Read(s.fd, p)
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		s.again = true
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// readOnce copies what the pipe has; false once the stream has ended.
+func (s *stream) readOnce() bool {
+	if err := s.copier.readOnce(s); err != nil {
+		_ = unix.Close(s.fd)
+		s.ended()
+		return false
+	}
+	return true
+}
+
+// drain copies the rest of a stream whose process has exited. When the
+// pipe stays open (a process the exited one left behind holds it too),
+// a goroutine copies the rest, and drain returns at once.
+func (s *stream) drain() {
+	for {
+		s.again = false
+		if !s.readOnce() {
+			return
+		}
+		if s.again {
+			go s.copyRest()
+			return
+		}
+	}
+}
+
+// copyRest copies the stream to its end on Go's poller: for a stream
+// that outlives its process, and on kernels without pidfds.
+func (s *stream) copyRest() {
+	f := os.NewFile(uintptr(s.fd), "|0")
+	defer s.ended()
+	defer f.Close()
+	for {
+		if err := s.copier.readOnce(f); err != nil {
+			return
+		}
+	}
+}
+
+// close gives up a stream that never started: no process writes it.
+func (s *stream) close() {
+	_ = unix.Close(s.child)
+	_ = unix.Close(s.fd)
+	s.copier.release()
 }

@@ -1,0 +1,67 @@
+package launcher
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A slot thread copies its processes' output itself when the kernel hands
+// out pidfds, and through goroutines when it does not; both ways must
+// give the same lines, labelled with the task that wrote them, including
+// a last line without a newline, output past a pipe's capacity, and the
+// output of a process a task left behind while the slot goes on.
+func TestSlotCopiesOutputWithAndWithoutPidfd(t *testing.T) {
+	sh := func(seq int, script string) Task {
+		return Task{Seq: seq, Path: "/bin/sh", Args: []string{"sh", "-c", script}, Command: script}
+	}
+	for _, pidfd := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pidfd=%v", pidfd), func(t *testing.T) {
+			if pidfd && !kernelPidfd() {
+				t.Skip("this kernel hands out no pidfds")
+			}
+			noPidfd = !pidfd
+			defer func() { noPidfd = false }()
+			q := &Queue{Total: 4, Tasks: []Task{
+				sh(1, "echo one; echo err >&2; printf partial"),
+				sh(2, "(sleep 0.3; echo late) & echo two"),
+				sh(3, "seq 20000"),
+				sh(4, "sleep 1; echo four"),
+			}}
+			var out, errOut bytes.Buffer
+			outs, err := Run(Spec{
+				Instances: []Instance{{Path: "/bin/true", Args: []string{"true"}, Env: os.Environ()}},
+				Label:     true, Stdout: &out, Stderr: &errOut, Queue: q, Policy: Policy{KillWait: time.Second},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outs[0].Tasks != 4 || outs[0].TasksFailed != 0 {
+				t.Fatalf("tasks %d, failed %d; want 4, 0", outs[0].Tasks, outs[0].TasksFailed)
+			}
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			var seq []string
+			rest := lines[:0:0]
+			for _, l := range lines {
+				if strings.HasPrefix(l, "3: ") {
+					seq = append(seq, l)
+				} else {
+					rest = append(rest, l)
+				}
+			}
+			want := []string{"1: one", "1: partial", "2: two", "2: late", "4: four"}
+			if strings.Join(rest, "|") != strings.Join(want, "|") {
+				t.Errorf("stdout without task 3:\n%s\nwant:\n%s", strings.Join(rest, "\n"), strings.Join(want, "\n"))
+			}
+			if len(seq) != 20000 || seq[0] != "3: 1" || seq[19999] != "3: 20000" {
+				t.Errorf("task 3 wrote %d lines, %q … %q; want 20000, 3: 1 … 3: 20000", len(seq), seq[0], seq[len(seq)-1])
+			}
+			if errOut.String() != "1: err\n" {
+				t.Errorf("stderr %q, want %q", errOut.String(), "1: err\n")
+			}
+		})
+	}
+}
