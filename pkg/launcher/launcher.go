@@ -161,10 +161,9 @@ func ExitCode(outs []Outcome) int {
 	return code
 }
 
-type exitEvent struct {
-	idx, pid int
-	ws       syscall.WaitStatus
-}
+// deadline is a timer's message about instance idx's process pid: it
+// applies only if that process still runs.
+type deadline struct{ idx, pid int }
 
 type instState struct {
 	pid      int // 0 when not running
@@ -226,8 +225,8 @@ func Run(spec Spec) ([]Outcome, error) {
 	}
 	defer board.finish()
 	restartCh := make(chan int, n)
-	timeoutCh := make(chan exitEvent, n)
-	killCh := make(chan exitEvent, n)
+	timeoutCh := make(chan deadline, n)
+	killCh := make(chan deadline, n)
 	var outputs sync.WaitGroup
 	stdoutMux := &lineMux{w: spec.Stdout}
 	stderrMux := &lineMux{w: spec.Stderr}
@@ -354,7 +353,7 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 		})
 		if p.Timeout > 0 {
-			st[i].timer = time.AfterFunc(p.Timeout, func() { timeoutCh <- exitEvent{idx: i, pid: pid} })
+			st[i].timer = time.AfterFunc(p.Timeout, func() { timeoutCh <- deadline{idx: i, pid: pid} })
 		}
 		if stopping {
 			terminate(i, stopWhy)
@@ -406,7 +405,7 @@ func Run(spec Spec) ([]Outcome, error) {
 		board.update(i, func(row *InstanceStatus) { row.State, row.EndedBy = StateStopping, st[i].endedBy })
 		signalGroup(i, syscall.SIGTERM)
 		pid := st[i].pid
-		time.AfterFunc(p.KillWait, func() { killCh <- exitEvent{idx: i, pid: pid} })
+		time.AfterFunc(p.KillWait, func() { killCh <- deadline{idx: i, pid: pid} })
 	}
 	// final: instance i will not run again; its output ends once drained.
 	final := func(i int) {

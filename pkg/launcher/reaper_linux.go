@@ -16,14 +16,14 @@ import (
 // children too; a blind wait4(-1) would then race the waiters of its own
 // processes and steal their statuses.
 //
-// Each instance or task is waited for by the slot thread that forked it,
-// in a blocking wait4 on its pid: the kernel wakes that thread the moment
-// the child exits, and the thread starts the slot's next task at once, as
-// the simplest C launcher does. A reaper goroutine woken by every exit,
-// handing it on to the slot, cost a third of a task queue's throughput
-// (`make bench`). Orphans are left to sweep, which reaps only pids that no
-// slot owns; fork registers a pid under the same lock, so even a child
-// that exits at once is never taken from its slot.
+// Each instance or task is followed and reaped by the slot thread that
+// forked it (slotThread), by its pid: the kernel wakes that thread the
+// moment the child exits, and the thread starts the slot's next task at
+// once, as the simplest C launcher does. A reaper goroutine woken by
+// every exit, handing it on to the slot, cost a third of a task queue's
+// throughput (`make bench`). Orphans are left to sweep, which reaps only
+// pids that no slot owns; fork registers a pid before any sweep can look,
+// so even a child that exits at once is never taken from its slot.
 type reaper struct {
 	// sweeping is held for reading across each fork and its
 	// registration, so that slots fork at the same time, and for writing
