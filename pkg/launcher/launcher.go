@@ -204,9 +204,11 @@ func Run(spec Spec) ([]Outcome, error) {
 	// of Go's Ps (the right to run Go code) while it waits. When no P is
 	// idle, Go's monitor takes them back as often as every 20 µs, and
 	// every exit must find one again; spare Ps leave them be. On a 2-CPU
-	// node that was a tenth of a task queue's rate (`make bench`). A
-	// GOMAXPROCS the user set stands.
-	if os.Getenv("GOMAXPROCS") == "" {
+	// node that was a tenth of a task queue's rate (`make bench`). A run
+	// of instances exits once per instance and does not need them (the
+	// resize costs a start about a millisecond). A GOMAXPROCS the user set
+	// stands.
+	if spec.Queue != nil && os.Getenv("GOMAXPROCS") == "" {
 		if want := min(len(spec.Instances)+2, 4*runtime.NumCPU()); want > runtime.GOMAXPROCS(0) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
 		}
