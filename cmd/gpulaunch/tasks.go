@@ -168,22 +168,42 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 func templateArgs(argv []string, line string, seq int) []string {
 	out := make([]string, len(argv))
 	used := false
-	var fill *strings.Replacer
 	for i, a := range argv {
-		if !strings.Contains(a, "{") {
-			out[i] = a
-			continue
-		}
 		used = used || strings.Contains(a, "{}")
-		if fill == nil {
-			fill = strings.NewReplacer("{}", line, "{#}", strconv.Itoa(seq))
-		}
-		out[i] = fill.Replace(a)
+		out[i] = fillTemplate(a, line, seq)
 	}
 	if !used {
 		out = append(out, line)
 	}
 	return out
+}
+
+// fillTemplate replaces {} and {#} in one pass, so that a line holding
+// "{#}" stays as it is.
+func fillTemplate(a, line string, seq int) string {
+	if !strings.Contains(a, "{") {
+		return a
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(a, '{')
+		if i < 0 {
+			b.WriteString(a)
+			return b.String()
+		}
+		b.WriteString(a[:i])
+		switch rest := a[i:]; {
+		case strings.HasPrefix(rest, "{}"):
+			b.WriteString(line)
+			a = rest[2:]
+		case strings.HasPrefix(rest, "{#}"):
+			b.WriteString(strconv.Itoa(seq))
+			a = rest[3:]
+		default:
+			b.WriteByte('{')
+			a = rest[1:]
+		}
+	}
 }
 
 // forSlot fills {%} (the slot, from 1 like parallel's) into a task handed

@@ -424,3 +424,24 @@ func TestQueueBadInput(t *testing.T) {
 		t.Errorf("resume of a finished queue: %d %q", code, stderr)
 	}
 }
+
+func TestTemplateArgs(t *testing.T) {
+	cases := []struct {
+		name string
+		argv []string
+		line string
+		want []string
+	}{
+		{"line as one argument", []string{"app", "--in", "{}"}, "a b", []string{"app", "--in", "a b"}},
+		{"inside an argument, with the task number", []string{"app", "x{}-{#}.out"}, "in", []string{"app", "xin-7.out"}},
+		{"a line holding {#} stays as it is", []string{"echo", "{}"}, "{#}", []string{"echo", "{#}"}},
+		{"other braces untouched, {%} left for the slot", []string{"awk", "{print}", "{%}"}, "f", []string{"awk", "{print}", "{%}", "f"}},
+		{"without {} the line is the last argument", []string{"app", "-v"}, "f.txt", []string{"app", "-v", "f.txt"}},
+		{"a lone brace at the end", []string{"app", "x{"}, "f", []string{"app", "x{", "f"}},
+	}
+	for _, tc := range cases {
+		if got := templateArgs(tc.argv, tc.line, 7); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

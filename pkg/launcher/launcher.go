@@ -182,6 +182,7 @@ type instState struct {
 	sampledCPU float64
 	// the process the slot's thread follows
 	proc *process
+	env  []string // a task's environment
 	// the task a queue slot runs, and how often it has been tried
 	task    Task
 	hasTask bool
@@ -300,7 +301,10 @@ func Run(spec Spec) ([]Outcome, error) {
 		if st[i].hasTask {
 			t := st[i].task
 			inst.Path, inst.Args, inst.Stdout, inst.Stderr = t.Path, t.Args, t.Stdout, t.Stderr
-			inst.Env = append(inst.Env[:len(inst.Env):len(inst.Env)], "GPULAUNCH_TASK="+strconv.Itoa(t.Seq))
+			// the slot's own copy, reused task after task: ForkExec is
+			// done with it when it returns
+			st[i].env = append(append(st[i].env[:0], inst.Env...), "GPULAUNCH_TASK="+strconv.Itoa(t.Seq))
+			inst.Env = st[i].env
 			label, again = t.Seq, st[i].tries > 0
 		}
 		mu.Unlock()

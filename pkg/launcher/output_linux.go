@@ -66,6 +66,18 @@ func (s *stream) readOnce() bool {
 	return true
 }
 
+// end ends a stream that poll found at its end.
+func (s *stream) end() {
+	_ = s.copier.readOnce(atEnd{})
+	_ = unix.Close(s.fd)
+	s.ended()
+}
+
+// atEnd reads as a pipe with no writer left.
+type atEnd struct{}
+
+func (atEnd) Read([]byte) (int, error) { return 0, io.EOF }
+
 // drain copies the rest of a stream whose process has exited. When the
 // pipe stays open (a process the exited one left behind holds it too),
 // a goroutine copies the rest, and drain returns at once.

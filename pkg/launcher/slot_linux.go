@@ -138,7 +138,12 @@ func (t *slotThread) watch(p *process) syscall.WaitStatus {
 		}
 		var left []*stream
 		for k, s := range open {
-			if t.poll[k+1].Revents == 0 || s.readOnce() {
+			switch ev := t.poll[k+1].Revents; {
+			case ev == 0:
+				left = append(left, s)
+			case ev&unix.POLLIN == 0 && ev&(unix.POLLHUP|unix.POLLERR) != 0:
+				s.end() // empty, and no writer left: its end, without a read
+			case s.readOnce():
 				left = append(left, s)
 			}
 		}
