@@ -583,17 +583,11 @@ func Run(spec Spec) ([]Outcome, error) {
 			}
 		}
 	}()
-	// allEnded waits until no instance runs or is about to restart.
-	allEnded := func() {
-		for {
-			mu.Lock()
-			idle := running == 0 && pending == 0
-			mu.Unlock()
-			if idle {
-				return
-			}
-			<-ended
-		}
+	// idle: no instance runs or is about to restart.
+	idle := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return running == 0 && pending == 0
 	}
 
 	mu.Lock()
@@ -615,7 +609,9 @@ func Run(spec Spec) ([]Outcome, error) {
 				signalGroup(j, syscall.SIGKILL)
 			}
 			mu.Unlock()
-			allEnded()
+			for !idle() {
+				<-ended
+			}
 			r.endDescendants(p.KillWait)
 			outputs.Wait()
 			return nil, err
@@ -698,13 +694,7 @@ func Run(spec Spec) ([]Outcome, error) {
 		}
 	}
 	// Each event is handled under mu, as the slot threads handle exits.
-	for {
-		mu.Lock()
-		idle := running == 0 && pending == 0
-		mu.Unlock()
-		if idle {
-			break
-		}
+	for !idle() {
 		select {
 		case <-ended:
 		case i := <-restartCh:
