@@ -21,6 +21,20 @@ $GO test -run '^$' -bench 'BenchmarkPlacementScore' -benchtime 1x ./pkg/binding 
 make -s build >/dev/null
 GL=bin/gpulaunch
 R=${BENCH_RUNS:-7}
+TMPDIR=${TMPDIR:-/tmp}
+# BENCH_AGAINST=REV (a commit, tag or branch) builds that revision too and
+# runs it beside this one in the launch and task-queue sections, so that a
+# change is measured against the code before it in the same run.
+OLD=
+if [ -n "${BENCH_AGAINST:-}" ]; then
+  src=$TMPDIR/bench-against
+  rm -rf "$src" && mkdir -p "$src"
+  git archive "$BENCH_AGAINST" | tar -x -C "$src"
+  (cd "$src" && $GO build -o "$TMPDIR/gpulaunch-against" ./cmd/gpulaunch)
+  OLD=$TMPDIR/gpulaunch-against
+  echo
+  echo "== also measuring $BENCH_AGAINST ($(git rev-parse --short "$BENCH_AGAINST")) as 'before'"
+fi
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 time_us() { local s e; s=$(now_us); "$@" >/dev/null 2>&1; e=$(now_us); echo $((e - s)); }
@@ -32,6 +46,10 @@ for n in 8 64; do
   g=$(for _ in $(seq "$R"); do time_us "$GL" -n "$n" -G 0 -- /bin/true; done | median)
   s=$(for _ in $(seq "$R"); do time_us sh -c "i=0; while [ \$i -lt $n ]; do /bin/true & i=\$((i+1)); done; wait"; done | median)
   awk -v n="$n" -v g="$g" -v s="$s" 'BEGIN { printf "  %-4s %11.1f ms %11.1f ms %7.2fx  (target <= 2x)\n", n, g/1000, s/1000, g/s }'
+  if [ -n "$OLD" ]; then
+    o=$(for _ in $(seq "$R"); do time_us "$OLD" -n "$n" -G 0 -- /bin/true; done | median)
+    awk -v n="$n" -v g="$g" -v o="$o" 'BEGIN { printf "  %-4s before %.1f ms: this one takes %.2fx its time\n", n, o/1000, g/o }'
+  fi
 done
 
 echo
@@ -80,7 +98,6 @@ awk -v a="$((a1 - a0))" -v b="$((b1 - b0))" -v us="$((s1 - s0))" 'BEGIN {
 
 echo
 echo "== task queue: 5,000 tasks of true on 2 slots (one argument each), against xargs -P 2 and GNU parallel -j 2"
-TMPDIR=${TMPDIR:-/tmp}
 seq 5000 >"$TMPDIR/bench-tasks"
 # The floor is a small C launcher (a thread per slot, posix_spawn + wait,
 # nothing else): no launcher can beat it, so it shows how much of the rate
@@ -89,9 +106,10 @@ seq 5000 >"$TMPDIR/bench-tasks"
 # slots: the ceiling for a launcher that binds.
 floor=
 if cc -O2 -pthread -o "$TMPDIR/floor-launcher" scripts/floor-launcher.c 2>/dev/null; then floor=$TMPDIR/floor-launcher; fi
-g=() x=() f=() fb=()
+g=() x=() f=() fb=() o=()
 for _ in 1 2 3; do # interleaved, so that all see the same machine
   g+=("$(time_us "$GL" -n 2 -G 0 --each-line "$TMPDIR/bench-tasks" -- true {})")
+  [ -z "$OLD" ] || o+=("$(time_us "$OLD" -n 2 -G 0 --each-line "$TMPDIR/bench-tasks" -- true {})")
   x+=("$(time_us sh -c "xargs -P 2 -n 1 true <'$TMPDIR/bench-tasks'")")
   if [ -n "$floor" ]; then
     f+=("$(time_us "$floor" 5000 2 true)")
@@ -101,6 +119,10 @@ done
 g=$(printf '%s\n' "${g[@]}" | median)
 x=$(printf '%s\n' "${x[@]}" | median)
 awk -v g="$g" -v x="$x" 'BEGIN { printf "  gpulaunch %.0f tasks/s, xargs %.0f tasks/s: %.2fx of xargs (target >= 0.7x)\n", 5000/(g/1e6), 5000/(x/1e6), x/g }'
+if [ -n "$OLD" ]; then
+  o=$(printf '%s\n' "${o[@]}" | median)
+  awk -v g="$g" -v o="$o" 'BEGIN { printf "  before: %.0f tasks/s; this one runs at %.2fx its rate\n", 5000/(o/1e6), o/g }'
+fi
 if [ -n "$floor" ]; then
   f=$(printf '%s\n' "${f[@]}" | median)
   fb=$(printf '%s\n' "${fb[@]}" | median)

@@ -423,10 +423,12 @@ func TestControlStatusShowsGPUTelemetry(t *testing.T) {
 			return false
 		}
 		i0, i1 := snap.Instances[0], snap.Instances[1]
-		return i0.GPUUtil == 70 && i0.GPUMem == 2<<30 && len(i1.Warnings) > 0
+		return i0.GPUUtil == 70 && i0.GPUMem == 2<<30 && warned(i1.Warnings, "not its own")
 	})
-	if !strings.Contains(snap.Instances[1].Warnings[0], "instance 1: process") || !strings.Contains(snap.Instances[1].Warnings[0], "not its own") {
-		t.Errorf("instance 1's warning: %q", snap.Instances[1].Warnings)
+	// Instance 1 earns two true warnings — on another's GPU, and its own
+	// GPU idle — in an order that depends on how fast the machine is.
+	if !warned(snap.Instances[1].Warnings, "instance 1: process", "not its own") {
+		t.Errorf("instance 1's warnings: %q", snap.Instances[1].Warnings)
 	}
 	out, _, _ := r.client(t, "status", "--pid", r.pid())
 	if !regexpMatch(`(?m)^0\s+running\s+\d+\s+\S+\s+\S+\s+\S+\s+0\s+\d+\s+\S+\s+70\s+2\.0G\s+-$`, out) || !strings.Contains(out, "warning: instance 1: process") {
@@ -438,4 +440,18 @@ func TestControlStatusShowsGPUTelemetry(t *testing.T) {
 	if code := r.wait(t); code != 128+9 {
 		t.Errorf("exit %d, want 137", code)
 	}
+}
+
+// warned: one of the warnings holds every one of words.
+func warned(warnings []string, words ...string) bool {
+	for _, w := range warnings {
+		all := true
+		for _, word := range words {
+			all = all && strings.Contains(w, word)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

@@ -154,8 +154,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		}
 		return nil
 	}
-	b := launcher.Binding{CPUs: slot.CPUs, MemPolicy: slot.MemPolicy, MemNodes: slot.MemNodes}
-	if err := launcher.Exec(b, path, argv, env); err != nil {
+	if err := launcher.Exec(launcher.BindingOf(slot), path, argv, env); err != nil {
 		return commandError{126, err.Error() + ": nothing was started"}
 	}
 	return nil
@@ -169,17 +168,4 @@ func isContractVar(k string) bool {
 		return true
 	}
 	return strings.HasPrefix(k, "GPULAUNCH_")
-}
-
-// rankModeConflicts names the run-only flags given on a command line that
-// switched to rank mode: gpulaunch execs the app there, so nothing would
-// supervise, label or restart it.
-func rankModeConflicts(fs *pflag.FlagSet) []string {
-	var out []string
-	for _, name := range []string{"label", "output", "error", "kill-on-bad-exit", "wait", "restarts", "timeout", "kill-wait", "mem-per-task", "monitor-interval", "report", "tmux", "ranks"} {
-		if fs.Changed(name) {
-			out = append(out, "--"+name)
-		}
-	}
-	return out
 }

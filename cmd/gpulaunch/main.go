@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
@@ -117,6 +118,20 @@ func (a *app) dispatch(args []string) error {
 		return a.run(args) // gpulaunch -n 4 -- app
 	}
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
+}
+
+// baseEnv is gpulaunch's environment as a list, in a stable order.
+func (a *app) baseEnv() []string {
+	keys := make([]string, 0, len(a.env))
+	for k := range a.env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	base := make([]string, 0, len(keys))
+	for _, k := range keys {
+		base = append(base, k+"="+a.env[k])
+	}
+	return base
 }
 
 // discover opens the backend and reconciles the allocation.

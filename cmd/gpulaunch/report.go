@@ -10,84 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
-
-// commonFlags are shared by every command that looks at an allocation.
-type commonFlags struct {
-	simulate  string
-	nodeFile  string
-	json      bool
-	logFormat string
-	verbose   bool
-}
-
-func (c *commonFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node (dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu) or a topology file instead of this machine")
-	fs.StringVar(&c.nodeFile, "node-file", "", "describe this machine's GPUs in a JSON file when NVML cannot see them (docs/topology.md; default $GPULAUNCH_NODE_FILE)")
-	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
-	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
-	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
-}
-
-// newFlagSet makes a flag set whose errors become usage errors and whose
-// --help prints usage to stdout.
-func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
-	fs.SetOutput(io.Discard)
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return false, usagef("%v (see `gpulaunch %s --help`)", err, fs.Name())
-	}
-	if *help {
-		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
-		return true, nil
-	}
-	return false, nil
-}
-
-func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
-
-// loggerAt builds the logger; level is the default without -v.
-func (c commonFlags) loggerAt(w io.Writer, level zapcore.Level) (*zap.Logger, error) {
-	if c.verbose {
-		level = zap.DebugLevel
-	}
-	var enc zapcore.Encoder
-	switch c.logFormat {
-	case "console":
-		cfg := zap.NewDevelopmentEncoderConfig()
-		cfg.TimeKey, cfg.CallerKey = "", ""
-		cfg.ConsoleSeparator = " "
-		enc = zapcore.NewConsoleEncoder(cfg)
-	case "json":
-		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	default:
-		return nil, usagef("--log-format %q: use console or json", c.logFormat)
-	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(w), level)
-	if c.logFormat == "console" {
-		core = messageOnly{core}
-	}
-	return zap.New(core).Named("gpulaunch"), nil
-}
-
-// messageOnly drops structured fields from console logs: the message is
-// already the human line, and the fields are for --log-format json.
-type messageOnly struct{ zapcore.Core }
-
-func (m messageOnly) With([]zapcore.Field) zapcore.Core { return m }
-
-func (m messageOnly) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if m.Enabled(e.Level) {
-		return ce.AddCore(e, m)
-	}
-	return ce
-}
-
-func (m messageOnly) Write(e zapcore.Entry, _ []zapcore.Field) error { return m.Core.Write(e, nil) }
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
 

@@ -1,22 +1,20 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -76,279 +74,343 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	r.ddp.register(fs)
 }
 
+// runOptions is run's command line, read and checked before anything is
+// looked up: a bad one stops here, with nothing started.
+type runOptions struct {
+	common commonFlags
+	shape  planFlags
+	flags  runFlags
+	tasks  taskFlags
+	fs     *pflag.FlagSet // what was given on the command line
+	argv   []string       // COMMAND [ARGS…]
+	policy launcher.Policy
+	halt   launcher.Halt
+	ids    launcher.GPUIDs
+	vis    launcher.Visibility
+	req    binding.Request // -n, -G, -c, --mem-bind, --share-gpus; Instances 0 without -n
+}
+
+func (o *runOptions) register(fs *pflag.FlagSet) {
+	o.common.register(fs)
+	o.shape.register(fs)
+	o.flags.register(fs)
+	o.tasks.register(fs)
+}
+
+// auto: no -n; the run has one instance per GPU (group), decided from
+// the allocation.
+func (o *runOptions) auto() bool { return !o.fs.Changed("ntasks") }
+
+// parseRun reads run's command line; nil options and no error: --help.
+func (a *app) parseRun(args []string) (*runOptions, error) {
+	o := &runOptions{fs: pflag.NewFlagSet("run", pflag.ContinueOnError)}
+	o.fs.SetInterspersed(false) // everything after COMMAND is COMMAND's
+	o.register(o.fs)
+	if done, err := a.parseFlags(o.fs, args, runUsage); done || err != nil {
+		return nil, err
+	}
+	o.argv = o.fs.Args()
+	if err := o.tasks.check(o.fs, o.argv); err != nil {
+		return nil, err
+	}
+	if len(o.argv) == 0 && !o.flags.dryRun && o.tasks.tasks == "" {
+		return nil, usagef("no command to run: gpulaunch -n N -- COMMAND [ARGS…]")
+	}
+	var err error
+	if o.policy, err = o.flags.policy(); err != nil {
+		return nil, err
+	}
+	if o.flags.ranks != "global" && o.flags.ranks != "local" {
+		return nil, usagef("--ranks %q: use global (RANK = node × N + instance across the nodes of the step) or local", o.flags.ranks)
+	}
+	if err := o.flags.ddp.check(o.fs); err != nil {
+		return nil, err
+	}
+	if o.halt, err = launcher.ParseHalt(o.tasks.halt); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if o.ids, o.vis, err = gpuNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
+		return nil, err
+	}
+	if _, err := o.common.logger(io.Discard); err != nil {
+		return nil, err
+	}
+	if o.req, err = o.shape.request(o.fs, false); err != nil {
+		return nil, err
+	}
+	for _, pat := range []string{o.flags.output, o.flags.error} {
+		if _, err := launcher.ExpandPattern(pat, 0, launcher.Names{}); err != nil {
+			return nil, usageError{err.Error()}
+		}
+	}
+	return o, nil
+}
+
+// run is `gpulaunch [run]`: read the command line, decide the launch,
+// start and supervise it, say how it went.
 func (a *app) run(args []string) error {
-	var c commonFlags
-	var p planFlags
-	var rf runFlags
-	var tf taskFlags
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	fs.SetInterspersed(false) // everything after COMMAND is COMMAND's
-	c.register(fs)
-	p.register(fs)
-	rf.register(fs)
-	tf.register(fs)
-	if done, err := a.parseFlags(fs, args, runUsage); done || err != nil {
+	o, err := a.parseRun(args)
+	if o == nil {
 		return err
 	}
-	argv := fs.Args()
-	if err := tf.check(fs, argv); err != nil {
-		return err
-	}
-	if len(argv) == 0 && !rf.dryRun && tf.tasks == "" {
-		return usagef("no command to run: gpulaunch -n N -- COMMAND [ARGS…]")
-	}
-	pol, err := rf.policy()
+	con := a.newConsole(o)
+	log, err := o.common.loggerAt(con.stderr, zap.InfoLevel)
 	if err != nil {
 		return err
 	}
-	if rf.ranks != "global" && rf.ranks != "local" {
-		return usagef("--ranks %q: use global (RANK = node × N + instance across the nodes of the step) or local", rf.ranks)
-	}
-	if err := rf.ddp.check(fs); err != nil {
-		return err
-	}
-	halt, err := launcher.ParseHalt(tf.halt)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	// A progress line only where someone watches: a terminal. Everything
-	// else written there then goes around it.
-	var progress *progressLine
-	errW := a.stderr
-	if tf.queueMode() && !rf.dryRun && isTerminal(a.stdout) {
-		progress = &progressLine{term: a.stderr, started: time.Now()}
-		errW = progress.wrap(a.stderr)
-	}
-	ids, vis, err := gpuNaming(rf.gpuIDs, rf.visibility)
-	if err != nil {
-		return err
-	}
-	log, err := c.loggerAt(errW, zap.InfoLevel)
-	if err != nil {
-		return err
-	}
-	auto := !fs.Changed("ntasks") // one instance per GPU group, decided from the allocation
-	req, err := p.request(fs, false)
-	if err != nil {
-		return err
-	}
-	var path string
 	var tasks []launcher.Task
-	if tf.queueMode() {
-		if tasks, err = a.buildTasks(tf, argv, a.stdin); err != nil {
-			return err
-		}
-	} else if len(argv) > 0 {
-		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {
-			return err
-		}
+	path := ""
+	if o.tasks.queueMode() {
+		tasks, err = a.buildTasks(o.tasks, o.argv, a.stdin)
+	} else if len(o.argv) > 0 {
+		path, err = lookPath(o.argv[0], a.env["PATH"])
 	}
-	names := launcher.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}
-	for _, pat := range []string{rf.output, rf.error} {
-		if _, err := launcher.ExpandPattern(pat, 0, names); err != nil {
-			return usageError{err.Error()}
-		}
+	if err != nil {
+		return err
 	}
 	// Apps on a simulated node declare their GPU use here (nvml.SimulatedUsageEnv).
 	usageDir := ""
-	if c.simulate != "" && !rf.dryRun {
+	if o.common.simulate != "" && !o.flags.dryRun {
 		if usageDir, err = os.MkdirTemp("", "gpulaunch-usage-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(usageDir)
 	}
-	alloc, src, err := a.discoverWith(c, usageDir)
+	alloc, src, err := a.discoverWith(o.common, usageDir)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	if lr := alloc.LocalRank; lr != nil && lr.Size > 1 && c.simulate == "" {
-		if auto {
-			if bad := rankModeConflicts(fs); len(bad) > 0 {
-				return usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
-					strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
-			}
-			e := execFlags{shape: p, gpuIDs: rf.gpuIDs, visibility: rf.visibility, dryRun: rf.dryRun, ddp: rf.ddp}
-			return a.execRank(c, e, fs.Changed("gpus-per-task"), argv, &alloc)
+	if rank, err := a.oneRankOfSeveral(o, alloc); rank || err != nil {
+		if err != nil {
+			return err
 		}
-		// With GPUs of its own (srun --gpus-per-task) a rank may fan out
-		// over them; anything else would pile every rank's N on one set.
-		if !alloc.GPUsBoundPerRank() || len(alloc.GPUs) < req.Instances*req.GPUsPerInstance {
-			return manyLaunchersError(req.Instances, *lr, alloc.Slurm)
-		}
+		e := execFlags{shape: o.shape, gpuIDs: o.flags.gpuIDs, visibility: o.flags.visibility, dryRun: o.flags.dryRun, ddp: o.flags.ddp}
+		return a.execRank(o.common, e, o.fs.Changed("gpus-per-task"), o.argv, &alloc)
 	}
-	if auto {
-		switch {
-		case req.GPUsPerInstance > 0 && len(alloc.GPUs) >= req.GPUsPerInstance:
-			req.Instances = len(alloc.GPUs) / req.GPUsPerInstance
-		default:
-			return usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
-		}
-	}
-	plan, err := binding.NewPlan(alloc, req)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	// Every node runs the same N when -n is on the command line (the
-	// launcher runs the same one everywhere), or when Slurm granted every
-	// node the GPUs that made this node's N.
-	sameN := !auto || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs)
-	group, err := binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(plan.Slots), sameN, rf.ranks == "local")
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	if group.MultiNode() && tf.queueMode() {
-		return usagef("a task queue on %d nodes (%s) would run every task on every node: run it from one node (srun -N 1 gpulaunch --tasks …), or give each node its own task file", group.Size, group.Source)
-	}
-	if group.MultiNode() {
-		names.NodeIndex, names.Host = group.Rank, group.Host
-		log.Debug(fmt.Sprintf("node %d of %d (%s): ranks %d..%d of %d", group.Rank, group.Size, group.Source,
-			group.Ranks(0).Rank, group.Ranks(len(plan.Slots)-1).Rank, group.Ranks(0).WorldSize))
-	}
-	rdv, err := a.rendezvous(rf.ddp, alloc.Slurm, group, group.Rank == 0)
+	l, err := a.newLaunch(o, alloc, path, log)
 	if err != nil {
 		return err
 	}
-	reportFile := ""
-	if rf.report != "" {
-		if reportFile, err = reportPath(rf.report, names, group.MultiNode()); err != nil {
-			return usageError{err.Error()}
-		}
-		if fi, err := os.Stat(filepath.Dir(reportFile)); err != nil || !fi.IsDir() {
-			return usagef("--report %s: the directory %s does not exist: nothing was started", rf.report, filepath.Dir(reportFile))
-		}
-		if reportFile != rf.report {
-			log.Info("--report: this node writes " + reportFile)
-		}
-	}
-	if rf.dryRun {
-		writePlan(a.stdout, alloc, plan)
+	l.src, l.usageDir = src, usageDir
+	if o.flags.dryRun {
+		writePlan(a.stdout, l.alloc, l.plan)
 		return nil
 	}
-	var tmux string
-	if rf.tmux {
-		if tmux, err = a.checkTmux(len(plan.Slots)); err != nil {
+	return a.start(o, l, tasks, con, log)
+}
+
+// oneRankOfSeveral says whether this gpulaunch is one of several ranks a
+// launcher started on this node (srun -n 4, mpirun -np 8): without -n it
+// then binds itself and execs the app (rank mode); with -n it must not
+// start N instances in every rank.
+func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
+	lr := alloc.LocalRank
+	if lr == nil || lr.Size <= 1 || o.common.simulate != "" {
+		return false, nil
+	}
+	if o.auto() {
+		if bad := rankModeConflicts(o.fs); len(bad) > 0 {
+			return false, usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
+				strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
+		}
+		return true, nil
+	}
+	// With GPUs of its own (srun --gpus-per-task) a rank may fan out over
+	// them; anything else would pile every rank's N on one set.
+	if !alloc.GPUsBoundPerRank() || len(alloc.GPUs) < o.req.Instances*o.req.GPUsPerInstance {
+		return false, manyLaunchersError(o.req.Instances, *lr, alloc.Slurm)
+	}
+	return false, nil
+}
+
+// start starts what the launch decided: the checks that need the plan,
+// the instances, the task queue, then supervise.
+func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *console, log *zap.Logger) error {
+	tmux := ""
+	if o.flags.tmux {
+		var err error
+		if tmux, err = a.checkTmux(len(l.plan.Slots)); err != nil {
 			return err
 		}
 	}
-	warnings := plan.Warnings
-	if req.GPUsPerInstance > 0 {
-		warnings = append(append([]string{}, alloc.Warnings...), warnings...)
-	}
-	for _, w := range warnings {
-		log.Warn(w)
-	}
-	if a.childOfBatchShell(alloc.Slurm) {
-		log.Warn("gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
-	}
-	bind := c.simulate == "" || a.hasCPUs(plan)
-	if !bind {
-		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
-	}
-	insts, err := a.instances(plan, alloc, group, rdv, argv, path, rf, ids, vis, names, bind, usageDir)
+	a.warnBeforeStart(o, l, log)
+	insts, err := l.instances(a.baseEnv(), o)
 	if err != nil {
 		return err
 	}
 	var queue *launcher.Queue
-	if tf.queueMode() {
-		todo, skipped, err := skipDone(tasks, tf)
-		if err != nil {
+	if o.tasks.queueMode() {
+		if queue, err = a.newQueue(o, l, tasks); queue == nil || err != nil {
 			return err
 		}
-		if len(todo) == 0 {
-			fmt.Fprintf(errW, "gpulaunch: all %d tasks are done by the --joblog %s: nothing to run\n", len(tasks), tf.joblog)
-			return nil
-		}
-		queue = &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Retries: tf.retries, Halt: halt, Host: a.hostname,
-			ForSlot: func(t launcher.Task, slot int) launcher.Task { return forSlot(t, slot, rf.output, rf.error, names) }}
-		if tf.joblog != "" {
-			if queue.Joblog, err = launcher.OpenJoblog(tf.joblog, tf.resume || tf.resumeFailed); err != nil {
-				return usagef("--joblog: %v: nothing was started", err)
-			}
-			defer queue.Joblog.Close()
-		}
-		if progress != nil {
-			queue.Progress = progress.update
-			stop := make(chan struct{})
-			go progress.tick(stop)
-			defer func() {
-				close(stop)
-				if progress != nil { // an early return: leave the counts on screen
-					progress.done()
-				}
-			}()
+		defer queue.Joblog.Close()
+	}
+	return a.supervise(o, l, insts, queue, con, tmux, log)
+}
+
+// warnBeforeStart says what the user should know before the instances
+// start: the plan's compromises, and a batch script that did not exec.
+func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
+	warnings := l.plan.Warnings
+	if o.req.GPUsPerInstance > 0 {
+		warnings = append(append([]string{}, l.alloc.Warnings...), warnings...)
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	if a.childOfBatchShell(l.alloc.Slurm) {
+		log.Warn("gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
+	}
+	if !l.bind {
+		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
+	}
+}
+
+// newQueue makes the task queue: what --resume leaves to run, the
+// joblog opened. Nil and no error: the joblog has every task done.
+func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launcher.Queue, error) {
+	todo, skipped, err := skipDone(tasks, o.tasks)
+	if err != nil {
+		return nil, err
+	}
+	if len(todo) == 0 {
+		fmt.Fprintf(a.stderr, "gpulaunch: all %d tasks are done by the --joblog %s: nothing to run\n", len(tasks), o.tasks.joblog)
+		return nil, nil
+	}
+	names, out, errPat := l.names, o.flags.output, o.flags.error
+	q := &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Retries: o.tasks.retries, Halt: o.halt, Host: a.hostname,
+		ForSlot: func(t launcher.Task, slot int) launcher.Task { return forSlot(t, slot, out, errPat, names) }}
+	if o.tasks.joblog != "" {
+		if q.Joblog, err = launcher.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
+			return nil, usagef("--joblog: %v: nothing was started", err)
 		}
 	}
+	return q, nil
+}
+
+// supervise runs the instances, with the control socket that `gpulaunch
+// status` reads, --tmux's window and the progress line beside them, and
+// then says how it went. The supervisor, the socket and the progress
+// line are one group: the command returns when all three have ended.
+func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, queue *launcher.Queue, con *console, tmux string, log *zap.Logger) error {
 	started := time.Now()
-	board := launcher.NewBoard(launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
-		Command: argv, Started: started, Monitor: pol.Monitor.String(), Node: group.Rank, Nodes: group.Size, WorldSize: group.Ranks(0).WorldSize}, insts)
+	board := launcher.NewBoard(l.runInfo(a, started), insts)
+	var g errgroup.Group
 	if srv := a.listenControl(board, log); srv != nil {
-		defer srv.Close(2 * time.Second)
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
 		if tmux != "" {
 			if err := a.openTmuxWindow(tmux, srv.Path(), len(insts)); err != nil {
 				log.Warn("--tmux: the window could not be laid out, the run goes on without it: " + err.Error())
 			}
 		}
+		// clients following output get a moment to read the last of it
+		g.Go(func() error { srv.CloseAfter(board.Done(), 2*time.Second); return nil })
 	} else if tmux != "" {
 		log.Warn("--tmux: no panes without the control socket; the run goes on")
 	}
-	stdout := a.stdout
-	if progress != nil {
-		stdout = progress.wrap(a.stdout)
+	ctx, runEnded := context.WithCancel(context.Background())
+	if con.progress != nil {
+		queue.Progress = con.progress.update
+		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
 	}
-	outs, err := launcher.Run(launcher.Spec{
-		Instances: insts, Policy: pol, Label: rf.label, LabelHost: labelHost(group), Log: log, GPUs: src, WatchGPUs: uuids(alloc.GPUs),
-		Stdout: stdout, Stderr: errW, Board: board, Queue: queue,
+	var outs []launcher.Outcome
+	g.Go(func() error {
+		defer runEnded()
+		var err error
+		outs, err = launcher.Run(launcher.Spec{
+			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
+			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, Board: board, Queue: queue,
+		})
+		return err
 	})
+	err := g.Wait()
+	con.done()
 	if err != nil {
 		return err
 	}
+	return a.finish(l, insts, outs, queue, con, started)
+}
+
+// finish says how the run went — the summary on stderr, the --report file —
+// and returns its exit status: srun's for instances, GNU parallel's for a
+// task queue.
+func (a *app) finish(l *launch, insts []launcher.Instance, outs []launcher.Outcome, queue *launcher.Queue, con *console, started time.Time) error {
+	var code int
 	if queue != nil {
-		if progress != nil {
-			progress.done()
-			progress = nil
+		code = queue.ExitCode()
+		launcher.WriteQueueSummary(con.stderr, queue, insts, outs, time.Since(started))
+	} else {
+		code = launcher.ExitCode(outs)
+		if l.group.MultiNode() {
+			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,
+				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)
 		}
-		launcher.WriteQueueSummary(errW, queue, insts, outs, time.Since(started))
-		if rf.report != "" {
-			if err := writeReport(reportFile, buildReport(alloc, req, plan, group, rdv, argv, started, pol.Monitor, insts, outs)); err != nil {
-				return err
-			}
-		}
-		if code := queue.ExitCode(); code != 0 {
-			return exitCode(code)
-		}
-		return nil
+		launcher.WriteSummary(a.stderr, insts, outs)
 	}
-	if group.MultiNode() {
-		fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", group.Host, group.Rank, group.Size,
-			insts[0].Rank, insts[len(insts)-1].Rank, group.Ranks(0).WorldSize)
-	}
-	launcher.WriteSummary(a.stderr, insts, outs)
-	if rf.report != "" {
-		if err := writeReport(reportFile, buildReport(alloc, req, plan, group, rdv, argv, started, pol.Monitor, insts, outs)); err != nil {
+	if l.report != "" {
+		if err := writeReport(l.report, buildReport(l, started, insts, outs, code)); err != nil {
 			return err
 		}
 	}
-	if code := launcher.ExitCode(outs); code != 0 {
+	if code != 0 {
 		return exitCode(code)
 	}
 	return nil
 }
 
-// labelHost: with several nodes, labels name the node too (node3:2: …),
-// as the instance numbers repeat on every node.
-func labelHost(g binding.Group) string {
-	if g.MultiNode() {
-		return g.Host
-	}
-	return ""
+// console is where a run writes: gpulaunch's own stdout and stderr or,
+// for a task queue on a terminal, the same around a progress line kept at
+// the bottom (everything else written there goes around it).
+type console struct {
+	stdout, stderr io.Writer
+	progress       *progressLine // nil: none
 }
 
-func uuids(gpus []nvml.GPU) []string {
-	out := make([]string, len(gpus))
-	for i, g := range gpus {
-		out[i] = g.UUID
+func (a *app) newConsole(o *runOptions) *console {
+	c := &console{stdout: a.stdout, stderr: a.stderr}
+	if o.tasks.queueMode() && !o.flags.dryRun && isTerminal(a.stdout) {
+		c.progress = &progressLine{term: a.stderr, started: time.Now()}
+		c.stdout, c.stderr = c.progress.wrap(a.stdout), c.progress.wrap(a.stderr)
+	}
+	return c
+}
+
+// done leaves the progress line's last counts on screen, once.
+func (c *console) done() {
+	if c.progress != nil {
+		c.progress.done()
+		c.progress = nil
+	}
+}
+
+// runOnlyFlags are the flags run has and rank mode has not, in the order
+// run registers them: derived from the two registrations, so that a new
+// run flag is covered without a list to keep.
+func runOnlyFlags() []string {
+	runFS, execFS := pflag.NewFlagSet("run", pflag.ContinueOnError), pflag.NewFlagSet("exec", pflag.ContinueOnError)
+	runFS.SortFlags = false
+	(&runOptions{}).register(runFS)
+	(&commonFlags{}).register(execFS)
+	(&execFlags{}).register(execFS)
+	var out []string
+	runFS.VisitAll(func(f *pflag.Flag) {
+		if execFS.Lookup(f.Name) == nil && f.Name != "ntasks" {
+			out = append(out, f.Name)
+		}
+	})
+	return out
+}
+
+// rankModeConflicts names the run-only flags given on a command line that
+// switched to rank mode: gpulaunch execs the app there, so nothing would
+// supervise, label, restart or queue it.
+func rankModeConflicts(fs *pflag.FlagSet) []string {
+	var out []string
+	for _, name := range runOnlyFlags() {
+		if fs.Changed(name) {
+			out = append(out, "--"+name)
+		}
 	}
 	return out
 }
@@ -387,73 +449,6 @@ func manyLaunchersError(n int, lr binding.LocalRank, s binding.Slurm) error {
 		n, lr.Size, lr.Source, n*lr.Size, fix)
 }
 
-func (a *app) baseEnv() []string {
-	keys := make([]string, 0, len(a.env))
-	for k := range a.env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	base := make([]string, 0, len(keys))
-	for _, k := range keys {
-		base = append(base, k+"="+a.env[k])
-	}
-	return base
-}
-
-func (a *app) instances(plan binding.Plan, alloc binding.Allocation, group binding.Group, rdv *binding.Rendezvous, argv []string, path string, rf runFlags,
-	ids launcher.GPUIDs, vis launcher.Visibility, names launcher.Names, bind bool, usageDir string) ([]launcher.Instance, error) {
-	base := a.baseEnv()
-	if usageDir != "" {
-		base = append(base, nvml.SimulatedUsageEnv+"="+usageDir)
-	}
-	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex, Rendezvous: rdv}
-	var insts []launcher.Instance
-	for _, s := range plan.Slots {
-		ranks := group.Ranks(s.Index)
-		env, err := launcher.InstanceEnv(base, s, ranks, opts)
-		if err != nil {
-			return nil, usageError{err.Error()}
-		}
-		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: path, Args: launcher.ExpandArgs(argv, s.Index), Env: env}
-		if bind {
-			inst.Binding = launcher.Binding{CPUs: s.CPUs, MemPolicy: s.MemPolicy, MemNodes: s.MemNodes}
-		}
-		var gpus []string
-		for _, g := range s.GPUs {
-			gpus = append(gpus, g.BusID)
-			inst.GPUUUIDs = append(inst.GPUUUIDs, g.UUID)
-		}
-		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
-		if rf.output != "" {
-			inst.Stdout, _ = launcher.ExpandPattern(rf.output, s.Index, names)
-		}
-		if rf.error != "" {
-			inst.Stderr, _ = launcher.ExpandPattern(rf.error, s.Index, names)
-		}
-		insts = append(insts, inst)
-	}
-	return insts, nil
-}
-
-// hasCPUs reports whether this process may run on every CPU the plan
-// uses: then a simulated or described node's binding can really be applied.
-func (a *app) hasCPUs(plan binding.Plan) bool {
-	status, err := fs.ReadFile(a.root, "proc/self/status")
-	if err != nil {
-		return false
-	}
-	mine, _, err := binding.ParseProcStatus(string(status))
-	if err != nil {
-		return false
-	}
-	for _, s := range plan.Slots {
-		if !s.CPUs.IsSubsetOf(mine) {
-			return false
-		}
-	}
-	return true
-}
-
 func (rf runFlags) policy() (launcher.Policy, error) {
 	p := launcher.Policy{KillOnBadExit: rf.killOnBad, Restarts: rf.restarts}
 	if rf.restarts < 0 {
@@ -479,105 +474,4 @@ func (rf runFlags) policy() (launcher.Policy, error) {
 		return p, err
 	}
 	return p, nil
-}
-
-// parseDuration reads a Go duration ("90s", "1h30m") or plain seconds.
-func parseDuration(flag, s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
-			return 0, usagef("%s %q: cannot be negative", flag, s)
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
-	}
-	if d < 0 {
-		return 0, usagef("%s %q: cannot be negative", flag, s)
-	}
-	return d, nil
-}
-
-// parseSize reads a memory size: K, M, G, T suffixes (binary), plain
-// numbers in MiB as Slurm's --mem.
-func parseSize(flag, s string) (uint64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := float64(1 << 20)
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'K':
-			mult, t = 1<<10, t[:len(t)-1]
-		case 'M':
-			mult, t = 1<<20, t[:len(t)-1]
-		case 'G':
-			mult, t = 1<<30, t[:len(t)-1]
-		case 'T':
-			mult, t = 1<<40, t[:len(t)-1]
-		}
-	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 || n*mult > 1<<62 {
-		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
-	}
-	return uint64(n * mult), nil
-}
-
-// commandError is a command that cannot be run: exit 127 or 126, like a shell.
-type commandError struct {
-	code int
-	msg  string
-}
-
-func (e commandError) Error() string { return e.msg }
-
-// lookPath resolves COMMAND as a shell would, against the PATH gpulaunch
-// was given, before anything starts.
-func lookPath(name, pathEnv string) (string, error) {
-	check := func(p string) error {
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return commandError{127, fmt.Sprintf("%s: no such file: nothing was started", p)}
-		case err != nil:
-			return commandError{126, fmt.Sprintf("%s: %v: nothing was started", p, err)}
-		case fi.IsDir():
-			return commandError{126, fmt.Sprintf("%s is a directory: nothing was started", p)}
-		case fi.Mode().Perm()&0o111 == 0:
-			return commandError{126, fmt.Sprintf("%s is not executable (chmod +x?): nothing was started", p)}
-		}
-		return nil
-	}
-	if strings.Contains(name, "/") {
-		abs, err := filepath.Abs(name)
-		if err != nil {
-			return "", err
-		}
-		return abs, check(abs)
-	}
-	var denied error
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		err := check(p)
-		if err == nil {
-			return filepath.Abs(p)
-		}
-		if ce, ok := err.(commandError); ok && ce.code == 126 && denied == nil {
-			denied = err
-		}
-	}
-	if denied != nil {
-		return "", denied
-	}
-	return "", commandError{127, fmt.Sprintf("%s: command not found in PATH: nothing was started", name)}
 }

@@ -100,7 +100,7 @@ func helper(name string, args []string) int {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		_ = cmd.Start()
 		return 0
-	case "orphan": // leave a child that exits after args[0] (args[1]: its marker), orphaned; then wait for TERM
+	case "orphan": // leave a child that exits once file args[0] exists (args[1]: its marker), orphaned; then wait for TERM
 		cmd := exec.Command(os.Args[0], "gltest-helper", "spawn-short", args[0], args[1])
 		_ = cmd.Run()
 		fmt.Println("orphaned")
@@ -108,9 +108,16 @@ func helper(name string, args []string) int {
 		signal.Notify(ch, syscall.SIGTERM)
 		<-ch
 		return 0
-	case "spawn-short": // the intermediate: start a sleeper of args[0], marked args[1], and exit at once
-		_ = exec.Command(os.Args[0], "gltest-helper", "sleep", args[0], args[1]).Start()
+	case "spawn-short": // the intermediate: start a waiter for file args[0], marked args[1], and exit at once
+		_ = exec.Command(os.Args[0], "gltest-helper", "await", args[0], args[1]).Start()
 		return 0
+	case "await": // exit once file args[0] exists (args[1] is a marker for /proc scans)
+		for {
+			if _, err := os.Stat(args[0]); err == nil {
+				return 0
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	case "lines": // args[0] numbered lines "<instance>-<n>"
 		n, _ := strconv.Atoi(args[0])
 		w := bufio.NewWriterSize(os.Stdout, 4096)
@@ -487,7 +494,8 @@ func TestRunEndsDaemonizedGrandchild(t *testing.T) {
 // runs on undisturbed.
 func TestRunReapsOrphansWhileRunning(t *testing.T) {
 	mk := marker(t)
-	cmd := gpulaunch(t, append([]string{"-n", "1", "-G", "0"}, helperArgs("orphan", "300ms", mk)...)...)
+	goAhead := filepath.Join(t.TempDir(), "orphan-may-exit")
+	cmd := gpulaunch(t, append([]string{"-n", "1", "-G", "0"}, helperArgs("orphan", goAhead, mk)...)...)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -498,14 +506,19 @@ func TestRunReapsOrphansWhileRunning(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	gl := cmd.Process.Pid
+	// The orphan lives until the test has seen it: no window to miss on a
+	// loaded machine.
 	waitFor(t, "the orphan, a child of gpulaunch", func() bool {
 		for _, p := range childrenOf(gl) {
-			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(b), "\x00sleep\x00300ms\x00"+mk) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(b), "\x00await\x00"+goAhead+"\x00"+mk) {
 				return true
 			}
 		}
 		return false
 	})
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the orphan's zombie, reaped", func() bool { return len(childrenOf(gl)) == 1 })
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	err = cmd.Wait()

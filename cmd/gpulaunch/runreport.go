@@ -63,18 +63,20 @@ type instanceReport struct {
 
 const reportSchemaVersion = 1
 
-func buildReport(alloc binding.Allocation, req binding.Request, plan binding.Plan, group binding.Group, rdv *binding.Rendezvous,
-	argv []string, started time.Time, monitor time.Duration, insts []launcher.Instance, outs []launcher.Outcome) runReport {
+// buildReport is the report of launch l, whose instances ended as outs
+// and whose exit status is code.
+func buildReport(l *launch, started time.Time, insts []launcher.Instance, outs []launcher.Outcome, code int) runReport {
+	g := l.group
 	r := runReport{
-		SchemaVersion: reportSchemaVersion, Host: alloc.Hostname, Command: argv, Started: started.UTC(),
-		WallSeconds: time.Since(started).Seconds(), ExitCode: launcher.ExitCode(outs), MonitorSecs: monitor.Seconds(),
-		Plan: planJSON(alloc, req, plan), Warnings: append([]string{}, plan.Warnings...),
-		Launch: launchReport{Node: group.Rank, Nodes: group.Size, WorldSize: group.Ranks(0).WorldSize, NodeFrom: group.Source,
-			Hosts: append([]string{}, group.Hosts...), Rendezvous: rdv},
+		SchemaVersion: reportSchemaVersion, Host: l.alloc.Hostname, Command: l.argv, Started: started.UTC(),
+		WallSeconds: time.Since(started).Seconds(), ExitCode: code, MonitorSecs: l.monitor.Seconds(),
+		Plan: planJSON(l.alloc, l.req, l.plan), Warnings: append([]string{}, l.plan.Warnings...),
+		Launch: launchReport{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source,
+			Hosts: append([]string{}, g.Hosts...), Rendezvous: l.rdv},
 	}
 	for i, o := range outs {
 		ir := instanceReport{
-			Instance: o.Index, Rank: insts[i].Rank, Host: alloc.Hostname, PID: o.PID, GPUs: append([]string{}, insts[i].GPUUUIDs...), CPUs: insts[i].CPUs,
+			Instance: o.Index, Rank: insts[i].Rank, Host: l.alloc.Hostname, PID: o.PID, GPUs: append([]string{}, insts[i].GPUUUIDs...), CPUs: insts[i].CPUs,
 			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
 			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
 			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),

@@ -152,7 +152,7 @@ type LocalRank struct {
 	Source string `json:"source"` // the variable it came from
 }
 
-// localRankVars is the order design.md fixes: the most specific launcher
+// localRankVars are read in this order: the most specific launcher
 // first, Slurm last, because SLURM_* variables leak from the batch script
 // into every rank mpirun starts.
 var localRankVars = []struct{ rank, size string }{

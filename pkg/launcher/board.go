@@ -146,12 +146,6 @@ func (b *Board) setQueue(q QueueStatus) {
 	b.mu.Unlock()
 }
 
-func (b *Board) state(i int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.rows[i].State
-}
-
 func (b *Board) update(i int, f func(*InstanceStatus)) {
 	b.mu.Lock()
 	f(&b.rows[i])

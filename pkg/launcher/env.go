@@ -57,9 +57,10 @@ var replaced = []string{
 }
 
 // InstanceEnv is the environment of the instance in slot with ranks r:
-// the base environment less stale GPU and rank variables, plus
-// design.md's contract. OMP_NUM_THREADS is set to the instance's CPU
-// count unless the user set it.
+// the base environment less stale GPU and rank variables, plus the
+// instance contract (the README's "Instance environment").
+// OMP_NUM_THREADS is set to the instance's CPU count unless the user set
+// it.
 func InstanceEnv(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]string, error) {
 	drop := map[string]bool{}
 	for _, k := range replaced {

@@ -80,8 +80,13 @@ func (j *Joblog) Record(r TaskRecord) error {
 	return err
 }
 
-// Close closes the file.
-func (j *Joblog) Close() error { return j.f.Close() }
+// Close closes the file; a nil Joblog has none.
+func (j *Joblog) Close() error {
+	if j == nil {
+		return nil
+	}
+	return j.f.Close()
+}
 
 // JoblogEntry is what a resume needs of an earlier record.
 type JoblogEntry struct {

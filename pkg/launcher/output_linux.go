@@ -78,31 +78,33 @@ type atEnd struct{}
 
 func (atEnd) Read([]byte) (int, error) { return 0, io.EOF }
 
-// drain copies the rest of a stream whose process has exited. When the
-// pipe stays open (a process the exited one left behind holds it too),
-// a goroutine copies the rest, and drain returns at once.
-func (s *stream) drain() {
+// drain copies the rest of a stream whose process has exited, and says
+// whether it reached the stream's end. When the pipe stays open (a process
+// the exited one left behind holds it too), it returns false at once, and
+// the caller has copyRest copy the rest.
+func (s *stream) drain() bool {
 	for {
 		s.again = false
 		if !s.readOnce() {
-			return
+			return true
 		}
 		if s.again {
-			go s.copyRest()
-			return
+			return false
 		}
 	}
 }
 
 // copyRest copies the stream to its end on Go's poller: for a stream
-// that outlives its process, and on kernels without pidfds.
-func (s *stream) copyRest() {
+// that outlives its process, and on kernels without pidfds. A closed
+// console or file does not end it (lineMux.write): the process must not
+// be left blocked on a full pipe.
+func (s *stream) copyRest() error {
 	f := os.NewFile(uintptr(s.fd), "|0")
 	defer s.ended()
 	defer f.Close()
 	for {
 		if err := s.copier.readOnce(f); err != nil {
-			return
+			return nil
 		}
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Task is one command of a task queue (gpulaunch --tasks, --each-line).
@@ -79,20 +80,63 @@ func (q *Queue) take(slot int) (Task, bool) {
 	return t, true
 }
 
-// stop starts no new task from now on.
-func (q *Queue) stop(why string) {
-	if q.halted == "" {
-		q.halted = why
+// stop starts no new task from now on; true when this call stopped it.
+func (q *Queue) stop(why string) bool {
+	if q.halted != "" {
+		return false
 	}
+	q.halted = why
+	return true
 }
 
-// finished records a task that ran to its end (after its retries) and
-// says whether the halt policy is reached now: "now" or "soon".
-func (q *Queue) finished(rec TaskRecord) (string, error) {
-	var err error
-	if q.Joblog != nil {
-		err = q.Joblog.Record(rec)
+// afterTaskExit is what follows the end of a task in slot. The rules, in
+// order:
+//  1. A task that gpulaunch ended (--halt now, a signal to gpulaunch) did
+//     not finish: it is not recorded, so a --resume runs it again.
+//  2. A failed task runs again at once in the same slot while it has
+//     --retries left and the run is not stopping.
+//  3. Otherwise the task is recorded (the joblog, the counts) and --halt
+//     is checked: "now" ends the running tasks, "soon" starts no more.
+//  4. Then the slot takes the next task, unless the run is stopping or
+//     the queue is halted or empty; then the slot is done.
+func (q *Queue) afterTaskExit(slot int, j job, e exitFacts) verdict {
+	t := j.task
+	rec := q.record(t, e)
+	var v verdict
+	switch {
+	case e.by == EndedHalt || e.by == EndedSignalled:
+		v.say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, e.by)
+	case rec.Failed() && !e.stopping && j.try < q.Retries:
+		next := j.again()
+		v = verdict{then: thenNow, job: next}
+		v.say(zap.InfoLevel, "task %d failed (%s): retry %d of %d", t.Seq, e.status(), next.try, q.Retries)
+		return v
+	default:
+		v.record = &rec
+		if rec.Failed() {
+			tries := map[bool]string{true: "try", false: "tries"}[j.try == 0]
+			v.say(zap.WarnLevel, "task %d failed: %s after %d %s: %s", t.Seq, e.status(), j.try+1, tries, t.Command)
+		}
+		switch q.finished(rec) {
+		case "now":
+			v.say(zap.InfoLevel, "%s: ending the running tasks", q.halted)
+			v.stopAll = EndedHalt
+		case "soon":
+			v.say(zap.InfoLevel, "%s: no new task starts; the running ones finish", q.halted)
+		}
 	}
+	if e.stopping || v.stopAll != "" {
+		return v
+	}
+	if next, ok := q.take(slot); ok {
+		v.then, v.job = thenNow, taskJob(next)
+	}
+	return v
+}
+
+// finished counts a task that ran to its end (after its retries) and
+// says whether the halt policy is reached now: "now" or "soon".
+func (q *Queue) finished(rec TaskRecord) string {
 	if rec.Failed() {
 		q.failed++
 		q.failedSeqs = append(q.failedSeqs, rec.Seq)
@@ -101,7 +145,7 @@ func (q *Queue) finished(rec TaskRecord) (string, error) {
 	}
 	h := q.Halt
 	if h.When == "" || q.haltSet {
-		return "", err
+		return ""
 	}
 	n := map[string]int{"fail": q.failed, "success": q.succeeded, "done": q.failed + q.succeeded}[h.Kind]
 	limit := float64(h.Count)
@@ -110,7 +154,7 @@ func (q *Queue) finished(rec TaskRecord) (string, error) {
 		limit = math.Max(1, h.Percent/100*float64(len(q.Tasks)))
 	}
 	if float64(n) < limit {
-		return "", err
+		return ""
 	}
 	q.haltSet = true
 	switch {
@@ -128,7 +172,7 @@ func (q *Queue) finished(rec TaskRecord) (string, error) {
 		q.haltCode = min(q.failed, 101)
 	}
 	q.stop(fmt.Sprintf("--halt %s reached at task %d", h, rec.Seq))
-	return h.When, err
+	return h.When
 }
 
 // ExitCode is GNU parallel's: 0 when every task succeeded, else the
@@ -156,10 +200,10 @@ func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
 
 // record turns a task's end into its joblog line. A task killed by a
 // signal has Exitval 0 and the signal, as parallel writes it.
-func (q *Queue) record(t Task, start time.Time, wall time.Duration, ws syscall.WaitStatus) TaskRecord {
-	r := TaskRecord{Seq: t.Seq, Host: q.Host, Start: start, Runtime: wall, Exit: ws.ExitStatus(), Command: t.Command}
-	if ws.Signaled() {
-		r.Exit, r.Signal = 0, int(ws.Signal())
+func (q *Queue) record(t Task, e exitFacts) TaskRecord {
+	r := TaskRecord{Seq: t.Seq, Host: q.Host, Start: e.started, Runtime: e.wall, Exit: e.code, Signal: int(e.signal), Command: t.Command}
+	if e.signal != 0 {
+		r.Exit = 0
 	}
 	return r
 }

@@ -63,7 +63,7 @@ func TestQueueExitCode(t *testing.T) {
 			q := &Queue{Tasks: make([]Task, 4), Halt: h}
 			var when string
 			for _, r := range tc.records {
-				when, _ = q.finished(r)
+				when = q.finished(r)
 			}
 			if q.ExitCode() != tc.code || when != tc.when {
 				t.Errorf("exit %d, halt %q; want %d, %q", q.ExitCode(), when, tc.code, tc.when)
@@ -118,5 +118,69 @@ func TestJoblogRoundTrip(t *testing.T) {
 	}
 	if m, err := ReadJoblog(filepath.Join(t.TempDir(), "none")); err != nil || len(m) != 0 {
 		t.Errorf("a missing joblog is an empty one: %v %v", m, err)
+	}
+}
+
+// What follows a task's end, rule by rule (Queue.afterTaskExit).
+func TestAfterTaskExit(t *testing.T) {
+	type want struct {
+		then     then
+		seq, try int  // the slot's next job
+		recorded bool // a joblog record
+		stopAll  Ended
+		halted   bool // the queue starts no new task
+	}
+	cases := []struct {
+		name    string
+		retries int
+		halt    string
+		stopped string // the queue was stopped before (a SIGHUP)
+		try     int    // the ended task's tries so far
+		exit    exitFacts
+		want    want
+	}{
+		{"success: recorded, the next task", 0, "never", "", 0, okExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"failure: recorded, the next task", 0, "never", "", 0, failedExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"rule 1: ended by --halt now: not recorded, done", 0, "never", "", 0, killedExit.endedBy(EndedHalt).whileStopping(), want{then: thenDone}},
+		{"rule 1: ended by a signal to gpulaunch: not recorded, done", 0, "never", "", 0, killedExit.endedBy(EndedSignalled).whileStopping(), want{then: thenDone}},
+		{"rule 2: a retry in the same slot", 2, "never", "", 0, failedExit, want{then: thenNow, seq: 1, try: 1}},
+		{"rule 2: a signal is retried too", 1, "never", "", 0, killedExit, want{then: thenNow, seq: 1, try: 1}},
+		{"rule 2: a timeout is retried too", 1, "never", "", 0, killedExit.endedBy(EndedTimeout), want{then: thenNow, seq: 1, try: 1}},
+		{"rule 2: no retry left: recorded", 2, "never", "", 2, failedExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"rule 2: success needs no retry", 2, "never", "", 0, okExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"rule 2: no retry while stopping", 2, "never", "", 0, failedExit.whileStopping(), want{then: thenDone, recorded: true}},
+		{"rule 3: now,fail=1 ends the others", 0, "now,fail=1", "", 0, failedExit, want{then: thenDone, recorded: true, stopAll: EndedHalt, halted: true}},
+		{"rule 3: soon,fail=1 starts no more", 0, "soon,fail=1", "", 0, failedExit, want{then: thenDone, recorded: true, halted: true}},
+		{"rule 3: now,success=1 at a success", 0, "now,success=1", "", 0, okExit, want{then: thenDone, recorded: true, stopAll: EndedHalt, halted: true}},
+		{"rule 3: done=1 at any end", 0, "soon,done=1", "", 0, failedExit, want{then: thenDone, recorded: true, halted: true}},
+		{"rule 3: the halt waits for the last retry", 1, "now,fail=1", "", 0, failedExit, want{then: thenNow, seq: 1, try: 1}},
+		{"rule 4: a drained queue starts no more", 0, "never", "SIGHUP", 0, okExit, want{then: thenDone, recorded: true, halted: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ParseHalt(tc.halt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks := []Task{{Seq: 1, Command: "one"}, {Seq: 2, Command: "two"}, {Seq: 3, Command: "three"}}
+			q := &Queue{Tasks: tasks, Total: 3, Retries: tc.retries, Halt: h}
+			first, _ := q.take(0)
+			if tc.stopped != "" {
+				q.stop(tc.stopped)
+			}
+			j := taskJob(first)
+			j.try = tc.try
+			v := q.afterTaskExit(0, j, tc.exit)
+			got := want{then: v.then, recorded: v.record != nil, stopAll: v.stopAll, halted: q.halted != ""}
+			if v.then != thenDone {
+				got.seq, got.try = v.job.task.Seq, v.job.try
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if v.record != nil && (v.record.Seq != 1 || v.record.Failed() != tc.exit.failed()) {
+				t.Errorf("record %+v for exit %+v", *v.record, tc.exit)
+			}
+		})
 	}
 }

@@ -1,8 +1,8 @@
 package launcher
 
 import (
+	"context"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,29 +31,31 @@ type reaper struct {
 	sweeping sync.RWMutex
 	mu       sync.Mutex // guards owned
 	owned    map[int]bool
-	done     chan struct{}
 }
 
 // sweepEvery is how often orphans' zombies are collected while a run goes
 // on: they hold nothing but a pid.
 const sweepEvery = time.Second
 
+// newReaper makes gpulaunch a child subreaper: orphans below it become
+// its children instead of init's, so that it can end them at the end.
 func newReaper() *reaper {
-	r := &reaper{owned: map[int]bool{}, done: make(chan struct{})}
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	go func() {
-		t := time.NewTicker(sweepEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				r.sweep()
-			case <-r.done:
-				return
-			}
+	return &reaper{owned: map[int]bool{}}
+}
+
+// sweepUntil reaps orphans every sweepEvery until ctx ends.
+func (r *reaper) sweepUntil(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.sweep()
+		case <-ctx.Done():
+			return
 		}
-	}()
-	return r
+	}
 }
 
 // fork runs fork and registers the pid before any sweep can see it; the
@@ -118,8 +120,6 @@ func siginfoPID(info *unix.Siginfo) int {
 	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), 16)))
 }
 
-func (r *reaper) stop() { close(r.done) }
-
 // reapAll collects every exited child, owned or not: for the end of a
 // run, when no slot waits any more.
 func (r *reaper) reapAll() {
@@ -175,5 +175,3 @@ func descendants(root int) []int {
 
 // clockTicks is USER_HZ, 100 on every Linux ABI gpulaunch runs on.
 const clockTicks = 100
-
-func unixSignalName(s syscall.Signal) string { return strings.TrimPrefix(unix.SignalName(s), "SIG") }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,6 +44,9 @@ type slotThread struct {
 	reqs chan startRequest
 	err  error // binding the thread failed: nothing can start
 	r    *reaper
+	// leftovers copies the output streams that outlive their process,
+	// in the run's group, so that the run ends only when they have.
+	leftovers *errgroup.Group
 	// exited is told, on the slot's thread, that its process ended. It
 	// may start the slot's next process with fork, on this thread, and
 	// returns it, or nil when the slot is idle now.
@@ -76,8 +80,8 @@ type startRequest struct {
 	done chan struct{}
 }
 
-func newSlotThread(r *reaper, b Binding, exited func(pid int, ws syscall.WaitStatus, fork forkFunc) *process) *slotThread {
-	t := &slotThread{reqs: make(chan startRequest), r: r, exited: exited}
+func newSlotThread(r *reaper, b Binding, leftovers *errgroup.Group, exited func(pid int, ws syscall.WaitStatus, fork forkFunc) *process) *slotThread {
+	t := &slotThread{reqs: make(chan startRequest), r: r, leftovers: leftovers, exited: exited}
 	ready := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
@@ -112,7 +116,7 @@ func (t *slotThread) fork(l launch) (*process, error) {
 	}
 	if pidfd < 0 {
 		for _, s := range l.streams {
-			go s.copyRest()
+			t.leftovers.Go(s.copyRest)
 		}
 		return &process{pid: pid, pidfd: -1}, nil
 	}
@@ -156,7 +160,9 @@ func (t *slotThread) watch(p *process) syscall.WaitStatus {
 	// does not reach its end is still held by a process it left behind:
 	// that stream goes on in a goroutine, and the slot does not wait.
 	for _, s := range open {
-		s.drain()
+		if !s.drain() {
+			t.leftovers.Go(s.copyRest)
+		}
 	}
 	_ = unix.Close(p.pidfd)
 	return t.r.wait(p.pid)

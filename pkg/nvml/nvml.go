@@ -8,9 +8,10 @@
 //   - real NVML through go-nvml (nvml_cgo.go, the only file importing it);
 //   - simulated nodes (Simulate): go-nvml's mock DGX servers given the
 //     topology those machines really have, read through the same adapter;
-//   - topology files (LoadTopology): a JSON description of any node;
-//   - no NVML (sysfs.go): /proc/driver/nvidia and sysfs, with a warning
-//     saying what that cannot know.
+//   - topology and node files (ReadTopologyFile, ParseNodeFile in
+//     topology.go): a JSON description of any node;
+//   - no NVML (sysfsSource in source.go): /proc/driver/nvidia and sysfs,
+//     with a warning saying what that cannot know.
 package nvml
 
 import (

@@ -85,6 +85,13 @@ func socketHost(name string) string {
 // Path is the socket's path.
 func (s *Server) Path() string { return s.path }
 
+// CloseAfter answers until done is closed (the run has ended), then
+// closes the server with grace: Close.
+func (s *Server) CloseAfter(done <-chan struct{}, grace time.Duration) {
+	<-done
+	s.Close(grace)
+}
+
 // Close stops answering and removes the socket. Clients following
 // output get up to grace to read what the run wrote last.
 func (s *Server) Close(grace time.Duration) {

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// The flag, value and logger helpers every command shares.
+
+// commonFlags are shared by every command that looks at an allocation.
+type commonFlags struct {
+	simulate  string
+	nodeFile  string
+	json      bool
+	logFormat string
+	verbose   bool
+}
+
+func (c *commonFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node (dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu) or a topology file instead of this machine")
+	fs.StringVar(&c.nodeFile, "node-file", "", "describe this machine's GPUs in a JSON file when NVML cannot see them (docs/topology.md; default $GPULAUNCH_NODE_FILE)")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
+}
+
+// parseFlags parses args into fs: its errors become usage errors, and
+// --help prints usage to stdout (then done is true).
+func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
+	fs.SetOutput(io.Discard)
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return false, usagef("%v (see `gpulaunch %s --help`)", err, fs.Name())
+	}
+	if *help {
+		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
+		return true, nil
+	}
+	return false, nil
+}
+
+func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
+
+// loggerAt builds the logger; level is the default without -v.
+func (c commonFlags) loggerAt(w io.Writer, level zapcore.Level) (*zap.Logger, error) {
+	if c.verbose {
+		level = zap.DebugLevel
+	}
+	var enc zapcore.Encoder
+	switch c.logFormat {
+	case "console":
+		cfg := zap.NewDevelopmentEncoderConfig()
+		cfg.TimeKey, cfg.CallerKey = "", ""
+		cfg.ConsoleSeparator = " "
+		enc = zapcore.NewConsoleEncoder(cfg)
+	case "json":
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	default:
+		return nil, usagef("--log-format %q: use console or json", c.logFormat)
+	}
+	core := zapcore.NewCore(enc, zapcore.AddSync(w), level)
+	if c.logFormat == "console" {
+		core = messageOnly{core}
+	}
+	return zap.New(core).Named("gpulaunch"), nil
+}
+
+// messageOnly drops structured fields from console logs: the message is
+// already the human line, and the fields are for --log-format json.
+type messageOnly struct{ zapcore.Core }
+
+func (m messageOnly) With([]zapcore.Field) zapcore.Core { return m }
+
+func (m messageOnly) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if m.Enabled(e.Level) {
+		return ce.AddCore(e, m)
+	}
+	return ce
+}
+
+func (m messageOnly) Write(e zapcore.Entry, _ []zapcore.Field) error { return m.Core.Write(e, nil) }
+
+// parseDuration reads a Go duration ("90s", "1h30m") or plain seconds.
+func parseDuration(flag, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 {
+			return 0, usagef("%s %q: cannot be negative", flag, s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
+	}
+	if d < 0 {
+		return 0, usagef("%s %q: cannot be negative", flag, s)
+	}
+	return d, nil
+}
+
+// parseSize reads a memory size: K, M, G, T suffixes (binary), plain
+// numbers in MiB as Slurm's --mem.
+func parseSize(flag, s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := float64(1 << 20)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult, t = 1<<10, t[:len(t)-1]
+		case 'M':
+			mult, t = 1<<20, t[:len(t)-1]
+		case 'G':
+			mult, t = 1<<30, t[:len(t)-1]
+		case 'T':
+			mult, t = 1<<40, t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 || n*mult > 1<<62 {
+		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
+	}
+	return uint64(n * mult), nil
+}
+
+// commandError is a command that cannot be run: exit 127 or 126, like a shell.
+type commandError struct {
+	code int
+	msg  string
+}
+
+func (e commandError) Error() string { return e.msg }
+
+// lookPath resolves COMMAND as a shell would, against the PATH gpulaunch
+// was given, before anything starts.
+func lookPath(name, pathEnv string) (string, error) {
+	check := func(p string) error {
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return commandError{127, fmt.Sprintf("%s: no such file: nothing was started", p)}
+		case err != nil:
+			return commandError{126, fmt.Sprintf("%s: %v: nothing was started", p, err)}
+		case fi.IsDir():
+			return commandError{126, fmt.Sprintf("%s is a directory: nothing was started", p)}
+		case fi.Mode().Perm()&0o111 == 0:
+			return commandError{126, fmt.Sprintf("%s is not executable (chmod +x?): nothing was started", p)}
+		}
+		return nil
+	}
+	if strings.Contains(name, "/") {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return "", err
+		}
+		return abs, check(abs)
+	}
+	var denied error
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		err := check(p)
+		if err == nil {
+			return filepath.Abs(p)
+		}
+		if ce, ok := err.(commandError); ok && ce.code == 126 && denied == nil {
+			denied = err
+		}
+	}
+	if denied != nil {
+		return "", denied
+	}
+	return "", commandError{127, fmt.Sprintf("%s: command not found in PATH: nothing was started", name)}
+}

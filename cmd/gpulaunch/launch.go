@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// launch is one run as decided before anything starts: what the
+// allocation holds, what was asked, where each instance goes, how this
+// node sits among the others, and what every instance is told. It is
+// built once (newLaunch) and read by the instances, the board and the
+// report, so that they cannot tell different stories.
+type launch struct {
+	alloc binding.Allocation
+	src   nvml.Source // the GPU backend, for telemetry
+	req   binding.Request
+	plan  binding.Plan
+	group binding.Group
+	rdv   *binding.Rendezvous // --ddp's; nil without
+	argv  []string            // COMMAND [ARGS…]
+	path  string              // argv[0] resolved; "" for a task queue
+	names launcher.Names      // what output patterns expand to
+	// report is --report's file for this node; "" without.
+	report string
+	// bind: the plan's CPUs are this machine's, so binding is applied
+	// (always, unless --simulate describes another machine).
+	bind bool
+	// usageDir is where apps on a simulated node declare their GPU use.
+	usageDir string
+	// monitor is the telemetry interval; 0: none.
+	monitor time.Duration
+}
+
+// newLaunch plans the run on alloc and places this node among the
+// others.
+func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, log *zap.Logger) (*launch, error) {
+	l := &launch{alloc: alloc, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
+		names: launcher.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}}
+	if o.auto() {
+		if l.req.GPUsPerInstance == 0 || len(alloc.GPUs) < l.req.GPUsPerInstance {
+			return nil, usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
+		}
+		l.req.Instances = len(alloc.GPUs) / l.req.GPUsPerInstance
+	}
+	var err error
+	if l.plan, err = binding.NewPlan(alloc, l.req); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	// Every node runs the same N when -n is on the command line (the
+	// launcher runs the same one everywhere), or when Slurm granted every
+	// node the GPUs that made this node's N.
+	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs)
+	if l.group, err = binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	g := l.group
+	if g.MultiNode() && o.tasks.queueMode() {
+		return nil, usagef("a task queue on %d nodes (%s) would run every task on every node: run it from one node (srun -N 1 gpulaunch --tasks …), or give each node its own task file", g.Size, g.Source)
+	}
+	if g.MultiNode() {
+		l.names.NodeIndex, l.names.Host = g.Rank, g.Host
+		log.Debug(fmt.Sprintf("node %d of %d (%s): ranks %d..%d of %d", g.Rank, g.Size, g.Source,
+			g.Ranks(0).Rank, g.Ranks(len(l.plan.Slots)-1).Rank, g.Ranks(0).WorldSize))
+	}
+	if l.rdv, err = a.rendezvous(o.flags.ddp, alloc.Slurm, g, g.Rank == 0); err != nil {
+		return nil, err
+	}
+	if l.report, err = a.reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
+		return nil, err
+	}
+	l.bind = o.common.simulate == "" || a.hasCPUs(l.plan)
+	return l, nil
+}
+
+// reportFile is where this node writes --report pattern, checked before
+// anything starts.
+func (a *app) reportFile(pattern string, names launcher.Names, multiNode bool, log *zap.Logger) (string, error) {
+	if pattern == "" {
+		return "", nil
+	}
+	file, err := reportPath(pattern, names, multiNode)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	if fi, err := os.Stat(filepath.Dir(file)); err != nil || !fi.IsDir() {
+		return "", usagef("--report %s: the directory %s does not exist: nothing was started", pattern, filepath.Dir(file))
+	}
+	if file != pattern {
+		log.Info("--report: this node writes " + file)
+	}
+	return file, nil
+}
+
+// instances are the plan's slots made ready to start: each with its
+// environment, its binding, its command and its output files.
+func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, error) {
+	if l.usageDir != "" {
+		base = append(base, nvml.SimulatedUsageEnv+"="+l.usageDir)
+	}
+	opts := launcher.EnvOptions{IDs: o.ids, Visibility: o.vis, AllGPUs: l.alloc.GPUs, CUDAIndex: l.alloc.CUDAIndex, Rendezvous: l.rdv}
+	var insts []launcher.Instance
+	for _, s := range l.plan.Slots {
+		ranks := l.group.Ranks(s.Index)
+		env, err := launcher.InstanceEnv(base, s, ranks, opts)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: l.path, Args: launcher.ExpandArgs(l.argv, s.Index), Env: env}
+		if l.bind {
+			inst.Binding = launcher.BindingOf(s)
+		}
+		var gpus []string
+		for _, g := range s.GPUs {
+			gpus = append(gpus, g.BusID)
+			inst.GPUUUIDs = append(inst.GPUUUIDs, g.UUID)
+		}
+		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
+		if o.flags.output != "" {
+			inst.Stdout, _ = launcher.ExpandPattern(o.flags.output, s.Index, l.names)
+		}
+		if o.flags.error != "" {
+			inst.Stderr, _ = launcher.ExpandPattern(o.flags.error, s.Index, l.names)
+		}
+		insts = append(insts, inst)
+	}
+	return insts, nil
+}
+
+// runInfo says which run this is, for `gpulaunch status`.
+func (l *launch) runInfo(a *app, started time.Time) launcher.RunInfo {
+	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
+		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize}
+}
+
+// hasCPUs reports whether this process may run on every CPU the plan
+// uses: then a simulated or described node's binding can really be applied.
+func (a *app) hasCPUs(plan binding.Plan) bool {
+	status, err := fs.ReadFile(a.root, "proc/self/status")
+	if err != nil {
+		return false
+	}
+	mine, _, err := binding.ParseProcStatus(string(status))
+	if err != nil {
+		return false
+	}
+	for _, s := range plan.Slots {
+		if !s.CPUs.IsSubsetOf(mine) {
+			return false
+		}
+	}
+	return true
+}
+
+// labelHost: with several nodes, labels name the node too (node3:2: …),
+// as the instance numbers repeat on every node.
+func labelHost(g binding.Group) string {
+	if g.MultiNode() {
+		return g.Host
+	}
+	return ""
+}
+
+func uuids(gpus []nvml.GPU) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.UUID
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package launcher
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Ended says why an instance stopped.
+type Ended string
+
+// Reasons an instance stopped other than by itself.
+const (
+	EndedItself    Ended = ""
+	EndedBadExit   Ended = "kill-on-bad-exit"
+	EndedWait      Ended = "wait"
+	EndedTimeout   Ended = "timeout"
+	EndedMemory    Ended = "memory cap"
+	EndedSignalled Ended = "signal to gpulaunch"
+	EndedHalt      Ended = "halt"
+)
+
+// Outcome is how one instance ended.
+type Outcome struct {
+	Index    int            `json:"instance"`
+	PID      int            `json:"pid"`
+	Restarts int            `json:"restarts"`
+	Wall     time.Duration  `json:"wall_ns"`
+	Code     int            `json:"exit_code"` // -1 when killed by a signal
+	Signal   syscall.Signal `json:"signal,omitempty"`
+	EndedBy  Ended          `json:"ended_by,omitempty"`
+	PeakRSS  uint64         `json:"peak_rss_bytes"`
+	// CPUSeconds is the CPU time of the instance's process tree.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// GPUUtilMean and GPUUtilPeak are its GPUs' utilisation in percent
+	// over the samples taken while it ran; -1 when none was taken.
+	GPUUtilMean float64 `json:"gpu_util_mean_pct"`
+	GPUUtilPeak int     `json:"gpu_util_peak_pct"`
+	// GPUMemPeak is the most GPU memory its processes held at once.
+	GPUMemPeak uint64 `json:"gpu_mem_peak_bytes"`
+	// Warnings are launch verification's findings.
+	Warnings []string `json:"warnings"`
+	// Tasks and TasksFailed count what a slot of a task queue ran.
+	Tasks       int `json:"tasks,omitempty"`
+	TasksFailed int `json:"tasks_failed,omitempty"`
+}
+
+// Status renders the outcome as srun would: "0", "7", "SIGSEGV".
+func (o Outcome) Status() string {
+	if o.Signal != 0 {
+		return SignalName(o.Signal)
+	}
+	return fmt.Sprint(o.Code)
+}
+
+// ExitCode combines outcomes like srun:
+//  1. Instances that gpulaunch itself ended because another failed (-K)
+//     or ended first (-W) do not count: the run's code is the failure
+//     that caused it.
+//  2. 128 + the highest signal if any counted instance was killed by one;
+//  3. else the highest exit code.
+func ExitCode(outs []Outcome) int {
+	sig, code := 0, 0
+	for _, o := range outs {
+		if o.EndedBy == EndedBadExit || o.EndedBy == EndedWait {
+			continue
+		}
+		if o.Signal != 0 {
+			sig = max(sig, int(o.Signal))
+		} else {
+			code = max(code, o.Code)
+		}
+	}
+	if sig > 0 {
+		return 128 + sig
+	}
+	return code
+}
+
+// WriteSummary prints the end-of-run table.
+func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// Across nodes an instance's RANK is not its number on this node.
+	ranks := false
+	for _, inst := range insts {
+		ranks = ranks || inst.Rank != inst.Index
+	}
+	rank := func(i int) string {
+		if ranks {
+			return strconv.Itoa(insts[i].Rank) + "\t"
+		}
+		return ""
+	}
+	fmt.Fprintln(tw, "INSTANCE\t"+map[bool]string{true: "RANK\t"}[ranks]+"PID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\tENDED BY")
+	var warnings []string
+	for i, o := range outs {
+		fmt.Fprintf(tw, "%d\t%s%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, rank(i), o.PID, orDash(insts[i].GPUs), orDash(insts[i].CPUs),
+			o.Wall.Round(time.Millisecond), o.Status(), o.Restarts, utilString(o, insts[i]), sizeString(o.GPUMemPeak), sizeString(o.PeakRSS), o.CPUSeconds, orDash(string(o.EndedBy)))
+		warnings = append(warnings, o.Warnings...)
+	}
+	tw.Flush()
+	writeWarnings(w, warnings)
+}
+
+// utilString is the GPU% MEAN/PEAK column: "-" for an instance without
+// GPUs or without a sample.
+func utilString(o Outcome, inst Instance) string {
+	if o.GPUUtilMean < 0 || len(inst.GPUUUIDs) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
+}
+
+func writeWarnings(w io.Writer, warnings []string) {
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+}
+
+func describeSent(sent []Signalled) string {
+	parts := make([]string, len(sent))
+	for i, s := range sent {
+		parts[i] = fmt.Sprintf("instance %d (pid %d)", s.Instance, s.PID)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sizeString(b uint64) string {
+	switch {
+	case b == 0:
+		return "-" // never sampled: the instance ran shorter than a sample interval
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
+}

@@ -1,0 +1,85 @@
+package launcher
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The instance supervisor's rules: pure functions of the Policy and what
+// happened, with no process, clock or lock inside. The supervisor applies
+// their verdicts (supervisor.go); policy_test.go holds their cases.
+
+// afterInstanceExit is what follows the end of an instance's process.
+// The rules, in order:
+//  1. Restart: a failed instance — a non-zero exit, or a signal — that
+//     ended by itself starts again while it has --restarts left and the
+//     run is not stopping, after restartBackoff. One that gpulaunch
+//     ended (--timeout, --mem-per-task, a stop) is not restarted:
+//     gpulaunch meant it to end.
+//  2. Otherwise the instance is done, and
+//     a. -K: if it failed and the run is not stopping already, every
+//     other instance is ended;
+//     b. -W: the first instance to be done starts the clock that ends
+//     the others, unless the run is stopping (also because of a.).
+func (p Policy) afterInstanceExit(slot int, j job, e exitFacts) verdict {
+	if e.failed() && e.by == EndedItself && !e.stopping && j.try < p.Restarts {
+		next := j.again()
+		v := verdict{then: thenLater, job: next, delay: restartBackoff(next.try)}
+		v.say(zap.InfoLevel, "instance %d restarts in %s (restart %d of %d)", slot, v.delay, next.try, p.Restarts)
+		return v
+	}
+	v := verdict{then: thenDone}
+	stopping := e.stopping
+	if e.failed() && p.KillOnBadExit && !stopping {
+		v.say(zap.InfoLevel, "instance %d failed: ending the others (--kill-on-bad-exit)", slot)
+		v.stopAll, stopping = EndedBadExit, true
+	}
+	v.startWait = p.WaitAfterFirst > 0 && !e.waitStarted && !stopping
+	return v
+}
+
+// Backoff bounds: a crash loop must not spin, and a transient failure
+// should cost seconds, not minutes.
+const (
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 10 * time.Second
+)
+
+// restartBackoff is the wait before an instance's nth restart (n from
+// 1): 0.25 s, doubling, at most 10 s.
+func restartBackoff(n int) time.Duration {
+	d := firstBackoff
+	for k := 1; k < n && d < maxBackoff; k++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// overMemoryCap: a process tree whose resident memory is rss is ended
+// (--mem-per-task) when it is over the cap and nothing ends it already.
+func (p Policy) overMemoryCap(rss uint64, endedBy Ended) bool {
+	return p.MemPerTask > 0 && rss > p.MemPerTask && endedBy == EndedItself
+}
+
+// memCapEvery is the longest sampling interval under a memory cap: a
+// runaway allocation is caught within about a second.
+const memCapEvery = 500 * time.Millisecond
+
+// sampleEvery is how often the sampler measures the slots: the telemetry
+// interval, at most memCapEvery with a memory cap; 0: never.
+func (p Policy) sampleEvery() time.Duration {
+	every := p.Monitor
+	if p.MemPerTask > 0 && (every == 0 || every > memCapEvery) {
+		every = memCapEvery
+	}
+	return every
+}
+
+// killWait is the grace between TERM and KILL.
+func (p Policy) killWait() time.Duration {
+	if p.KillWait <= 0 {
+		return defaultKillWait
+	}
+	return p.KillWait
+}

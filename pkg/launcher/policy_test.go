@@ -1,0 +1,148 @@
+package launcher
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// failedExit and okExit are exits as a slot reports them.
+var (
+	okExit     = exitFacts{code: 0}
+	failedExit = exitFacts{code: 3}
+	killedExit = exitFacts{code: -1, signal: syscall.SIGSEGV}
+)
+
+func (e exitFacts) endedBy(by Ended) exitFacts  { e.by = by; return e }
+func (e exitFacts) whileStopping() exitFacts    { e.stopping = true; return e }
+func (e exitFacts) afterWaitStarted() exitFacts { e.waitStarted = true; return e }
+
+func TestAfterInstanceExit(t *testing.T) {
+	type want struct {
+		then    then
+		delay   time.Duration
+		try     int
+		stopAll Ended
+		wait    bool
+	}
+	cases := []struct {
+		name   string
+		policy Policy
+		try    int // restarts so far
+		exit   exitFacts
+		want   want
+	}{
+		{"success: done", Policy{}, 0, okExit, want{then: thenDone}},
+		{"failure without --restarts: done", Policy{}, 0, failedExit, want{then: thenDone}},
+		{"rule 1: failure restarts after 0.25 s", Policy{Restarts: 2}, 0, failedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
+		{"rule 1: a signal is a failure too", Policy{Restarts: 1}, 0, killedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
+		{"rule 1: the backoff doubles", Policy{Restarts: 5}, 2, failedExit, want{then: thenLater, delay: time.Second, try: 3}},
+		{"rule 1: no restart left", Policy{Restarts: 2}, 2, failedExit, want{then: thenDone}},
+		{"rule 1: success is not restarted", Policy{Restarts: 2}, 0, okExit, want{then: thenDone}},
+		{"rule 1: not while stopping", Policy{Restarts: 2}, 0, failedExit.whileStopping(), want{then: thenDone}},
+		{"rule 1: not after --timeout", Policy{Restarts: 2}, 0, killedExit.endedBy(EndedTimeout), want{then: thenDone}},
+		{"rule 1: not after --mem-per-task", Policy{Restarts: 2}, 0, killedExit.endedBy(EndedMemory), want{then: thenDone}},
+		{"rule 2a: -K ends the others", Policy{KillOnBadExit: true}, 0, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
+		{"rule 2a: -K after the restarts are used up", Policy{KillOnBadExit: true, Restarts: 1}, 1, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
+		{"rule 2a: -K waits for a restart", Policy{KillOnBadExit: true, Restarts: 1}, 0, failedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
+		{"rule 2a: -K ignores success", Policy{KillOnBadExit: true}, 0, okExit, want{then: thenDone}},
+		{"rule 2a: -K not when stopping already", Policy{KillOnBadExit: true}, 0, killedExit.endedBy(EndedSignalled).whileStopping(), want{then: thenDone}},
+		{"rule 2a: a timeout's failure triggers -K", Policy{KillOnBadExit: true}, 0, killedExit.endedBy(EndedTimeout), want{then: thenDone, stopAll: EndedBadExit}},
+		{"rule 2b: the first done starts -W", Policy{WaitAfterFirst: time.Second}, 0, okExit, want{then: thenDone, wait: true}},
+		{"rule 2b: a failure starts -W too", Policy{WaitAfterFirst: time.Second}, 0, failedExit, want{then: thenDone, wait: true}},
+		{"rule 2b: only the first", Policy{WaitAfterFirst: time.Second}, 0, okExit.afterWaitStarted(), want{then: thenDone}},
+		{"rule 2b: not while stopping", Policy{WaitAfterFirst: time.Second}, 0, okExit.whileStopping(), want{then: thenDone}},
+		{"rule 2b: not when -K stops the run", Policy{WaitAfterFirst: time.Second, KillOnBadExit: true}, 0, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
+		{"rule 2b: a restart is not done", Policy{WaitAfterFirst: time.Second, Restarts: 1}, 0, failedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.policy.afterInstanceExit(0, job{try: tc.try}, tc.exit)
+			got := want{then: v.then, delay: v.delay, stopAll: v.stopAll, wait: v.startWait}
+			if v.then != thenDone {
+				got.try = v.job.try
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRestartBackoff(t *testing.T) {
+	for n, want := range map[int]time.Duration{
+		1: 250 * time.Millisecond, 2: 500 * time.Millisecond, 3: time.Second, 4: 2 * time.Second,
+		5: 4 * time.Second, 6: 8 * time.Second, 7: 10 * time.Second, 100: 10 * time.Second, 10000: 10 * time.Second,
+	} {
+		if got := restartBackoff(n); got != want {
+			t.Errorf("restart %d: backoff %s, want %s", n, got, want)
+		}
+	}
+}
+
+func TestMemoryCapAndSampling(t *testing.T) {
+	capped := Policy{MemPerTask: 100 << 20, Monitor: 2 * time.Second}
+	for _, tc := range []struct {
+		name   string
+		policy Policy
+		rss    uint64
+		by     Ended
+		over   bool
+	}{
+		{"under the cap", capped, 99 << 20, EndedItself, false},
+		{"at the cap", capped, 100 << 20, EndedItself, false},
+		{"over the cap", capped, 101 << 20, EndedItself, true},
+		{"over, but ending already", capped, 200 << 20, EndedTimeout, false},
+		{"no cap", Policy{}, 1 << 40, EndedItself, false},
+	} {
+		if got := tc.policy.overMemoryCap(tc.rss, tc.by); got != tc.over {
+			t.Errorf("%s: over %v, want %v", tc.name, got, tc.over)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		policy Policy
+		every  time.Duration
+	}{
+		{"telemetry's interval", Policy{Monitor: 2 * time.Second}, 2 * time.Second},
+		{"telemetry off", Policy{}, 0},
+		{"a cap samples at least every 0.5 s", capped, 500 * time.Millisecond},
+		{"a cap without telemetry", Policy{MemPerTask: 1 << 30}, 500 * time.Millisecond},
+		{"a cap with faster telemetry", Policy{MemPerTask: 1 << 30, Monitor: 100 * time.Millisecond}, 100 * time.Millisecond},
+	} {
+		if got := tc.policy.sampleEvery(); got != tc.every {
+			t.Errorf("%s: every %s, want %s", tc.name, got, tc.every)
+		}
+	}
+	if (Policy{}).killWait() != defaultKillWait || (Policy{KillWait: time.Second}).killWait() != time.Second {
+		t.Error("kill wait default")
+	}
+}
+
+func TestOnSignal(t *testing.T) {
+	cases := []struct {
+		name       string
+		sig        syscall.Signal
+		drains     bool // a task queue
+		stopping   bool
+		interrupts int
+		want       signalAction
+	}{
+		{"rule 1: HUP drains a queue", syscall.SIGHUP, true, false, 0, signalAction{drain: true}},
+		{"rule 1: HUP drains a stopping queue too", syscall.SIGHUP, true, true, 0, signalAction{drain: true}},
+		{"rule 2: USR1 is passed on", syscall.SIGUSR1, false, false, 0, signalAction{forward: true}},
+		{"rule 2: USR2 is passed on in a queue", syscall.SIGUSR2, true, false, 0, signalAction{forward: true}},
+		{"rule 3: TERM stops the run", syscall.SIGTERM, false, false, 0, signalAction{forward: true, stop: true, beginStop: true}},
+		{"rule 3: HUP stops a run of instances", syscall.SIGHUP, false, false, 0, signalAction{forward: true, stop: true, beginStop: true}},
+		{"rule 3: QUIT stops the run", syscall.SIGQUIT, false, false, 0, signalAction{forward: true, stop: true, beginStop: true}},
+		{"rule 3: Ctrl-C stops the run", syscall.SIGINT, false, false, 1, signalAction{forward: true, stop: true, beginStop: true}},
+		{"rule 3: Ctrl-C after -K stopped it", syscall.SIGINT, false, true, 1, signalAction{forward: true, stop: true}},
+		{"rule 4: a second Ctrl-C kills", syscall.SIGINT, false, true, 2, signalAction{forward: true, stop: true, killNow: true}},
+		{"rule 4: a second TERM does not", syscall.SIGTERM, false, true, 0, signalAction{forward: true, stop: true}},
+	}
+	for _, tc := range cases {
+		if got := onSignal(tc.sig, tc.drains, tc.stopping, tc.interrupts); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

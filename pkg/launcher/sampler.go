@@ -1,0 +1,117 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+)
+
+// sampler measures every running slot each tick: its process tree's CPU
+// time and resident memory from one /proc scan, and its GPUs' use. It is
+// a goroutine of its own, in the run's group: the scan and the GPU query
+// take milliseconds (an NVML call can take far longer on a sick driver),
+// and neither must delay a signal or a start. It reads outside the
+// supervisor's lock and folds each sample in under it (supervisor.fold).
+type sampler struct {
+	every time.Duration
+	// gpus is the GPU backend; nil: no GPU telemetry (off, no GPU to
+	// watch, or the backend failed once).
+	gpus GPUUsage
+	// watched are the GPUs sampled: the slots' own, then the
+	// allocation's others, each once.
+	watched []string
+	// owner maps a GPU's UUID to the slot it belongs to.
+	owner map[string]int
+}
+
+func newSampler(spec Spec, every time.Duration) *sampler {
+	sm := &sampler{every: every, gpus: spec.GPUs, owner: map[string]int{}}
+	for i, inst := range spec.Instances {
+		for _, u := range inst.GPUUUIDs {
+			if _, dup := sm.owner[u]; !dup {
+				sm.owner[u] = i
+				sm.watched = append(sm.watched, u)
+			}
+		}
+	}
+	for _, u := range spec.WatchGPUs {
+		if !slices.Contains(sm.watched, u) {
+			sm.watched = append(sm.watched, u)
+		}
+	}
+	if spec.Policy.Monitor == 0 || len(sm.watched) == 0 {
+		sm.gpus = nil
+	}
+	return sm
+}
+
+// run samples every tick until ctx ends.
+func (sm *sampler) run(ctx context.Context, s *supervisor) error {
+	if sm.every <= 0 {
+		return nil
+	}
+	t := time.NewTicker(sm.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			procs := scanProcs()
+			s.fold(now, &procs, sm.gpuUsage(s.log), sm)
+		}
+	}
+}
+
+// gpuUsage samples the watched GPUs; a backend that fails once is not
+// asked again.
+func (sm *sampler) gpuUsage(log *zap.Logger) []nvml.Usage {
+	if sm.gpus == nil {
+		return nil
+	}
+	usage, err := sm.gpus.Usage(sm.watched)
+	if err != nil {
+		log.Debug("GPU telemetry off: " + err.Error())
+		sm.gpus = nil
+		return nil
+	}
+	return usage
+}
+
+// fold takes one sample into every running slot, publishes it, and ends
+// a process tree over --mem-per-task.
+func (s *supervisor) fold(now time.Time, procs *procTable, usage []nvml.Usage, sm *sampler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if sl.pid == 0 {
+			continue
+		}
+		tree := procs.tree(sl.pid)
+		sl.out.CPUSeconds = max(sl.out.CPUSeconds, tree.cpu(procs))
+		if sm.gpus != nil {
+			for _, w := range sl.watch.observe(i, usage, tree.pids, sm.owner) {
+				s.log.Warn(w)
+				sl.watch.warnings = append(sl.watch.warnings, w)
+			}
+		}
+		sl.rss = tree.rss(procs)
+		sl.out.PeakRSS = max(sl.out.PeakRSS, sl.rss)
+		sl.cpuPercent = 0
+		if dt := now.Sub(sl.sampledAt).Seconds(); !sl.sampledAt.IsZero() && dt > 0 {
+			sl.cpuPercent = 100 * max(0, sl.out.CPUSeconds-sl.sampledCPU) / dt
+		}
+		sl.sampledAt, sl.sampledCPU = now, sl.out.CPUSeconds
+		s.publish(i)
+		if s.policy.overMemoryCap(sl.rss, sl.endedBy) {
+			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(sl.rss), sizeString(s.policy.MemPerTask)))
+			s.terminate(i, EndedMemory)
+		}
+	}
+}

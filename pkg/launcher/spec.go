@@ -1,0 +1,91 @@
+package launcher
+
+import (
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+)
+
+// Binding is what an instance is bound to before exec; empty CPUs: no affinity.
+type Binding struct {
+	CPUs      cpuset.Set
+	MemPolicy binding.MemPolicy
+	MemNodes  cpuset.Set
+}
+
+// BindingOf is the binding of a plan's slot.
+func BindingOf(s binding.Slot) Binding {
+	return Binding{CPUs: s.CPUs, MemPolicy: s.MemPolicy, MemNodes: s.MemNodes}
+}
+
+// Instance is one copy of the app, ready to start.
+type Instance struct {
+	Index int
+	// Rank is the instance's RANK: Index on one node, node × N + Index
+	// across nodes.
+	Rank    int
+	Path    string   // resolved executable
+	Args    []string // argv, argv[0] as the user gave it
+	Env     []string
+	Binding Binding
+	// Stdout and Stderr are file paths; "" writes to gpulaunch's own.
+	Stdout, Stderr string
+	// GPUs and CPUs describe the slot in logs and the summary.
+	GPUs, CPUs string
+	// GPUUUIDs are the instance's GPUs, for telemetry.
+	GPUUUIDs []string
+}
+
+// Policy is how instances are supervised: the limits and the answers to
+// failure a user chose. Its rules are pure methods (policy.go).
+type Policy struct {
+	// KillOnBadExit ends the others when one fails (srun -K).
+	KillOnBadExit bool
+	// WaitAfterFirst ends the others this long after the first exit (srun -W); 0: off.
+	WaitAfterFirst time.Duration
+	// Restarts is how often a failing instance is started again.
+	Restarts int
+	// Timeout ends an instance that runs longer; 0: none.
+	Timeout time.Duration
+	// KillWait is the grace between TERM and KILL.
+	KillWait time.Duration
+	// MemPerTask ends an instance whose process tree's RSS exceeds it; 0: none.
+	MemPerTask uint64
+	// Monitor is the telemetry interval (CPU time, RSS, GPU use, launch
+	// verification); 0 turns telemetry off.
+	Monitor time.Duration
+}
+
+// defaultKillWait is the grace between TERM and KILL when the policy
+// names none: below Slurm's default KillWait (30 s), so that gpulaunch's
+// own KILL comes before slurmstepd's.
+const defaultKillWait = 10 * time.Second
+
+// Spec is a whole run.
+type Spec struct {
+	Instances []Instance
+	Policy    Policy
+	// Label prefixes every output line with "<instance>: ", or with
+	// "<LabelHost>:<instance>: " when LabelHost is set (several nodes).
+	Label          bool
+	LabelHost      string
+	Stdout, Stderr io.Writer
+	Log            *zap.Logger
+	// GPUs samples GPU use; nil: none.
+	GPUs GPUUsage
+	// WatchGPUs are every GPU of the allocation (UUIDs): launch
+	// verification looks for instances on GPUs that are not theirs among
+	// them too. Instances' own GPUs are always watched.
+	WatchGPUs []string
+	// Board receives the live state for the control socket; nil: Run
+	// keeps one of its own.
+	Board *Board
+	// Queue, when set, makes the instances slots that run its tasks one
+	// after another (KillOnBadExit, WaitAfterFirst and Restarts do not
+	// apply; the queue has Retries and Halt).
+	Queue *Queue
+}

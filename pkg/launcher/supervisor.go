@@ -1,0 +1,647 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/sync/errgroup"
+)
+
+// supervisor runs one Spec: it starts every slot, follows the exits,
+// applies its mode's rules to them, and publishes each slot's state.
+//
+// Its goroutines and threads, all in one errgroup (Run):
+//   - the loop (run): waits for an event and hands it to one method —
+//     a signal to gpulaunch, a request from `gpulaunch signal`, a restart
+//     whose backoff ran out, a deadline (--timeout, the kill wait, -W);
+//   - the sampler (sampler.go): measures the slots every tick;
+//   - the reaper's sweep (reaper_linux.go): reaps orphans once a second;
+//   - output streams that outlive their process (output_linux.go);
+//   - and, outside the group, one locked thread per slot
+//     (slot_linux.go), which forks the slot's processes, copies their
+//     output, and hands each exit to handleExit there and then. Exits are
+//     not events of the loop: a hand-off between threads on that path
+//     cost a task queue a third of its throughput (`make bench`).
+//
+// Lock order: mu, then the board's lock or a lineMux's; the reaper's
+// locks are taken without mu only by forks, which do not hold it.
+type supervisor struct {
+	// What it runs, fixed when it starts.
+	spec   Spec
+	policy Policy // spec.Policy, defaults filled in
+	mode   runMode
+	log    *zap.Logger
+	board  *Board
+	joblog *Joblog // a queue's, or nil
+	// progress is told a queue's counts at every change; nil: nobody.
+	progress func(QueueStatus)
+	stdout   *lineMux  // the console's stdout, shared by every slot
+	stderr   *lineMux  // and its stderr
+	devnull  *os.File  // every process's stdin
+	reaper   *reaper   // gpulaunch as subreaper: forks registered, orphans swept
+	begun    time.Time // when the run started
+
+	// ctx ends when the loop does; timers deliver their events only
+	// until then.
+	ctx context.Context
+	// leftovers runs the output streams that outlive their process.
+	leftovers *errgroup.Group
+
+	// mu guards everything below. The loop takes it for each event, the
+	// sampler for each fold, and each slot thread to hand over an exit.
+	mu         sync.Mutex
+	slots      []slot
+	running    int   // slots whose process runs or is being started
+	pending    int   // restarts waiting out their backoff
+	stopping   bool  // nothing new starts: a signal, -K, -W or a halt
+	stopWhy    Ended // the first reason to stop
+	interrupts int   // SIGINTs received: the second KILLs at once
+	// killTimer KILLs everything the kill wait after the first stop
+	// (the first deadline stands); waitTimer is -W's clock.
+	killTimer, waitTimer *time.Timer
+
+	// Events for the loop. Buffered to the number of slots, so a timer
+	// never blocks on a busy loop.
+	idleC     chan struct{}  // the last running slot went idle
+	restartC  chan int       // slot i's backoff ran out
+	timeoutC  chan deadline  // a process ran past --timeout
+	killC     chan deadline  // a process outlived the kill wait after its TERM
+	killAllC  chan struct{}  // the kill wait after the first stop ran out
+	waitOverC chan struct{}  // -W ran out
+	signalC   chan os.Signal // signals to gpulaunch
+}
+
+// deadline is a timer's message about slot's process pid: it applies only
+// if that process still runs.
+type deadline struct{ slot, pid int }
+
+// Run starts every instance and supervises them until each has exited
+// and everything they left behind is reaped. It returns the outcomes in
+// instance order.
+func Run(spec Spec) ([]Outcome, error) {
+	s, err := newSupervisor(spec)
+	if err != nil {
+		if spec.Board != nil {
+			spec.Board.finish() // its readers must not wait for a run that never started
+		}
+		return nil, err
+	}
+	defer s.devnull.Close()
+	defer s.board.finish()
+	if s.mode.manyStarts() && os.Getenv("GOMAXPROCS") == "" {
+		// Each slot thread spends its life in a blocking poll, holding
+		// one of Go's Ps (the right to run Go code) while it waits. When
+		// no P is idle, Go's monitor takes them back as often as every
+		// 20 µs, and every exit must find one again; spare Ps leave them
+		// be. On a 2-CPU node that was a tenth of a task queue's rate
+		// (`make bench`). A run of instances exits once per instance and
+		// does not need them (the resize costs a start about a
+		// millisecond). A GOMAXPROCS the user set stands.
+		if want := min(len(spec.Instances)+2, 4*runtime.NumCPU()); want > runtime.GOMAXPROCS(0) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
+		}
+	}
+	signal.Notify(s.signalC, forwarded...)
+	defer signal.Stop(s.signalC)
+
+	group, ctx := errgroup.WithContext(context.Background())
+	ctx, endLoop := context.WithCancel(ctx)
+	s.ctx, s.leftovers = ctx, group
+	defer s.closeThreads()
+	startErr := s.startAll()
+	sm := newSampler(spec, s.policy.sampleEvery())
+	group.Go(func() error { defer endLoop(); return s.run(ctx) })
+	group.Go(func() error { return sm.run(ctx, s) })
+	group.Go(func() error { s.reaper.sweepUntil(ctx); return nil })
+	err = group.Wait()
+	s.stopTimers()
+	if err = errors.Join(startErr, err); err != nil {
+		return nil, err
+	}
+	s.board.finish()
+	return s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), nil
+}
+
+func newSupervisor(spec Spec) (*supervisor, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	n := len(spec.Instances)
+	s := &supervisor{
+		spec: spec, policy: spec.Policy, log: spec.Log, board: spec.Board, devnull: devnull, reaper: newReaper(), begun: time.Now(),
+		stdout: &lineMux{w: spec.Stdout}, stderr: &lineMux{w: spec.Stderr}, slots: make([]slot, n),
+		idleC: make(chan struct{}, 1), restartC: make(chan int, n), timeoutC: make(chan deadline, n), killC: make(chan deadline, n),
+		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
+	}
+	s.policy.KillWait = s.policy.killWait()
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.board == nil {
+		s.board = NewBoard(RunInfo{}, spec.Instances)
+	}
+	s.mode = &instanceMode{insts: spec.Instances, policy: s.policy}
+	if q := spec.Queue; q != nil {
+		s.mode, s.joblog, s.progress = queueMode{q}, q.Joblog, q.Progress
+	}
+	for i, inst := range spec.Instances {
+		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs)
+	}
+	return s, nil
+}
+
+// run is the loop: until no slot runs or waits to restart, it waits for
+// an event and hands it to the method that handles it. Then it ends what
+// the processes left behind.
+func (s *supervisor) run(ctx context.Context) error {
+	for !s.idle() {
+		select {
+		case <-s.idleC:
+		case sig := <-s.signalC:
+			s.handleSignal(sig.(syscall.Signal))
+		case req := <-s.board.signals:
+			req.reply <- s.signalFromClient(req)
+		case i := <-s.restartC:
+			s.restart(i)
+		case d := <-s.timeoutC:
+			s.timedOut(d)
+		case d := <-s.killC:
+			s.killLate(d)
+		case <-s.killAllC:
+			s.killAll()
+		case <-s.waitOverC:
+			s.waitOver()
+		}
+	}
+	if left := s.reaper.endDescendants(s.policy.KillWait); left > 0 {
+		s.log.Info(fmt.Sprintf("ended %d process(es) the instances left behind", left))
+	}
+	return nil
+}
+
+// idle: no slot runs or is about to restart.
+func (s *supervisor) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running == 0 && s.pending == 0
+}
+
+// startAll starts every slot's first job. When one cannot start (its
+// thread cannot be bound, its output file cannot be opened, the fork
+// fails), the run stops: the slots started already are killed, and Run
+// returns the error once they are reaped.
+func (s *supervisor) startAll() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.slots {
+		j, ok := s.mode.first(i)
+		if !ok {
+			s.final(i)
+			continue
+		}
+		s.slots[i].job = j
+		s.running++
+		if err := s.startSlot(i); err != nil {
+			s.running--
+			s.stopAll(EndedSignalled)
+			for k := range i {
+				s.signalGroup(k, syscall.SIGKILL)
+			}
+			return err
+		}
+	}
+	s.publishCounts()
+	return nil
+}
+
+// startSlot starts slot i's job on the slot's own thread, made on first
+// use, which then follows the process. The caller holds mu and counts the
+// slot as running already.
+func (s *supervisor) startSlot(i int) error {
+	sl := &s.slots[i]
+	if sl.thread == nil {
+		sl.thread = newSlotThread(s.reaper, sl.inst.Binding, s.leftovers, func(pid int, ws syscall.WaitStatus, fork forkFunc) *process {
+			return s.handleExit(i, pid, ws, fork)
+		})
+	}
+	var err error
+	s.mu.Unlock()
+	bindErr := sl.thread.start(func(fork forkFunc) *process {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err = s.startOn(i, fork); err != nil {
+			return nil
+		}
+		return sl.proc
+	})
+	s.mu.Lock()
+	if bindErr != nil {
+		return fmt.Errorf("instance %d: %w", i, bindErr)
+	}
+	return err
+}
+
+// startOn starts slot i's job through fork, on the slot's thread. The
+// caller holds mu, and counts the slot as running already: startOn lets
+// go of mu while it makes the pipes and forks, so that the slots start at
+// the same time (a slot thread that finds mu taken sleeps, and waking it
+// costs more than the work), and the run must not look finished
+// meanwhile. A stop that came in meanwhile ends the new process at once.
+func (s *supervisor) startOn(i int, fork forkFunc) error {
+	sl := &s.slots[i]
+	j := sl.job
+	env := sl.environ(j)
+	s.mu.Unlock()
+	proc, err := s.forkJob(i, j, env, fork)
+	s.mu.Lock()
+	if err != nil {
+		return err
+	}
+	sl.began(proc, time.Now())
+	if s.policy.Timeout > 0 {
+		d := deadline{i, proc.pid}
+		sl.timer = time.AfterFunc(s.policy.Timeout, func() { deliver(s.ctx, s.timeoutC, d) })
+	}
+	if s.stopping {
+		s.terminate(i, s.stopWhy)
+	}
+	s.publish(i)
+	s.noteStart(i)
+	return nil
+}
+
+// handleExit is the end of slot i's process pid, on the slot's thread:
+// the mode decides what follows, and the slot's next process, when it
+// starts one at once, is forked here too and returned.
+func (s *supervisor) handleExit(i, pid int, ws syscall.WaitStatus, fork forkFunc) *process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := &s.slots[i]
+	s.running--
+	e := sl.ended(ws, time.Now())
+	e.stopping, e.waitStarted = s.stopping, s.waitTimer != nil
+	s.noteExit(i, pid, e)
+	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)
+	s.publish(i)
+	s.publishCounts()
+	if s.running == 0 && s.pending == 0 {
+		select {
+		case s.idleC <- struct{}{}:
+		default:
+		}
+	}
+	return sl.proc
+}
+
+// apply carries out a mode's verdict on slot i's exit.
+func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
+	sl := &s.slots[i]
+	for _, n := range v.notes {
+		s.log.Log(n.level, n.msg)
+	}
+	if v.record != nil {
+		s.recordTask(i, *v.record)
+	}
+	if v.stopAll != "" {
+		s.stopAll(v.stopAll)
+		s.armKill()
+	}
+	if v.startWait {
+		s.waitTimer = time.AfterFunc(s.policy.WaitAfterFirst, func() { deliver(s.ctx, s.waitOverC, struct{}{}) })
+	}
+	switch v.then {
+	case thenDone:
+		s.final(i)
+	case thenLater:
+		sl.job, sl.pending = v.job, true
+		sl.restarts++
+		s.pending++
+		time.AfterFunc(v.delay, func() { deliver(s.ctx, s.restartC, i) })
+	case thenNow:
+		sl.job = v.job
+		s.running++
+		if err := s.startOn(i, fork); err != nil {
+			s.running--
+			s.log.Error(err.Error())
+			s.final(i)
+		}
+	}
+}
+
+// recordTask writes a finished task to the joblog and the slot's counts.
+func (s *supervisor) recordTask(i int, rec TaskRecord) {
+	out := &s.slots[i].out
+	out.Tasks++
+	if rec.Failed() {
+		out.TasksFailed++
+	}
+	if s.joblog == nil {
+		return
+	}
+	if err := s.joblog.Record(rec); err != nil {
+		s.log.Error("--joblog: " + err.Error())
+	}
+}
+
+// restart starts slot i again once its backoff ran out, unless the run
+// stopped meanwhile.
+func (s *supervisor) restart(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := &s.slots[i]
+	s.pending--
+	sl.pending = false
+	if s.stopping || sl.done {
+		s.final(i)
+		return
+	}
+	s.running++
+	if err := s.startSlot(i); err != nil {
+		s.running--
+		s.log.Error(err.Error())
+		s.final(i)
+	}
+}
+
+// final: slot i will not run again; its output ends once drained.
+func (s *supervisor) final(i int) {
+	sl := &s.slots[i]
+	if sl.done {
+		return
+	}
+	sl.done = true
+	s.publish(i)
+	ring := s.board.Output(i)
+	go func() { sl.readers.Wait(); ring.Close() }()
+}
+
+// stopAll stops the run: nothing new starts, every running process is
+// ended for why, and a slot waiting to restart is done.
+func (s *supervisor) stopAll(why Ended) {
+	if !s.stopping {
+		s.stopping, s.stopWhy = true, why
+	}
+	s.mode.stop(string(why))
+	for i := range s.slots {
+		s.terminate(i, why)
+		if sl := &s.slots[i]; sl.pending && !sl.done {
+			sl.pending = false // its timer still comes, and finds it done
+			s.final(i)
+		}
+	}
+}
+
+// terminate ends slot i's process for why: TERM to its group now, KILL
+// after the kill wait if it is still there.
+func (s *supervisor) terminate(i int, why Ended) {
+	sl := &s.slots[i]
+	if sl.pid == 0 {
+		return
+	}
+	if sl.endedBy == EndedItself {
+		sl.endedBy = why
+	}
+	s.publish(i)
+	s.signalGroup(i, syscall.SIGTERM)
+	d := deadline{i, sl.pid}
+	time.AfterFunc(s.policy.KillWait, func() { deliver(s.ctx, s.killC, d) })
+}
+
+// armKill sets the KILL that follows the first stop by the kill wait;
+// the first deadline stands.
+func (s *supervisor) armKill() {
+	if s.killTimer == nil {
+		s.killTimer = time.AfterFunc(s.policy.KillWait, func() { deliver(s.ctx, s.killAllC, struct{}{}) })
+	}
+}
+
+func (s *supervisor) signalGroup(i int, sig syscall.Signal) {
+	if pid := s.slots[i].pid; pid > 0 {
+		_ = syscall.Kill(-pid, sig)
+	}
+}
+
+// handleSignal applies onSignal's decision about a signal to gpulaunch.
+func (s *supervisor) handleSignal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sig == syscall.SIGINT {
+		s.interrupts++
+	}
+	a := onSignal(sig, s.mode.drainsOnHangup(), s.stopping, s.interrupts)
+	if a.drain {
+		if s.mode.stop("SIGHUP") {
+			s.log.Info("SIGHUP: the running tasks finish, no new task starts (TERM or Ctrl-C ends them)")
+		}
+		s.publishCounts()
+		return
+	}
+	for i := range s.slots {
+		s.signalGroup(i, sig)
+	}
+	if a.stop {
+		s.mode.stop(SignalName(sig))
+	}
+	if a.beginStop {
+		// A scheduled restart sees stopping when its timer fires.
+		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(sig), s.policy.KillWait))
+		s.stopping, s.stopWhy = true, EndedSignalled
+		for i := range s.slots {
+			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == EndedItself {
+				sl.endedBy = EndedSignalled
+				s.publish(i)
+			}
+		}
+		s.armKill()
+	}
+	if a.killNow {
+		s.killAll()
+	}
+}
+
+// signalFromClient sends a `gpulaunch signal` request's signal.
+func (s *supervisor) signalFromClient(req signalRequest) signalReply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sent []Signalled
+	for i := range s.slots {
+		if pid := s.slots[i].pid; (req.instance == i || req.instance == AllInstances) && pid > 0 {
+			s.signalGroup(i, req.sig)
+			sent = append(sent, Signalled{Instance: i, PID: pid})
+		}
+	}
+	switch {
+	case len(sent) > 0:
+		s.log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", SignalName(req.sig), describeSent(sent)))
+		return signalReply{sent: sent}
+	case req.instance == AllInstances:
+		return signalReply{err: errors.New("no instance is running")}
+	}
+	return signalReply{err: fmt.Errorf("instance %d is not running (state %s)", req.instance, s.slots[req.instance].state())}
+}
+
+// timedOut ends a process that ran past --timeout.
+func (s *supervisor) timedOut(d deadline) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots[d.slot].pid == d.pid {
+		s.log.Info(fmt.Sprintf("instance %d ran past --timeout %s: ending it", d.slot, s.policy.Timeout))
+		s.terminate(d.slot, EndedTimeout)
+	}
+}
+
+// killLate KILLs a process that outlived the kill wait after its TERM.
+func (s *supervisor) killLate(d deadline) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots[d.slot].pid == d.pid {
+		_ = syscall.Kill(-d.pid, syscall.SIGKILL)
+	}
+}
+
+// killAll KILLs every running process group.
+func (s *supervisor) killAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.slots {
+		s.signalGroup(i, syscall.SIGKILL)
+	}
+}
+
+// waitOver: -W ran out after the first instance was done.
+func (s *supervisor) waitOver() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.Info(fmt.Sprintf("--wait %s after the first exit: ending the others", s.policy.WaitAfterFirst))
+	s.stopAll(EndedWait)
+	s.armKill()
+}
+
+// publish writes slot i's row of the live table from the slot's facts:
+// the one place that does, so that `gpulaunch status`, the summary and
+// the report (from outcome) cannot disagree.
+func (s *supervisor) publish(i int) {
+	s.board.update(i, func(row *InstanceStatus) { s.slots[i].row(i, row) })
+}
+
+// publishCounts gives a queue's counts to the board and the progress line.
+func (s *supervisor) publishCounts() {
+	qs, ok := s.mode.counts(s.running, time.Since(s.begun))
+	if !ok {
+		return
+	}
+	s.board.setQueue(qs)
+	if s.progress != nil {
+		s.progress(qs)
+	}
+}
+
+// noteStart logs a start: at info for an instance, at debug for the many
+// tasks of a queue (whose message is then built only when read).
+func (s *supervisor) noteStart(i int) {
+	sl := &s.slots[i]
+	level := s.startLevel()
+	if !s.log.Core().Enabled(level) {
+		return
+	}
+	j, b := sl.job, sl.inst.Binding
+	msg := fmt.Sprintf("%s started in slot %d: pid %d", j.name(i), i, sl.pid)
+	if j.task.Seq == 0 {
+		msg = fmt.Sprintf("%s started: pid %d, GPU %s, CPUs %s, memory %s", j.name(i), sl.pid, orDash(sl.inst.GPUs), b.describeCPUs(), orDash(b.describeMemory()))
+	}
+	fields := append(j.fields(i), zap.Int("pid", sl.pid), zap.String("gpus", sl.inst.GPUs), zap.String("cpus", b.CPUs.String()),
+		zap.String("mem_policy", string(b.MemPolicy)), zap.String("mem_nodes", b.MemNodes.String()))
+	s.log.Log(level, msg, fields...)
+}
+
+// noteExit logs an exit, at the level of the mode's starts.
+func (s *supervisor) noteExit(i, pid int, e exitFacts) {
+	level := s.startLevel()
+	if !s.log.Core().Enabled(level) {
+		return
+	}
+	j := s.slots[i].job
+	fields := append(j.fields(i), zap.Int("pid", pid), zap.Int("exit_code", e.code), zap.String("signal", SignalName(e.signal)),
+		zap.Duration("wall", e.wall), zap.String("ended_by", string(e.by)))
+	s.log.Log(level, fmt.Sprintf("%s exited: %s after %s", j.name(i), e.status(), e.wall.Round(time.Millisecond)), fields...)
+}
+
+func (s *supervisor) startLevel() zapcore.Level {
+	if s.mode.manyStarts() {
+		return zap.DebugLevel
+	}
+	return zap.InfoLevel
+}
+
+// stopTimers stops the run-wide timers once the run is over.
+func (s *supervisor) stopTimers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range []*time.Timer{s.killTimer, s.waitTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// closeThreads ends the slot threads; every slot is idle by then.
+func (s *supervisor) closeThreads() {
+	for i := range s.slots {
+		if t := s.slots[i].thread; t != nil {
+			t.close()
+		}
+	}
+}
+
+// outcomes are the slots' outcomes once the run is over; verify: launch
+// verification judges an instance that ended before verifyAfter samples
+// on the samples it had.
+func (s *supervisor) outcomes(verify bool) []Outcome {
+	outs := make([]Outcome, len(s.slots))
+	for i := range s.slots {
+		w := s.slots[i].watch
+		if verify {
+			for _, msg := range w.verify(i) {
+				s.log.Warn(msg)
+				w.warnings = append(w.warnings, msg)
+			}
+		}
+		outs[i] = s.slots[i].outcome(i)
+	}
+	return outs
+}
+
+// deliver sends a timer's event to the loop, unless the loop has ended.
+func deliver[T any](ctx context.Context, ch chan<- T, v T) {
+	select {
+	case ch <- v:
+	case <-ctx.Done():
+	}
+}
+
+// describeCPUs is a binding's CPUs for the log: "not bound" without any.
+func (b Binding) describeCPUs() string {
+	if b.CPUs.IsEmpty() {
+		return "not bound"
+	}
+	return b.CPUs.String()
+}
+
+// describeMemory is a binding's memory policy for the log.
+func (b Binding) describeMemory() string {
+	mem := string(b.MemPolicy)
+	if !b.MemNodes.IsEmpty() {
+		mem += " on NUMA " + b.MemNodes.String()
+	}
+	return mem
+}

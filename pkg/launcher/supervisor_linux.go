@@ -1,0 +1,118 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+)
+
+// forkJob starts slot i's job with env through fork, on the slot's
+// thread, without the supervisor's lock: it opens the job's output
+// streams and forks. What it reads of the supervisor is fixed for the
+// run.
+func (s *supervisor) forkJob(i int, j job, env []string, fork forkFunc) (*process, error) {
+	sl := &s.slots[i]
+	streams, err := s.openStreams(j, s.board.Output(i))
+	if err != nil {
+		return nil, fmt.Errorf("instance %d: %w", i, err)
+	}
+	attr := &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{s.devnull.Fd(), uintptr(streams[0].child), uintptr(streams[1].child)},
+		// Own process group: signals go to the whole instance.
+		// Parent-death signal: instances die with gpulaunch, even when it
+		// is SIGKILLed.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	for _, st := range streams {
+		// counted before the fork: a stream may end on its own goroutine
+		// at once
+		sl.readers.Add(1)
+		release := st.ended
+		st.ended = func() {
+			release()
+			sl.readers.Done()
+		}
+	}
+	proc, err := fork(launch{j.path, j.args, attr, streams[:]})
+	if err != nil {
+		closeStreams(streams[:])
+		return nil, fmt.Errorf("instance %d: starting %s: %w", i, j.path, err)
+	}
+	for _, st := range streams {
+		_ = syscall.Close(st.child)
+	}
+	return proc, nil
+}
+
+// openStreams opens stdout and stderr for one start of j: to the console
+// (labelled when asked) or to j's files, and to the slot's output ring. A job that ran before (a
+// restart, a retry) appends to its files instead of truncating them.
+// Stdout and stderr given the same file share one writer, so neither
+// overwrites the other.
+func (s *supervisor) openStreams(j job, ring *Ring) (out [2]*stream, err error) {
+	var file *lineMux
+	var refs atomic.Int32
+	var fileRelease func()
+	paths := [2]string{j.stdout, j.stderr}
+	for k, path := range paths {
+		release := func() {}
+		sink := []*lineMux{s.stdout, s.stderr}[k]
+		prefix := s.label(j.label)
+		if path != "" {
+			prefix = ""
+			if k == 1 && path == paths[0] {
+				sink = file
+			} else {
+				flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+				if j.try > 0 {
+					flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+				}
+				f, err := os.OpenFile(path, flags, 0o644)
+				if err != nil {
+					closeStreams(out[:k])
+					return out, err
+				}
+				file = &lineMux{w: f}
+				sink = file
+				refs.Store(0)
+				fileRelease = func() {
+					if refs.Add(-1) == 0 {
+						f.Close()
+					}
+				}
+			}
+			refs.Add(1)
+			release = fileRelease
+		}
+		fd, child, err := outputPipe()
+		if err != nil {
+			release()
+			closeStreams(out[:k])
+			return out, err
+		}
+		out[k] = &stream{child: child, fd: fd, copier: sink.copier(prefix, ring), ended: release}
+	}
+	return out, nil
+}
+
+// label is the console prefix of a job's lines: "3: ", or "node2:3: "
+// over several nodes; "" without -l.
+func (s *supervisor) label(n int) string {
+	switch {
+	case !s.spec.Label:
+		return ""
+	case s.spec.LabelHost != "":
+		return fmt.Sprintf("%s:%d: ", s.spec.LabelHost, n)
+	}
+	return fmt.Sprintf("%d: ", n)
+}
+
+// closeStreams gives up streams that no process will write.
+func closeStreams(ss []*stream) {
+	for _, s := range ss {
+		s.close()
+		s.ended()
+	}
+}
