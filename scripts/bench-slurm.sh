@@ -8,13 +8,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${BENCH_RUNS:-7}
 ROOT=${TESTBED_ROOT:-/var/lib/gpulaunch-testbed}
+GL=${GL:-bin/gpulaunch} # the gpulaunch to measure (make bench builds bin/gpulaunch)
 if [ "$(id -u)" != 0 ] || ! sinfo -h -o %T 2>/dev/null | grep -q -E 'idle|mix'; then
   echo "  skipped: needs root and the Slurm testbed (sudo scripts/slurm-testbed.sh up)"
   exit 0
 fi
+# the jobs' working directories live under $ROOT/work, which a fresh
+# testbed has not made yet (only the integration tests make it)
+mkdir -p "$ROOT/work"
 work=$(mktemp -d "$ROOT/work/bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cp bin/gpulaunch "$work/gpulaunch"
+cp "$GL" "$work/gpulaunch"
 cat >"$work/job.sh" <<JOB
 #!/bin/bash
 export GPULAUNCH_NODE_FILE=$ROOT/node.json
@@ -33,7 +37,7 @@ sruns() { # n gres: the hand-written pattern
 for i in \$(seq $R); do
   once gl4 \$GL -n 4 -- true
   once srun4 sruns 4 gpu:1
-  once gl16 \$GL -n 16 -G 0 -- true
+  once gl16 \$GL -n 16 -G 0 -O -- true
   once srun16 sruns 16 none
 done >"$work/times"
 for k in gl4 srun4 gl16 srun16; do echo "\$k \$(awk -v k=\$k '\$1 == k {print \$2}' "$work/times" | median)"; done

@@ -43,7 +43,7 @@ echo
 echo "== launch: start and finish N instances of true (median of $R runs)"
 printf '  %-4s %14s %14s %8s\n' N gpulaunch 'sh: true &…' ratio
 for n in 8 64; do
-  g=$(for _ in $(seq "$R"); do time_us "$GL" -n "$n" -G 0 -- /bin/true; done | median)
+  g=$(for _ in $(seq "$R"); do time_us "$GL" -n "$n" -G 0 -O -- /bin/true; done | median)
   s=$(for _ in $(seq "$R"); do time_us sh -c "i=0; while [ \$i -lt $n ]; do /bin/true & i=\$((i+1)); done; wait"; done | median)
   awk -v n="$n" -v g="$g" -v s="$s" 'BEGIN { printf "  %-4s %11.1f ms %11.1f ms %7.2fx  (target <= 2x)\n", n, g/1000, s/1000, g/s }'
   if [ -n "$OLD" ]; then
@@ -55,13 +55,13 @@ done
 echo
 echo "== labelled output: 8 writers x 250,000 lines, gpulaunch -l to /dev/null vs the same writers through cat"
 writer='yes "the quick brown fox jumps over the lazy dog 0123456789" | head -n 250000'
-g=$(for _ in $(seq 3); do time_us sh -c "$GL -n 8 -G 0 -l -- sh -c '$writer' >/dev/null 2>/dev/null"; done | median)
+g=$(for _ in $(seq 3); do time_us sh -c "$GL -n 8 -G 0 -O -l -- sh -c '$writer' >/dev/null 2>/dev/null"; done | median)
 c=$(for _ in $(seq 3); do time_us sh -c "for i in 1 2 3 4 5 6 7 8; do sh -c '$writer' & done | cat >/dev/null; wait"; done | median)
 awk -v g="$g" -v c="$c" 'BEGIN { mb = 8*250000*56/1e6; printf "  gpulaunch -l %.0f MB/s, cat %.0f MB/s: %.2fx of cat (target >= 0.5x)\n", mb/(g/1e6), mb/(c/1e6), c/g }'
 
 echo
 echo "== supervising 64 sleeping instances for 10 s: gpulaunch's own RSS and CPU"
-"$GL" -n 64 -G 0 -- sleep 10 >/dev/null 2>&1 &
+"$GL" -n 64 -G 0 -O -- sleep 10 >/dev/null 2>&1 &
 pid=$!
 sleep 1
 peak=0
@@ -84,9 +84,9 @@ echo "== the sampler's own cost: 64 sleeping instances for 20 s at the default -
 echo "   against the same run with telemetry off, both at once; CPU time from /proc/PID/task/*/schedstat"
 # every thread of the process (the Go runtime spreads work over several)
 cpu_ns() { cat /proc/$1/task/*/schedstat | awk '{s += $1} END {print s}'; }
-"$GL" -n 64 -G 0 -- sleep 23 >/dev/null 2>&1 &
+"$GL" -n 64 -G 0 -O -- sleep 23 >/dev/null 2>&1 &
 on=$!
-"$GL" -n 64 -G 0 --monitor-interval 0 -- sleep 23 >/dev/null 2>&1 &
+"$GL" -n 64 -G 0 -O --monitor-interval 0 -- sleep 23 >/dev/null 2>&1 &
 off=$!
 sleep 1.5
 a0=$(cpu_ns $on); b0=$(cpu_ns $off); s0=$(now_us)

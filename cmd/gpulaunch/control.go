@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -239,7 +240,11 @@ func (a *app) logs(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	return c.Logs(ctx, i, follow, tail, a.stdout)
+	if err := c.Logs(ctx, i, follow, tail, a.stdout); !errors.Is(err, syscall.EPIPE) {
+		return err
+	}
+	// the reader has gone (`gpulaunch logs -f 2 | head`): done, as cat is
+	return nil
 }
 
 func (a *app) signal(args []string) error {
@@ -383,15 +388,24 @@ func humanBytes(b uint64) string {
 	return "0"
 }
 
-// listenControl opens this run's control socket; a run goes on without
-// one (a read-only temp dir, a planted directory), with a warning.
-func (a *app) listenControl(board *launcher.Board, log *zap.Logger) *control.Server {
+// listenControl opens this run's control socket. A run goes on without
+// one (a read-only temp dir, a planted directory), with a warning — unless
+// it is required (--tmux's panes read it): then the run is refused, and
+// nothing it made is left.
+func (a *app) listenControl(board *launcher.Board, log *zap.Logger, required bool) (*control.Server, error) {
 	dir := a.socketDirs()[0]
+	_, statErr := os.Lstat(dir)
 	srv, err := control.Listen(dir, a.hostname, a.pid, a.uid, board, log)
-	if err != nil {
-		log.Warn(fmt.Sprintf("no control socket (gpulaunch status/top/logs/signal will not find this run): %v", err))
-		return nil
+	if err == nil {
+		board.SetSocket(srv.Path())
+		return srv, nil
 	}
-	board.SetSocket(srv.Path())
-	return srv
+	if required {
+		if statErr != nil {
+			_ = os.Remove(dir) // made just now, and empty
+		}
+		return nil, usagef("--tmux: its panes follow the run through the control socket, which cannot be opened: %v: nothing was started (drop --tmux to run without it)", err)
+	}
+	log.Warn(fmt.Sprintf("no control socket (gpulaunch status/top/logs/signal will not find this run): %v", err))
+	return nil, nil
 }

@@ -39,7 +39,7 @@ func TestDistributedBadInput(t *testing.T) {
 		{"port out of range", nil, []string{"-n", "2", "-G", "0", "--ddp", "--master-port", "70000", "--", "true"}, "--master-port 70000: a port is 1..65535"},
 		{"unknown --ranks", nil, []string{"-n", "2", "-G", "0", "--ranks", "nodes", "--", "true"}, `--ranks "nodes": use global`},
 		{"a task queue over nodes", nodeOfStep("0"), []string{"-n", "2", "-G", "0", "--tasks", tasks}, "would run every task on every node"},
-		{"srun spread 7+1 is not one gpulaunch per node", spread, []string{"-n", "4", "-G", "0", "--", "true"}, "runs 7,1 tasks per node"},
+		{"srun spread 7+1 is not one gpulaunch per node", spread, []string{"-n", "4", "-G", "0", "-O", "--", "true"}, "runs 7,1 tasks per node"},
 		{"mpirun over nodes outside Slurm without --master-addr",
 			binding.Env{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "PATH": os.Getenv("PATH")},
 			[]string{"-n", "2", "-G", "0", "--ddp", "--", "true"}, "give --master-addr"},

@@ -85,6 +85,9 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if err != nil {
 		return err
 	}
+	if err := checkArgv(argv); err != nil {
+		return err
+	}
 	var path string
 	if len(argv) > 0 {
 		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {

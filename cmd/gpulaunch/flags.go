@@ -41,13 +41,32 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 	fs.SetOutput(io.Discard)
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		return false, usagef("%v (see `gpulaunch %s --help`)", err, fs.Name())
+		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err), fs.Name())
 	}
 	if *help {
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
 	return false, nil
+}
+
+// flagError says what pflag found wrong in words, without the parser's
+// own (`strconv.ParseInt: parsing "abc": invalid syntax`).
+func flagError(err error) string {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err.Error()
+	}
+	f := bad.GetFlag()
+	name := "--" + f.Name
+	if f.Shorthand != "" {
+		name = "-" + f.Shorthand + "/" + name
+	}
+	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word"}[f.Value.Type()]
+	if want == "" {
+		want = "a " + f.Value.Type()
+	}
+	return fmt.Sprintf("%s: invalid argument %q: not %s", name, bad.GetValue(), want)
 }
 
 func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }

@@ -67,6 +67,10 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	if g.MultiNode() && o.tasks.queueMode() {
 		return nil, usagef("a task queue on %d nodes (%s) would run every task on every node: run it from one node (srun -N 1 gpulaunch --tasks …), or give each node its own task file", g.Size, g.Source)
 	}
+	if g.MultiNode() && o.policy.Group && o.policy.Restarts > 0 {
+		return nil, usagef("--ddp --restarts %d on %d nodes: a group restart here would leave the other nodes' ranks waiting for these in their collectives; over several nodes let a failure end the step (srun -K, see docs/multinode.md) and resubmit, or drop --restarts",
+			o.policy.Restarts, g.Size)
+	}
 	if g.MultiNode() {
 		l.names.NodeIndex, l.names.Host = g.Rank, g.Host
 		log.Debug(fmt.Sprintf("node %d of %d (%s): ranks %d..%d of %d", g.Rank, g.Size, g.Source,

@@ -139,10 +139,12 @@ type planFlags struct {
 	instances, gpus, cpus int
 	memBind               string
 	shareGPUs             bool
+	overcommit            bool
 }
 
 func (p *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&p.instances, "ntasks", "n", 0, "number of instances N")
+	fs.BoolVarP(&p.overcommit, "overcommit", "O", false, "allow more instances than allowed CPUs; they share them (as srun -O)")
 	p.registerShape(fs, "instance", "GPUs per instance; 0 runs instances without a GPU")
 }
 
@@ -165,7 +167,7 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 	if err != nil {
 		return binding.Request{}, usageError{err.Error()}
 	}
-	r := binding.Request{Instances: p.instances, GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol, ShareGPUs: p.shareGPUs}
+	r := binding.Request{Instances: p.instances, GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol, ShareGPUs: p.shareGPUs, Overcommit: p.overcommit}
 	return r, nil
 }
 

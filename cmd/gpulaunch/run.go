@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher/control"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -51,13 +54,15 @@ type runFlags struct {
 	report        string
 	tmux          bool
 	ranks         string
+	openMode      string
 	ddp           ddpFlags
 }
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&r.label, "label", "l", false, "prefix every output line with its instance number")
-	fs.StringVarP(&r.output, "output", "o", "", "stdout file pattern per instance: %t instance, %j job, %s step, %N host, %n node index")
-	fs.StringVarP(&r.error, "error", "e", "", "stderr file pattern per instance (same patterns)")
+	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file")
+	fs.StringVarP(&r.error, "error", "e", "", "stderr to this file pattern (same patterns)")
+	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends")
 	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
 	fs.StringVarP(&r.wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
 	fs.IntVar(&r.restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
@@ -143,7 +148,52 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 			return nil, usageError{err.Error()}
 		}
 	}
+	// srun's: without -e, stderr goes where -o sends stdout
+	if o.flags.output != "" && !o.fs.Changed("error") {
+		o.flags.error = o.flags.output
+	}
+	if m := o.flags.openMode; m != "" && m != string(launcher.OpenTruncate) && m != string(launcher.OpenAppend) {
+		return nil, usagef("--open-mode %q: use truncate or append (as srun)", m)
+	}
+	if err := o.checkCommand(); err != nil {
+		return nil, err
+	}
+	o.policy.Group = o.flags.ddp.ddp
 	return o, nil
+}
+
+// checkCommand refuses what a command line asks and a run cannot do.
+func (o *runOptions) checkCommand() error {
+	if o.common.json && !o.flags.dryRun {
+		return usagef("--json: a run writes its summary as a table on stderr; for JSON give --report FILE (docs/report.md), or --dry-run --json for the plan")
+	}
+	return checkArgv(o.argv)
+}
+
+// checkArgv refuses a COMMAND no program could be started with.
+func checkArgv(argv []string) error {
+	if len(argv) > 0 && argv[0] == "" {
+		return usagef("the COMMAND after -- is an empty word: give the program to run")
+	}
+	for _, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return usagef("an argument holds a NUL byte, which no program argument can carry: %q", a)
+		}
+	}
+	return nil
+}
+
+// openMode is how output files are opened: --open-mode, else truncate,
+// except that a --resume appends (the tasks it does not rerun keep what
+// they wrote).
+func (o *runOptions) openMode() launcher.OpenMode {
+	switch {
+	case o.flags.openMode != "":
+		return launcher.OpenMode(o.flags.openMode)
+	case o.tasks.resume || o.tasks.resumeFailed:
+		return launcher.OpenAppend
+	}
+	return launcher.OpenTruncate
 }
 
 // run is `gpulaunch [run]`: read the command line, decide the launch,
@@ -194,6 +244,9 @@ func (a *app) run(args []string) error {
 	}
 	l.src, l.usageDir = src, usageDir
 	if o.flags.dryRun {
+		if o.common.json {
+			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan))
+		}
 		writePlan(a.stdout, l.alloc, l.plan)
 		return nil
 	}
@@ -224,8 +277,10 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 	return false, nil
 }
 
-// start starts what the launch decided: the checks that need the plan,
-// the instances, the task queue, then supervise.
+// start starts what the launch decided. Everything the run will write is
+// checked first and opened only when every check has passed, so that a
+// refusal leaves the disk as it was: the output files and --report's file
+// (checkOutputs), then the control socket, then the joblog.
 func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *console, log *zap.Logger) error {
 	tmux := ""
 	if o.flags.tmux {
@@ -234,7 +289,6 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 			return err
 		}
 	}
-	a.warnBeforeStart(o, l, log)
 	insts, err := l.instances(a.baseEnv(), o)
 	if err != nil {
 		return err
@@ -244,9 +298,25 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 		if queue, err = a.newQueue(o, l, tasks); queue == nil || err != nil {
 			return err
 		}
+	}
+	if err := checkOutputs(o, l, insts, queue); err != nil {
+		return err
+	}
+	a.warnBeforeStart(o, l, log)
+	started := time.Now()
+	board := launcher.NewBoard(l.runInfo(a, started), insts)
+	srv, err := a.listenControl(board, log, tmux != "")
+	if err != nil {
+		return err
+	}
+	if queue != nil && o.tasks.joblog != "" {
+		if queue.Joblog, err = launcher.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
+			srv.Close(0)
+			return usagef("--joblog: %v: nothing was started", err)
+		}
 		defer queue.Joblog.Close()
 	}
-	return a.supervise(o, l, insts, queue, con, tmux, log)
+	return a.supervise(o, l, insts, queue, board, srv, con, tmux, log)
 }
 
 // warnBeforeStart says what the user should know before the instances
@@ -267,8 +337,8 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 	}
 }
 
-// newQueue makes the task queue: what --resume leaves to run, the
-// joblog opened. Nil and no error: the joblog has every task done.
+// newQueue makes the task queue: what --resume leaves to run. Nil and no
+// error: the joblog has every task done.
 func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launcher.Queue, error) {
 	todo, skipped, err := skipDone(tasks, o.tasks)
 	if err != nil {
@@ -279,25 +349,30 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 		return nil, nil
 	}
 	names, out, errPat := l.names, o.flags.output, o.flags.error
-	q := &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Retries: o.tasks.retries, Halt: o.halt, Host: a.hostname,
+	// The joblog's Host is ":", as GNU parallel writes for the local
+	// machine: a resume by parallel itself matches it.
+	q := &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
 		ForSlot: func(t launcher.Task, slot int) launcher.Task { return forSlot(t, slot, out, errPat, names) }}
-	if o.tasks.joblog != "" {
-		if q.Joblog, err = launcher.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
-			return nil, usagef("--joblog: %v: nothing was started", err)
-		}
-	}
 	return q, nil
 }
 
 // supervise runs the instances, with the control socket that `gpulaunch
-// status` reads, --tmux's window and the progress line beside them, and
-// then says how it went. The supervisor, the socket and the progress
-// line are one group: the command returns when all three have ended.
-func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, queue *launcher.Queue, con *console, tmux string, log *zap.Logger) error {
-	started := time.Now()
-	board := launcher.NewBoard(l.runInfo(a, started), insts)
+// status` reads (srv, nil without one), --tmux's window and the progress
+// line beside them, and then says how it went. The supervisor, the socket
+// and the progress line are one group: the command returns when all three
+// have ended.
+func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, queue *launcher.Queue, board *launcher.Board, srv *control.Server,
+	con *console, tmux string, log *zap.Logger) error {
+	started := board.Snapshot().Run.Started
+	// Output to a reader that has gone (`gpulaunch … | head`) is dropped
+	// with a warning (lineMux) instead of killing gpulaunch, which would
+	// leave its instances unsupervised and its socket behind. Notify, not
+	// Ignore: an ignored signal would be ignored by the instances too.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	var g errgroup.Group
-	if srv := a.listenControl(board, log); srv != nil {
+	if srv != nil {
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
 		if tmux != "" {
 			if err := a.openTmuxWindow(tmux, srv.Path(), len(insts)); err != nil {
@@ -306,21 +381,19 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, que
 		}
 		// clients following output get a moment to read the last of it
 		g.Go(func() error { srv.CloseAfter(board.Done(), 2*time.Second); return nil })
-	} else if tmux != "" {
-		log.Warn("--tmux: no panes without the control socket; the run goes on")
 	}
 	ctx, runEnded := context.WithCancel(context.Background())
 	if con.progress != nil {
 		queue.Progress = con.progress.update
 		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
 	}
-	var outs []launcher.Outcome
+	var res launcher.Result
 	g.Go(func() error {
 		defer runEnded()
 		var err error
-		outs, err = launcher.Run(launcher.Spec{
+		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
-			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, Board: board, Queue: queue,
+			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board, Queue: queue,
 		})
 		return err
 	})
@@ -329,19 +402,26 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, que
 	if err != nil {
 		return err
 	}
-	return a.finish(l, insts, outs, queue, con, started)
+	return a.finish(l, insts, res, queue, con, started)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, insts []launcher.Instance, outs []launcher.Outcome, queue *launcher.Queue, con *console, started time.Time) error {
+func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, queue *launcher.Queue, con *console, started time.Time) error {
+	outs := res.Outcomes
 	var code int
 	if queue != nil {
 		code = queue.ExitCode()
 		launcher.WriteQueueSummary(con.stderr, queue, insts, outs, time.Since(started))
+		if lost, why := queue.Joblog.Lost(); lost > 0 {
+			// a --resume would run those tasks again: the run is not what
+			// its joblog says
+			fmt.Fprintf(con.stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
+			code = 255
+		}
 	} else {
-		code = launcher.ExitCode(outs)
+		code = res.ExitCode()
 		if l.group.MultiNode() {
 			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,
 				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)

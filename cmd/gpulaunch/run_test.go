@@ -75,6 +75,10 @@ func helper(name string, args []string) int {
 		fmt.Fprintln(f, "started")
 		f.Close()
 		return 1
+	case "burn": // use args[0] of CPU time, then exit
+		d, _ := time.ParseDuration(args[0])
+		burnCPU(d)
+		return 0
 	case "sleep": // sleep args[0]; args[1] is a marker for /proc scans
 		d, _ := time.ParseDuration(args[0])
 		time.Sleep(d)
@@ -357,7 +361,7 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := gpulaunch(t, append([]string{"-n", "4", "-G", "0"}, tc.args...)...).CombinedOutput()
+			b, err := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-O"}, tc.args...)...).CombinedOutput()
 			if got := exitStatus(err); got != tc.want {
 				t.Fatalf("exit %d, want %d\n%s", got, tc.want, b)
 			}
@@ -388,7 +392,7 @@ func TestRunCommandThatCannotRun(t *testing.T) {
 func TestRunKillOnBadExit(t *testing.T) {
 	mk := marker(t)
 	begin := time.Now()
-	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-K", "--kill-wait", "2s"}, helperArgs("fail-after", "1s", "5", mk)...)...).CombinedOutput()
+	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-O", "-K", "--kill-wait", "2s"}, helperArgs("fail-after", "1s", "5", mk)...)...).CombinedOutput()
 	if got := exitStatus(err); got != 5 {
 		t.Fatalf("exit %d, want the failure's 5\n%s", got, b)
 	}
@@ -402,7 +406,7 @@ func TestRunKillOnBadExit(t *testing.T) {
 
 func TestRunWaitAfterFirstExit(t *testing.T) {
 	begin := time.Now()
-	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-W", "2", "--kill-wait", "1s"}, helperArgs("fail-after", "0s", "0")...)...).CombinedOutput()
+	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-O", "-W", "2", "--kill-wait", "1s"}, helperArgs("fail-after", "0s", "0")...)...).CombinedOutput()
 	if got := exitStatus(err); got != 0 || time.Since(begin) > 30*time.Second {
 		t.Fatalf("exit %d after %s\n%s", got, time.Since(begin), b)
 	}
@@ -440,7 +444,7 @@ func TestRunMemoryCap(t *testing.T) {
 func TestRunSignalsReachEveryInstance(t *testing.T) {
 	dir := t.TempDir()
 	mk := filepath.Join(dir, "term")
-	cmd := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-l", "--kill-wait", "1s"}, helperArgs("term-marker", mk, "3")...)...)
+	cmd := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-O", "-l", "--kill-wait", "1s"}, helperArgs("term-marker", mk, "3")...)...)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -461,7 +465,7 @@ func TestRunSignalsReachEveryInstance(t *testing.T) {
 
 func TestRunSIGKILLLeavesNothing(t *testing.T) {
 	mk := marker(t)
-	cmd := gpulaunch(t, append([]string{"-n", "3", "-G", "0"}, helperArgs("sleep", "60s", mk)...)...)
+	cmd := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-O"}, helperArgs("sleep", "60s", mk)...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +527,8 @@ func TestRunReapsOrphansWhileRunning(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	err = cmd.Wait()
 	b, _ := os.ReadFile(logf.Name())
-	if err != nil {
+	// the instance exits 0 on its TERM, but the run did not finish: 143
+	if exitStatus(err) != 128+int(syscall.SIGTERM) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	if !strings.Contains(string(b), "orphaned") || !strings.Contains(string(b), "instance 0 exited: 0") {
@@ -553,7 +558,7 @@ func childrenOf(pid int) []int {
 
 func TestRunLabelledOutputIsWholeAndUntorn(t *testing.T) {
 	const n, lines = 8, 100000
-	cmd := gpulaunch(t, append([]string{"-n", strconv.Itoa(n), "-G", "0", "-l"}, helperArgs("lines", strconv.Itoa(lines))...)...)
+	cmd := gpulaunch(t, append([]string{"-n", strconv.Itoa(n), "-G", "0", "-O", "-l"}, helperArgs("lines", strconv.Itoa(lines))...)...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
@@ -591,7 +596,7 @@ func TestRunLongLineWithoutNewline(t *testing.T) {
 // TestRunBoundedMemoryUnderSlowReader: gpulaunch applies backpressure
 // instead of buffering a fast writer's output.
 func TestRunBoundedMemoryUnderSlowReader(t *testing.T) {
-	cmd := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-l"}, helperArgs("lines", "2000000")...)...)
+	cmd := gpulaunch(t, append([]string{"-n", "4", "-G", "0", "-O", "-l"}, helperArgs("lines", "2000000")...)...)
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -684,7 +689,7 @@ func TestRunBadInput(t *testing.T) {
 		{"bad local rank env", binding.Env{"PMI_LOCAL_RANK": "-2"}, []string{"-n", "1", "-G", "0", "--", "true"}, "PMI_LOCAL_RANK"},
 		{"unknown first word", nil, []string{"python", "train.py"}, "gpulaunch -n N -- python"},
 		{"--tmux outside tmux", nil, []string{"-n", "2", "-G", "0", "--tmux", "--", "true"}, "this shell is not in tmux (TMUX is not set)"},
-		{"--tmux with too many panes", binding.Env{"TMUX": "/tmp/tmux-0/default,1,0"}, []string{"-n", "17", "-G", "0", "--tmux", "--", "true"}, "17 panes do not fit a window (at most 16)"},
+		{"--tmux with too many panes", binding.Env{"TMUX": "/tmp/tmux-0/default,1,0"}, []string{"-n", "17", "-G", "0", "-O", "--tmux", "--", "true"}, "17 panes do not fit a window (at most 16)"},
 		{"status takes no argument", nil, []string{"status", "2"}, "status takes no arguments"},
 		{"top: bad --interval", nil, []string{"top", "--interval", "often"}, `--interval "often": not a duration`},
 		{"logs: negative --tail", nil, []string{"logs", "--tail", "-3", "0"}, "--tail -3: cannot be negative"},

@@ -126,9 +126,11 @@ func writeReport(file string, r runReport) error {
 	}
 	tmp := file + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("--report: %w", err)
 	}
 	if err := os.Rename(tmp, file); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil

@@ -34,7 +34,7 @@ func (tf *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in FILE, in GNU parallel's joblog format")
 	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records (run the rest)")
 	fs.BoolVar(&tf.resumeFailed, "resume-failed", false, "skip the tasks the --joblog records as succeeded (rerun its failures, run the rest)")
-	fs.IntVar(&tf.retries, "retries", 0, "run a failed task again up to N times before it counts as failed")
+	fs.IntVar(&tf.retries, "retries", 1, "run a failing task up to N times in all, as GNU parallel's --retries, before it counts as failed")
 	fs.StringVar(&tf.halt, "halt", "never", "stop early as GNU parallel: now|soon,fail=N|P% (success=, done= too)")
 }
 
@@ -65,6 +65,10 @@ func (tf taskFlags) check(fs *pflag.FlagSet, argv []string) error {
 		return usagef("--resume and --resume-failed exclude each other: --resume skips every recorded task, --resume-failed reruns the failed ones")
 	case tf.retries < 0:
 		return usagef("--retries %d: cannot be negative", tf.retries)
+	case tf.retries == 0:
+		return usagef("--retries 0: GNU parallel reads 0 as \"try forever\", which a queue on GPUs should not do; give the number of tries in all (--retries 3: at most 3 runs of a task)")
+	case fs.Changed("ddp"):
+		return usagef("--ddp makes a run's instances one distributed job; the tasks of a queue are independent of each other: drop --ddp, or run the job with -n N --ddp")
 	}
 	for _, name := range []string{"kill-on-bad-exit", "wait", "restarts"} {
 		if fs.Changed(name) {
@@ -124,6 +128,9 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 	}
 	var tasks []launcher.Task
 	for n, line := range lines {
+		if strings.IndexByte(line, 0) >= 0 {
+			return nil, usagef("%s %s line %d holds a NUL byte, which no program argument can carry: remove it (is the file binary?)", what, src, n+1)
+		}
 		var args []string
 		switch {
 		case tf.tasks != "":
@@ -207,7 +214,9 @@ func fillTemplate(a, line string, seq int) string {
 }
 
 // forSlot fills {%} (the slot, from 1 like parallel's) into a task handed
-// to slot, and its output files.
+// to slot, and names its output files: in the -o and -e patterns %t and
+// {#} are the task number, {%} the slot. A pattern with neither %t nor
+// {#} names one file for every task, which they share line by line.
 func forSlot(t launcher.Task, slot int, outPat, errPat string, names launcher.Names) launcher.Task {
 	s := strconv.Itoa(slot + 1)
 	args := make([]string, len(t.Args))
@@ -215,12 +224,15 @@ func forSlot(t launcher.Task, slot int, outPat, errPat string, names launcher.Na
 		args[i] = strings.ReplaceAll(a, "{%}", s)
 	}
 	t.Args, t.Command = args, strings.ReplaceAll(t.Command, "{%}", s)
-	if outPat != "" {
-		t.Stdout, _ = launcher.ExpandPattern(outPat, t.Seq, names)
+	file := func(pat string) string {
+		if pat == "" {
+			return ""
+		}
+		pat = strings.ReplaceAll(strings.ReplaceAll(pat, "{#}", strconv.Itoa(t.Seq)), "{%}", s)
+		path, _ := launcher.ExpandPattern(pat, t.Seq, names)
+		return path
 	}
-	if errPat != "" {
-		t.Stderr, _ = launcher.ExpandPattern(errPat, t.Seq, names)
-	}
+	t.Stdout, t.Stderr = file(outPat), file(errPat)
 	return t
 }
 

@@ -102,7 +102,11 @@ func Reconcile(w World) (Allocation, error) {
 	}
 	a.GPUs, a.GPUReason = a.chooseGPUs(w, openable)
 	if len(w.Node.GPUs) == 0 {
-		a.GPUReason = "the " + w.Node.Backend + " backend sees no GPU on this node (the warnings say why)"
+		why := "no GPU device is visible"
+		if len(w.Node.Warnings) > 0 {
+			why = strings.Join(w.Node.Warnings, "; ")
+		}
+		a.GPUReason = "the " + w.Node.Backend + " backend sees no GPU on this node: " + why
 	}
 	a.GPUs = expandMIG(a.GPUs)
 
@@ -120,6 +124,9 @@ func (a *Allocation) chooseGPUs(w World, openable []nvml.GPU) ([]nvml.GPU, strin
 		reason := fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s", val)
 		if strings.TrimSpace(val) == "" {
 			reason += " (empty: no GPU)"
+		}
+		if stop != "" {
+			reason += ": " + stop
 		}
 		if a.DevicesConstrained && vd.Kind == "index" {
 			reason += fmt.Sprintf(", renumbered from 0 over the %d GPU(s) the device cgroup lets this process open", len(openable))

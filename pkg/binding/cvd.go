@@ -108,7 +108,11 @@ func (vd VisibleDevices) Resolve(visible []nvml.GPU) (gpus []nvml.GPU, stop stri
 			return gpus, why
 		}
 		if seen[g.UUID] {
-			return nil, fmt.Sprintf("%s is listed twice, and CUDA then sees no GPU at all", g.UUID)
+			name := g.UUID
+			if vd.Kind == "index" {
+				name = "GPU " + e
+			}
+			return nil, fmt.Sprintf("it names %s twice, and CUDA then sees no GPU at all", name)
 		}
 		seen[g.UUID] = true
 		gpus = append(gpus, g)

@@ -42,6 +42,9 @@ type Request struct {
 	MemPolicy       MemPolicy
 	// ShareGPUs lets more instances than GPU groups take turns on them.
 	ShareGPUs bool
+	// Overcommit lets more instances than allowed CPUs share them (srun's
+	// --overcommit).
+	Overcommit bool
 }
 
 // Slot is one instance's share of the allocation.
@@ -101,7 +104,11 @@ type Plan struct {
 //     same NUMA node, then same socket, then any — and the plan warns.
 //  9. CPU sets are disjoint. With fewer allowed CPUs than instances and no
 //     C, instances share their domains and the plan warns; with C, it is an
-//     error.
+//     error. Instances without a GPU of their own (G = 0, or GPUs shared)
+//     have nothing else bounding their number, so there more instances
+//     than CPUs is an error too, as srun's, unless Overcommit (srun's
+//     --overcommit): -n 100000 -G 0 on a 2-CPU node is a typo, not 100,000
+//     processes to start. With a GPU each, the GPUs bound N.
 //
 // Memory
 //
@@ -160,8 +167,12 @@ func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
 	}
 	need := r.Instances * g
 	if len(a.GPUs) < g || (!r.ShareGPUs && len(a.GPUs) < need) {
-		return nil, fmt.Errorf("-n %d -G %d needs %d GPU(s), the allocation has %d: %s. Ask for fewer instances, use -G 0 for instances without a GPU, or --share-gpus to let instances take turns on GPUs",
-			r.Instances, g, max(need, g), len(a.GPUs), a.GPUReason)
+		fix := "Ask for fewer instances, use -G 0 for instances without a GPU, or --share-gpus to let instances take turns on GPUs"
+		if len(a.GPUs) == 0 {
+			fix = "Use -G 0 for instances without a GPU; GPUs the driver cannot show (fake devices, a container without the driver) are described with --node-file FILE (docs/topology.md)"
+		}
+		return nil, fmt.Errorf("-n %d -G %d needs %d GPU(s), the allocation has %d: %s. %s",
+			r.Instances, g, max(need, g), len(a.GPUs), a.GPUReason, fix)
 	}
 	gpus := append([]nvml.GPU(nil), a.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
@@ -252,6 +263,11 @@ func (p *Plan) assignCPUs(a Allocation, r Request) error {
 		if domains[i].IsEmpty() {
 			homeless++
 		}
+	}
+	gpuBound := r.GPUsPerInstance > 0 && !r.ShareGPUs
+	if n > allowed.Size() && !r.Overcommit && !gpuBound {
+		return fmt.Errorf("-n %d puts %d instances without a GPU of their own on %d allowed CPU(s) (%s), less than one CPU each: ask for at most %d instances, or give -O (--overcommit, as srun) if they are to share the CPUs",
+			n, n, allowed.Size(), allowed, allowed.Size())
 	}
 	if r.CPUsPerInstance == 0 && n > allowed.Size() {
 		for i := range p.Slots {

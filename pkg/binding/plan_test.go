@@ -175,8 +175,10 @@ func TestPlan(t *testing.T) {
 			want: map[int]slotWant{0: {bus: "0000:07:00.0,0000:0f:00.0", mem: "bind:2-3"}}, locality: 1},
 		{name: "share GPUs: 8 instances on 4 GPUs", fix: perlmutter, req: Request{Instances: 8, GPUsPerInstance: 1, ShareGPUs: true},
 			want: map[int]slotWant{0: {bus: "0000:03:00.0"}, 4: {bus: "0000:03:00.0"}}, locality: 1, warnWord: "share 4 GPU"},
-		{name: "more instances than CPUs: shared, warned", fix: twoSocketSMT, allowed: "0-1", req: Request{Instances: 4, GPUsPerInstance: 0},
+		{name: "rule 9: more instances than CPUs with --overcommit: shared, warned", fix: twoSocketSMT, allowed: "0-1", req: Request{Instances: 4, GPUsPerInstance: 0, Overcommit: true},
 			locality: 1, warnWord: "share CPUs"},
+		{name: "rule 9: a GPU each bounds N: shared, warned", fix: perlmutter, allowed: "0-1", req: Request{Instances: 4, GPUsPerInstance: 1},
+			locality: 0.25, warnWord: "share CPUs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,6 +233,9 @@ func TestPlanErrors(t *testing.T) {
 		{"negative CPUs", perlmutter, Request{Instances: 1, CPUsPerInstance: -2}, "cannot be negative"},
 		{"more CPUs than allowed", twoSocketSMT, Request{Instances: 2, GPUsPerInstance: 1, CPUsPerInstance: 5}, "needs 10 CPUs, the allocation has 8"},
 		{"bad memory policy", perlmutter, Request{Instances: 1, GPUsPerInstance: 1, MemPolicy: "strict"}, "preferred, bind or none"},
+		{"rule 9: more instances than CPUs", twoSocketSMT, Request{Instances: 9, GPUsPerInstance: 0}, "-n 9 puts 9 instances without a GPU of their own on 8 allowed CPU(s) (0-7), less than one CPU each: ask for at most 8 instances, or give -O (--overcommit, as srun)"},
+		{"rule 9: shared GPUs do not bound N either", perlmutter, Request{Instances: 200, GPUsPerInstance: 1, ShareGPUs: true}, "-n 200 puts 200 instances without a GPU of their own"},
+		{"rule 9: -c with more instances than CPUs, even overcommitted", twoSocketSMT, Request{Instances: 9, GPUsPerInstance: 0, CPUsPerInstance: 1, Overcommit: true}, "needs 9 CPUs, the allocation has 8"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

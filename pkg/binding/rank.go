@@ -92,6 +92,9 @@ func RankSlot(a Allocation, r Request, gpusGiven bool) (Slot, []string, error) {
 		rank, size = lr.Rank, lr.Size
 	}
 	r.Instances = size
+	// The launcher decided how many ranks run here: sharing CPUs among
+	// them is its choice (mpirun --oversubscribe), not gpulaunch's to refuse.
+	r.Overcommit = true
 	if a.GPUsBoundPerRank() && size > 1 {
 		if gpusGiven && r.GPUsPerInstance > len(a.GPUs) {
 			return Slot{}, nil, fmt.Errorf("-G %d: the launcher gave this rank %d GPU(s)", r.GPUsPerInstance, len(a.GPUs))

@@ -67,8 +67,11 @@ func InstanceEnv(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions
 		drop[k] = true
 	}
 	if o.Rendezvous != nil {
-		// NewRendezvous has honoured inherited values already
-		drop["MASTER_ADDR"], drop["MASTER_PORT"], drop["TORCHELASTIC_RUN_ID"] = true, true, true
+		// NewRendezvous has honoured inherited values already; the
+		// restart count is the supervisor's (slot.environ)
+		for _, k := range []string{"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"} {
+			drop[k] = true
+		}
 	}
 	out := make([]string, 0, len(base)+16)
 	hasOMP := false

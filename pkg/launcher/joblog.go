@@ -24,6 +24,10 @@ type Joblog struct {
 	mu   sync.Mutex
 	f    *os.File
 	path string
+	// lost counts the records that could not be written, and err is the
+	// first reason: a --resume would run those tasks again.
+	lost int
+	err  error
 }
 
 // OpenJoblog opens path for new records: appending when resuming (with a
@@ -54,7 +58,7 @@ type TaskRecord struct {
 	Host    string
 	Start   time.Time
 	Runtime time.Duration
-	Exit    int // 0 when killed by a signal ($? >> 8, as parallel writes it)
+	Exit    int // 128 + Signal when killed by a signal, as bash and parallel ≥ 20221222 write it
 	Signal  int
 	Command string
 }
@@ -77,7 +81,26 @@ func (j *Joblog) Record(r TaskRecord) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	_, err := j.f.WriteString(r.line())
+	if err != nil {
+		if j.lost++; j.err == nil {
+			j.err = err
+		}
+	}
 	return err
+}
+
+// Path is where the joblog is written.
+func (j *Joblog) Path() string { return j.path }
+
+// Lost is how many records could not be written, and why the first
+// could not.
+func (j *Joblog) Lost() (int, error) {
+	if j == nil {
+		return 0, nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lost, j.err
 }
 
 // Close closes the file; a nil Joblog has none.

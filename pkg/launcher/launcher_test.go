@@ -38,6 +38,26 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// A run a signal stopped never exits 0 (Result.ExitCode).
+func TestResultExitCode(t *testing.T) {
+	ok, term := Outcome{}, Outcome{Code: -1, Signal: syscall.SIGTERM}
+	for _, tc := range []struct {
+		name string
+		res  Result
+		want int
+	}{
+		{"finished: srun's rule", Result{Outcomes: []Outcome{ok, {Code: 3}}}, 3},
+		{"stopped, the instances exited 0 on the TERM: 128+TERM", Result{Outcomes: []Outcome{ok, ok}, Signal: syscall.SIGTERM}, 143},
+		{"stopped by Ctrl-C", Result{Outcomes: []Outcome{ok}, Signal: syscall.SIGINT}, 130},
+		{"stopped, an instance died of the TERM: srun's rule", Result{Outcomes: []Outcome{ok, term}, Signal: syscall.SIGTERM}, 143},
+		{"stopped, an instance failed on its own: its code", Result{Outcomes: []Outcome{{Code: 4}, ok}, Signal: syscall.SIGHUP}, 4},
+	} {
+		if got := tc.res.ExitCode(); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestInstanceEnv(t *testing.T) {
 	g := func(i int) nvml.GPU {
 		return nvml.GPU{UUID: fmt.Sprintf("GPU-%d", i), BusID: fmt.Sprintf("0000:%02x:00.0", i)}

@@ -91,7 +91,7 @@ type exitFacts struct {
 	started time.Time
 	wall    time.Duration
 	// stopping: the run is stopping (a signal to gpulaunch, -K, -W, a
-	// halt); nothing new starts.
+	// halt), or its group is (a group restart); nothing new starts.
 	stopping bool
 	// waitStarted: -W's clock runs already.
 	waitStarted bool
@@ -140,6 +140,9 @@ type verdict struct {
 	stopAll Ended
 	// startWait starts -W's clock.
 	startWait bool
+	// restartGroup ends every other slot's process and, once none runs,
+	// starts every slot again after delay (--ddp's group restart).
+	restartGroup bool
 	// notes are what to tell the user, in order.
 	notes []note
 }

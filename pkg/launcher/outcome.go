@@ -22,6 +22,7 @@ const (
 	EndedMemory    Ended = "memory cap"
 	EndedSignalled Ended = "signal to gpulaunch"
 	EndedHalt      Ended = "halt"
+	EndedGroup     Ended = "group restart"
 )
 
 // Outcome is how one instance ended.
@@ -58,15 +59,15 @@ func (o Outcome) Status() string {
 }
 
 // ExitCode combines outcomes like srun:
-//  1. Instances that gpulaunch itself ended because another failed (-K)
-//     or ended first (-W) do not count: the run's code is the failure
-//     that caused it.
+//  1. Instances that gpulaunch itself ended because another failed (-K,
+//     --ddp's group) or ended first (-W) do not count: the run's code is
+//     the failure that caused it.
 //  2. 128 + the highest signal if any counted instance was killed by one;
 //  3. else the highest exit code.
 func ExitCode(outs []Outcome) int {
 	sig, code := 0, 0
 	for _, o := range outs {
-		if o.EndedBy == EndedBadExit || o.EndedBy == EndedWait {
+		if o.EndedBy == EndedBadExit || o.EndedBy == EndedWait || o.EndedBy == EndedGroup {
 			continue
 		}
 		if o.Signal != 0 {
@@ -77,6 +78,27 @@ func ExitCode(outs []Outcome) int {
 	}
 	if sig > 0 {
 		return 128 + sig
+	}
+	return code
+}
+
+// Result is how a run ended.
+type Result struct {
+	// Outcomes are the instances' (a queue's slots'), in instance order.
+	Outcomes []Outcome
+	// Signal is the signal to gpulaunch that stopped the run (INT, TERM,
+	// HUP, QUIT); 0 when none did.
+	Signal syscall.Signal
+}
+
+// ExitCode is a run of instances' exit status: srun's rule (ExitCode),
+// except that a run a signal stopped never exits 0 — its instances may
+// have exited cleanly on the TERM, but the run did not finish, and
+// `gpulaunch … && next` must not go on: then it is 128 + that signal.
+func (r Result) ExitCode() int {
+	code := ExitCode(r.Outcomes)
+	if code == 0 && r.Signal != 0 {
+		return 128 + int(r.Signal)
 	}
 	return code
 }

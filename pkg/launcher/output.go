@@ -25,6 +25,13 @@ var firstBuffers = sync.Pool{New: func() any { return new([firstChunk]byte) }}
 type lineMux struct {
 	mu sync.Mutex
 	w  io.Writer
+	// broken, when set, is told of the first write that fails (a reader
+	// that has gone, `gpulaunch … | head`; a full disk). The mux then
+	// drops what it is given, and the run goes on: no instance is ever
+	// blocked on output that nobody can take, and the output ring still
+	// has it for `gpulaunch logs`.
+	broken func(error)
+	failed bool // a write failed; guarded by mu, as every write is
 }
 
 // copyLabelled copies r to the mux until EOF, and the same lines,
@@ -144,9 +151,19 @@ func (c *lineCopier) release() {
 	c.buf = nil
 }
 
-// write ignores errors: a closed stdout must not stop the supervisor,
-// which still has to reap every instance.
-func (m *lineMux) write(b []byte) { _, _ = m.w.Write(b) }
+// write writes under m.mu. A failure is told once and ends the writing,
+// not the run: the supervisor still has to reap every instance.
+func (m *lineMux) write(b []byte) {
+	if m.failed {
+		return
+	}
+	if _, err := m.w.Write(b); err != nil {
+		m.failed = true
+		if m.broken != nil {
+			m.broken(err)
+		}
+	}
+}
 
 func ignoreEOF(err error) error {
 	if err == io.EOF {

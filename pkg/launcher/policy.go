@@ -22,7 +22,13 @@ import (
 //     other instance is ended;
 //     b. -W: the first instance to be done starts the clock that ends
 //     the others, unless the run is stopping (also because of a.).
+//
+// With Group (--ddp) the instances are one distributed job, as torchrun's
+// worker group, and rules 1 and 2a apply to the group (afterGroupExit).
 func (p Policy) afterInstanceExit(slot int, j job, e exitFacts) verdict {
+	if p.Group {
+		return p.afterGroupExit(slot, j, e)
+	}
 	if e.failed() && e.by == EndedItself && !e.stopping && j.try < p.Restarts {
 		next := j.again()
 		v := verdict{then: thenLater, job: next, delay: restartBackoff(next.try)}
@@ -36,6 +42,36 @@ func (p Policy) afterInstanceExit(slot int, j job, e exitFacts) verdict {
 		v.stopAll, stopping = EndedBadExit, true
 	}
 	v.startWait = p.WaitAfterFirst > 0 && !e.waitStarted && !stopping
+	return v
+}
+
+// afterGroupExit is afterInstanceExit for a group (--ddp): a rank that
+// fails leaves the others waiting for it in their collectives (NCCL's
+// timeout is ten minutes or more), so the group fails or restarts whole.
+// The rules, in order:
+//
+//	G1. An instance that failed by itself, while the run and the group
+//	    are not stopping, ends the group: while the group has --restarts
+//	    left, every other instance is ended and the whole group starts
+//	    again — every instance in its slot, with its rank — once all have
+//	    exited, after restartBackoff (TORCHELASTIC_RESTART_COUNT counts the
+//	    restarts); with none left, the others are ended as by -K.
+//	G2. Any other end — a success, an instance the group's stop ended —
+//	    leaves the instance done until a restart of the group.
+//	G3. -W applies as to instances, to the first done by itself.
+func (p Policy) afterGroupExit(slot int, j job, e exitFacts) verdict {
+	v := verdict{then: thenDone}
+	if e.failed() && e.by == EndedItself && !e.stopping {
+		if j.try < p.Restarts {
+			v.restartGroup, v.delay = true, restartBackoff(j.try+1)
+			v.say(zap.InfoLevel, "instance %d failed: every instance restarts in %s, as one group (restart %d of %d)", slot, v.delay, j.try+1, p.Restarts)
+			return v
+		}
+		v.say(zap.InfoLevel, "instance %d failed and the group has no restart left: ending the others", slot)
+		v.stopAll = EndedBadExit
+		return v
+	}
+	v.startWait = p.WaitAfterFirst > 0 && !e.waitStarted && !e.stopping && e.by == EndedItself
 	return v
 }
 

@@ -146,3 +146,43 @@ func TestOnSignal(t *testing.T) {
 		}
 	}
 }
+
+// --ddp: the instances fail and restart as one group (afterGroupExit).
+func TestAfterGroupExit(t *testing.T) {
+	type want struct {
+		then    then
+		group   bool // restart the group
+		delay   time.Duration
+		stopAll Ended
+		wait    bool
+	}
+	group := Policy{Group: true, Restarts: 2}
+	cases := []struct {
+		name   string
+		policy Policy
+		try    int // the group's restarts so far
+		exit   exitFacts
+		want   want
+	}{
+		{"G1: a failure restarts the group", group, 0, failedExit, want{then: thenDone, group: true, delay: 250 * time.Millisecond}},
+		{"G1: a signal is a failure", group, 0, killedExit, want{then: thenDone, group: true, delay: 250 * time.Millisecond}},
+		{"G1: the backoff doubles", group, 1, failedExit, want{then: thenDone, group: true, delay: 500 * time.Millisecond}},
+		{"G1: no restart left: the others end as by -K", group, 2, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
+		{"G1: without --restarts: as by -K", Policy{Group: true}, 0, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
+		{"G1: not while the run or the group stops", group, 0, failedExit.whileStopping(), want{then: thenDone}},
+		{"G2: ended by the group's stop: waits", group, 0, killedExit.endedBy(EndedGroup).whileStopping(), want{then: thenDone}},
+		{"G2: ended by --timeout: no group restart", group, 0, killedExit.endedBy(EndedTimeout), want{then: thenDone}},
+		{"G2: a success waits for the others", group, 0, okExit, want{then: thenDone}},
+		{"G3: -W after the first done", Policy{Group: true, WaitAfterFirst: time.Second}, 0, okExit, want{then: thenDone, wait: true}},
+		{"G3: not after a group stop", Policy{Group: true, WaitAfterFirst: time.Second}, 0, killedExit.endedBy(EndedGroup).whileStopping(), want{then: thenDone}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.policy.afterInstanceExit(1, job{try: tc.try}, tc.exit)
+			got := want{then: v.then, group: v.restartGroup, delay: v.delay, stopAll: v.stopAll, wait: v.startWait}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package launcher
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -35,10 +34,11 @@ type Queue struct {
 	// Total is the number of tasks in the input, Skipped those a resume
 	// left out.
 	Total, Skipped int
-	// Retries runs a failed task again up to this many times, in the
-	// same slot, before it counts as failed.
-	Retries int
-	Halt    Halt
+	// Tries is how many times a task runs at most (--retries, GNU
+	// parallel's meaning: tries in all): a failed task runs again in the
+	// same slot until it succeeds or has run this often; 0 and 1: once.
+	Tries int
+	Halt  Halt
 	// Joblog receives a record for every task that finished (not for
 	// those gpulaunch ended itself: a resume runs them again).
 	Joblog *Joblog
@@ -48,11 +48,11 @@ type Queue struct {
 	// Progress, when set, is told of every change of the counts.
 	Progress func(QueueStatus)
 
-	next              int
+	next              int // the next task to hand out; the tasks before it were started
 	failed, succeeded int
 	failedSeqs        []int
 	halted            string // why no new task starts
-	haltCode          int
+	haltCode          int    // the exit status --halt fixed, once haltSet
 	haltSet           bool
 }
 
@@ -94,7 +94,8 @@ func (q *Queue) stop(why string) bool {
 //  1. A task that gpulaunch ended (--halt now, a signal to gpulaunch) did
 //     not finish: it is not recorded, so a --resume runs it again.
 //  2. A failed task runs again at once in the same slot while it has
-//     --retries left and the run is not stopping.
+//     tries left (--retries N: N tries in all) and the run is not
+//     stopping.
 //  3. Otherwise the task is recorded (the joblog, the counts) and --halt
 //     is checked: "now" ends the running tasks, "soon" starts no more.
 //  4. Then the slot takes the next task, unless the run is stopping or
@@ -106,10 +107,10 @@ func (q *Queue) afterTaskExit(slot int, j job, e exitFacts) verdict {
 	switch {
 	case e.by == EndedHalt || e.by == EndedSignalled:
 		v.say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, e.by)
-	case rec.Failed() && !e.stopping && j.try < q.Retries:
+	case rec.Failed() && !e.stopping && j.try+1 < q.Tries:
 		next := j.again()
 		v = verdict{then: thenNow, job: next}
-		v.say(zap.InfoLevel, "task %d failed (%s): retry %d of %d", t.Seq, e.status(), next.try, q.Retries)
+		v.say(zap.InfoLevel, "task %d failed (%s): try %d of %d", t.Seq, e.status(), next.try+1, q.Tries)
 		return v
 	default:
 		v.record = &rec
@@ -134,8 +135,8 @@ func (q *Queue) afterTaskExit(slot int, j job, e exitFacts) verdict {
 	return v
 }
 
-// finished counts a task that ran to its end (after its retries) and
-// says whether the halt policy is reached now: "now" or "soon".
+// finished counts a task that ran to its end (after its tries) and
+// says whether --halt is reached now: "now" or "soon".
 func (q *Queue) finished(rec TaskRecord) string {
 	if rec.Failed() {
 		q.failed++
@@ -143,47 +144,41 @@ func (q *Queue) finished(rec TaskRecord) string {
 	} else {
 		q.succeeded++
 	}
-	h := q.Halt
-	if h.When == "" || q.haltSet {
+	if q.Halt.When == "" || q.haltSet {
 		return ""
 	}
-	n := map[string]int{"fail": q.failed, "success": q.succeeded, "done": q.failed + q.succeeded}[h.Kind]
-	limit := float64(h.Count)
-	if h.Percent > 0 {
-		// as parallel: a share of all the tasks of the run
-		limit = math.Max(1, h.Percent/100*float64(len(q.Tasks)))
-	}
-	if float64(n) < limit {
+	reached, code := q.Halt.reached(haltCounts{failed: q.failed, succeeded: q.succeeded, tasks: len(q.Tasks)}, rec)
+	if !reached {
 		return ""
 	}
-	q.haltSet = true
-	switch {
-	case h.Kind == "success":
-		q.haltCode = 0
-	case h.Count == 1:
-		// the failing task's own status, as bash reports it
-		q.haltCode = rec.Exit
-		if rec.Signal != 0 {
-			q.haltCode = 128 + rec.Signal
-		}
-	case h.Percent > 0:
-		q.haltCode = int(math.Ceil(float64(q.failed) / float64(len(q.Tasks)) * 100))
-	default:
-		q.haltCode = min(q.failed, 101)
-	}
-	q.stop(fmt.Sprintf("--halt %s reached at task %d", h, rec.Seq))
-	return h.When
+	q.haltSet, q.haltCode = true, code
+	q.stop(fmt.Sprintf("--halt %s reached at task %d", q.Halt, rec.Seq))
+	return q.Halt.When
 }
 
-// ExitCode is GNU parallel's: 0 when every task succeeded, else the
-// number of failed tasks up to 101; with --halt, what parallel gives (the
-// failing task's status for fail=1, the failed share for fail=P%).
+// ExitCode is the queue's exit status, as GNU parallel's. The rules, in
+// order:
+//  1. --halt reached: the status the halt fixed (Halt.reached).
+//  2. A queue a signal stopped with tasks unfinished (never started, or
+//     ended by gpulaunch): 255, as parallel exits on TERM and INT, so that
+//     `gpulaunch … && next` does not go on (parallel itself exits 0 after
+//     a SIGHUP when no task failed; gpulaunch does not).
+//  3. Otherwise Halt.unreachedCode: the number of failed tasks up to 101
+//     (0 when every task succeeded), or with a share the failed share of
+//     the tasks started.
 func (q *Queue) ExitCode() int {
-	if q.haltSet {
+	switch {
+	case q.haltSet:
 		return q.haltCode
+	case q.failed+q.succeeded < len(q.Tasks):
+		return 255
 	}
-	return min(q.failed, 101)
+	return q.Halt.unreachedCode(q.failed, q.next)
 }
+
+// Unfinished is how many of the queue's tasks have no record: never
+// started, or ended by gpulaunch.
+func (q *Queue) Unfinished() int { return len(q.Tasks) - q.failed - q.succeeded }
 
 // FailedSeqs are the tasks that failed, in the order they finished.
 func (q *Queue) FailedSeqs() []int { return q.failedSeqs }
@@ -199,11 +194,13 @@ func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
 }
 
 // record turns a task's end into its joblog line. A task killed by a
-// signal has Exitval 0 and the signal, as parallel writes it.
+// signal has Exitval 128 + the signal and the signal, as GNU parallel
+// writes it since 20221222 (bug #63263: "the same exit code as bash";
+// Debian 12's 20221122 still writes Exitval 0).
 func (q *Queue) record(t Task, e exitFacts) TaskRecord {
 	r := TaskRecord{Seq: t.Seq, Host: q.Host, Start: e.started, Runtime: e.wall, Exit: e.code, Signal: int(e.signal), Command: t.Command}
 	if e.signal != 0 {
-		r.Exit = 0
+		r.Exit = 128 + int(e.signal)
 	}
 	return r
 }
@@ -244,7 +241,7 @@ func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, 
 	if q.Skipped > 0 {
 		fmt.Fprintf(w, "; %d skipped, done in an earlier run (--joblog)", q.Skipped)
 	}
-	if left := len(q.Tasks) - done; left > 0 {
+	if left := q.Unfinished(); left > 0 {
 		fmt.Fprintf(w, "; %d not finished (%s): --resume runs them", left, q.halted)
 	}
 	fmt.Fprintln(w)

@@ -20,6 +20,9 @@ func TestParseHalt(t *testing.T) {
 		"now,fail=10%":  {When: "now", Kind: "fail", Percent: 10},
 		"now,success=2": {When: "now", Kind: "success", Count: 2},
 		"soon,done=50%": {When: "soon", Kind: "done", Percent: 50},
+		"-1":            {When: "soon", Kind: "success", Count: 1},
+		"-2":            {When: "now", Kind: "success", Count: 1},
+		"5%":            {When: "soon", Kind: "fail", Percent: 5},
 	} {
 		got, err := ParseHalt(in)
 		if err != nil || got != want {
@@ -36,33 +39,46 @@ func TestParseHalt(t *testing.T) {
 	}
 }
 
-// The exit status of a queue, as GNU parallel computes it.
+// The exit status of a queue, as GNU parallel computes it (checked
+// against Debian's parallel by test/integration's comparison).
 func TestQueueExitCode(t *testing.T) {
-	fail := func(seq, exit, sig int) TaskRecord { return TaskRecord{Seq: seq, Exit: exit, Signal: sig} }
+	fail := func(seq, exit int) TaskRecord { return TaskRecord{Seq: seq, Exit: exit} }
+	killed := func(seq, sig int) TaskRecord { return TaskRecord{Seq: seq, Exit: 128 + sig, Signal: sig} }
 	ok := func(seq int) TaskRecord { return TaskRecord{Seq: seq} }
 	for _, tc := range []struct {
 		name    string
 		halt    string
+		tasks   int // the queue's tasks; records beyond those are unfinished
 		records []TaskRecord
 		code    int
 		when    string // the halt the last record triggers
 	}{
-		{"all succeed", "never", []TaskRecord{ok(1), ok(2)}, 0, ""},
-		{"count of failures", "never", []TaskRecord{fail(1, 3, 0), ok(2), fail(3, 1, 0)}, 2, ""},
-		{"now,fail=1: the failing task's code", "now,fail=1", []TaskRecord{ok(1), fail(2, 7, 0)}, 7, "now"},
-		{"now,fail=1: a signal as bash reports it", "now,fail=1", []TaskRecord{fail(1, 0, 9)}, 137, "now"},
-		{"soon,fail=2: the count", "soon,fail=2", []TaskRecord{fail(1, 5, 0), fail(2, 6, 0)}, 2, "soon"},
-		{"fail=50% of all 4 tasks", "now,fail=50%", []TaskRecord{fail(1, 1, 0), ok(2), fail(3, 1, 0)}, 50, "now"},
-		{"success=1", "now,success=1", []TaskRecord{fail(1, 1, 0), ok(2)}, 0, "now"},
+		{"rule 4: all succeed", "never", 2, []TaskRecord{ok(1), ok(2)}, 0, ""},
+		{"rule 4: the count of failures", "never", 3, []TaskRecord{fail(1, 3), ok(2), fail(3, 1)}, 2, ""},
+		{"rule 4: at most 101", "never", 150, failures(150), 101, ""},
+		{"rule 3: a signal stopped it with tasks left: 255", "never", 4, []TaskRecord{ok(1), ok(2)}, 255, ""},
+		{"rule 3: even with failures", "never", 4, []TaskRecord{fail(1, 3)}, 255, ""},
+		{"rule 1: now,fail=1: the failing task's code", "now,fail=1", 4, []TaskRecord{ok(1), fail(2, 7)}, 7, "now"},
+		{"rule 1: now,fail=1: a signal as bash reports it", "now,fail=1", 4, []TaskRecord{killed(1, 9)}, 137, "now"},
+		{"rule 1: soon,fail=2: the count", "soon,fail=2", 4, []TaskRecord{fail(1, 5), fail(2, 6)}, 2, "soon"},
+		{"rule 1: fail=50% of all 4 tasks", "now,fail=50%", 4, []TaskRecord{fail(1, 1), ok(2), fail(3, 1)}, 50, "now"},
+		{"rule 1: fail=10% of 10 tasks is one task: its code", "now,fail=10%", 10, []TaskRecord{ok(1), fail(2, 4)}, 4, "now"},
+		{"rule 1: fail=30% of 5 tasks: reached at 1.5, the share", "now,fail=30%", 5, []TaskRecord{fail(1, 1), fail(2, 1)}, 40, "now"},
+		{"rule 1: success=1", "now,success=1", 4, []TaskRecord{fail(1, 1), ok(2)}, 0, "now"},
+		{"rule 1: done=1: the first task's code", "soon,done=1", 4, []TaskRecord{fail(1, 6)}, 6, "soon"},
+		{"rule 1: done=2: the failed count", "soon,done=2", 4, []TaskRecord{fail(1, 6), ok(2)}, 1, "soon"},
+		{"rule 4: fail=70% not reached: the failed share", "now,fail=70%", 10, append(failures(5), ok(6), ok(7), ok(8), ok(9), ok(10)), 50, ""},
+		{"rule 4: soon,fail=3 not reached: the count", "soon,fail=3", 3, []TaskRecord{fail(1, 1), fail(2, 1), ok(3)}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := ParseHalt(tc.halt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := &Queue{Tasks: make([]Task, 4), Halt: h}
+			q := &Queue{Tasks: make([]Task, tc.tasks), Halt: h}
 			var when string
 			for _, r := range tc.records {
+				q.take(0)
 				when = q.finished(r)
 			}
 			if q.ExitCode() != tc.code || when != tc.when {
@@ -75,6 +91,15 @@ func TestQueueExitCode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failures are n failed records, tasks 1..n.
+func failures(n int) []TaskRecord {
+	out := make([]TaskRecord, n)
+	for i := range out {
+		out[i] = TaskRecord{Seq: i + 1, Exit: 1}
+	}
+	return out
 }
 
 func TestJoblogRoundTrip(t *testing.T) {
@@ -132,10 +157,10 @@ func TestAfterTaskExit(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		retries int
+		tries   int // --retries: tries in all
 		halt    string
 		stopped string // the queue was stopped before (a SIGHUP)
-		try     int    // the ended task's tries so far
+		try     int    // the ended task's earlier tries
 		exit    exitFacts
 		want    want
 	}{
@@ -143,17 +168,18 @@ func TestAfterTaskExit(t *testing.T) {
 		{"failure: recorded, the next task", 0, "never", "", 0, failedExit, want{then: thenNow, seq: 2, recorded: true}},
 		{"rule 1: ended by --halt now: not recorded, done", 0, "never", "", 0, killedExit.endedBy(EndedHalt).whileStopping(), want{then: thenDone}},
 		{"rule 1: ended by a signal to gpulaunch: not recorded, done", 0, "never", "", 0, killedExit.endedBy(EndedSignalled).whileStopping(), want{then: thenDone}},
-		{"rule 2: a retry in the same slot", 2, "never", "", 0, failedExit, want{then: thenNow, seq: 1, try: 1}},
-		{"rule 2: a signal is retried too", 1, "never", "", 0, killedExit, want{then: thenNow, seq: 1, try: 1}},
-		{"rule 2: a timeout is retried too", 1, "never", "", 0, killedExit.endedBy(EndedTimeout), want{then: thenNow, seq: 1, try: 1}},
-		{"rule 2: no retry left: recorded", 2, "never", "", 2, failedExit, want{then: thenNow, seq: 2, recorded: true}},
-		{"rule 2: success needs no retry", 2, "never", "", 0, okExit, want{then: thenNow, seq: 2, recorded: true}},
-		{"rule 2: no retry while stopping", 2, "never", "", 0, failedExit.whileStopping(), want{then: thenDone, recorded: true}},
+		{"rule 2: a second try in the same slot", 2, "never", "", 0, failedExit, want{then: thenNow, seq: 1, try: 1}},
+		{"rule 2: --retries 1 is one try", 1, "never", "", 0, failedExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"rule 2: a signal is tried again too", 2, "never", "", 0, killedExit, want{then: thenNow, seq: 1, try: 1}},
+		{"rule 2: a timeout is tried again too", 2, "never", "", 0, killedExit.endedBy(EndedTimeout), want{then: thenNow, seq: 1, try: 1}},
+		{"rule 2: no try left: recorded", 3, "never", "", 2, failedExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"rule 2: success needs no other try", 3, "never", "", 0, okExit, want{then: thenNow, seq: 2, recorded: true}},
+		{"rule 2: no other try while stopping", 3, "never", "", 0, failedExit.whileStopping(), want{then: thenDone, recorded: true}},
 		{"rule 3: now,fail=1 ends the others", 0, "now,fail=1", "", 0, failedExit, want{then: thenDone, recorded: true, stopAll: EndedHalt, halted: true}},
 		{"rule 3: soon,fail=1 starts no more", 0, "soon,fail=1", "", 0, failedExit, want{then: thenDone, recorded: true, halted: true}},
 		{"rule 3: now,success=1 at a success", 0, "now,success=1", "", 0, okExit, want{then: thenDone, recorded: true, stopAll: EndedHalt, halted: true}},
 		{"rule 3: done=1 at any end", 0, "soon,done=1", "", 0, failedExit, want{then: thenDone, recorded: true, halted: true}},
-		{"rule 3: the halt waits for the last retry", 1, "now,fail=1", "", 0, failedExit, want{then: thenNow, seq: 1, try: 1}},
+		{"rule 3: the halt waits for the last try", 2, "now,fail=1", "", 0, failedExit, want{then: thenNow, seq: 1, try: 1}},
 		{"rule 4: a drained queue starts no more", 0, "never", "SIGHUP", 0, okExit, want{then: thenDone, recorded: true, halted: true}},
 	}
 	for _, tc := range cases {
@@ -163,7 +189,7 @@ func TestAfterTaskExit(t *testing.T) {
 				t.Fatal(err)
 			}
 			tasks := []Task{{Seq: 1, Command: "one"}, {Seq: 2, Command: "two"}, {Seq: 3, Command: "three"}}
-			q := &Queue{Tasks: tasks, Total: 3, Retries: tc.retries, Halt: h}
+			q := &Queue{Tasks: tasks, Total: 3, Tries: tc.tries, Halt: h}
 			first, _ := q.take(0)
 			if tc.stopped != "" {
 				q.stop(tc.stopped)

@@ -73,10 +73,11 @@ func (r *reaper) fork(fork func() (int, error)) (int, error) {
 }
 
 // wait blocks until the child pid, from fork, exits, and reaps it.
-func (r *reaper) wait(pid int) syscall.WaitStatus {
+func (r *reaper) wait(pid int) reaped {
 	var ws syscall.WaitStatus
+	var ru syscall.Rusage
 	for {
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		_, err := syscall.Wait4(pid, &ws, 0, &ru)
 		if err != syscall.EINTR {
 			break
 		}
@@ -85,7 +86,9 @@ func (r *reaper) wait(pid int) syscall.WaitStatus {
 	r.mu.Lock()
 	delete(r.owned, pid)
 	r.mu.Unlock()
-	return ws
+	seconds := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	// ru_maxrss is in KiB on Linux (getrusage(2))
+	return reaped{status: ws, cpu: seconds(ru.Utime) + seconds(ru.Stime), maxRSS: uint64(ru.Maxrss) << 10}
 }
 
 // sweep reaps the zombies of orphans. It looks at the first zombie child

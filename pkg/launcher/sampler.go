@@ -94,20 +94,13 @@ func (s *supervisor) fold(now time.Time, procs *procTable, usage []nvml.Usage, s
 			continue
 		}
 		tree := procs.tree(sl.pid)
-		sl.out.CPUSeconds = max(sl.out.CPUSeconds, tree.cpu(procs))
+		sl.sampled(now, tree.cpu(procs), tree.rss(procs))
 		if sm.gpus != nil {
 			for _, w := range sl.watch.observe(i, usage, tree.pids, sm.owner) {
 				s.log.Warn(w)
 				sl.watch.warnings = append(sl.watch.warnings, w)
 			}
 		}
-		sl.rss = tree.rss(procs)
-		sl.out.PeakRSS = max(sl.out.PeakRSS, sl.rss)
-		sl.cpuPercent = 0
-		if dt := now.Sub(sl.sampledAt).Seconds(); !sl.sampledAt.IsZero() && dt > 0 {
-			sl.cpuPercent = 100 * max(0, sl.out.CPUSeconds-sl.sampledCPU) / dt
-		}
-		sl.sampledAt, sl.sampledCPU = now, sl.out.CPUSeconds
 		s.publish(i)
 		if s.policy.overMemoryCap(sl.rss, sl.endedBy) {
 			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(sl.rss), sizeString(s.policy.MemPerTask)))

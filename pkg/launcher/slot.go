@@ -33,6 +33,10 @@ type slot struct {
 	// after task (ForkExec is done with it when it returns).
 	env []string
 
+	// CPU time in seconds: of the slot's finished processes (from wait4,
+	// or their last sample if that saw more: orphans the kernel does not
+	// count), and of the current process tree as last sampled.
+	cpuDone, cpuNow float64
 	// The sampler's view of the current process tree: the last sample's
 	// resident memory and CPU rate, and the sample before, for the rate.
 	rss        uint64
@@ -47,12 +51,18 @@ type slot struct {
 }
 
 // environ is the environment job runs with: the instance's, plus the
-// task number for a task.
-func (s *slot) environ(j job) []string {
-	if j.task.Seq == 0 {
+// task number for a task, or the group's restart count (torchrun's
+// variables) for an instance of a group.
+func (s *slot) environ(j job, p Policy) []string {
+	switch {
+	case j.task.Seq > 0:
+		s.env = append(append(s.env[:0], s.inst.Env...), "GPULAUNCH_TASK="+strconv.Itoa(j.task.Seq))
+	case p.Group:
+		s.env = append(append(s.env[:0], s.inst.Env...),
+			"TORCHELASTIC_RESTART_COUNT="+strconv.Itoa(j.try), "TORCHELASTIC_MAX_RESTARTS="+strconv.Itoa(p.Restarts))
+	default:
 		return s.inst.Env
 	}
-	s.env = append(append(s.env[:0], s.inst.Env...), "GPULAUNCH_TASK="+strconv.Itoa(j.task.Seq))
 	return s.env
 }
 
@@ -60,17 +70,43 @@ func (s *slot) environ(j job) []string {
 func (s *slot) began(p *process, now time.Time) {
 	s.proc, s.pid, s.started = p, p.pid, now
 	s.out.PID = p.pid
-	s.rss, s.cpuPercent, s.sampledAt, s.sampledCPU = 0, 0, time.Time{}, 0
+	s.rss, s.cpuPercent, s.sampledAt, s.sampledCPU, s.cpuNow = 0, 0, time.Time{}, 0, 0
 }
 
-// ended records the exit of the slot's process and returns what a mode
+// sampled takes one sample of the current process tree: its CPU time in
+// seconds and its resident memory.
+func (s *slot) sampled(now time.Time, cpu float64, rss uint64) {
+	s.cpuNow = max(s.cpuNow, cpu)
+	s.rss = rss
+	s.out.PeakRSS = max(s.out.PeakRSS, rss)
+	s.cpuPercent = 0
+	if dt := now.Sub(s.sampledAt).Seconds(); !s.sampledAt.IsZero() && dt > 0 {
+		s.cpuPercent = 100 * max(0, s.cpuNow-s.sampledCPU) / dt
+	}
+	s.sampledAt, s.sampledCPU = now, s.cpuNow
+}
+
+// reaped is a child's end as wait4 reports it: its status, and the
+// kernel's own account of its resources — its CPU time and peak resident
+// memory, its reaped children's included. They are exact where samples
+// are not: a process that ends between two samples was never sampled.
+type reaped struct {
+	status syscall.WaitStatus
+	cpu    float64 // user + system CPU time, seconds
+	maxRSS uint64  // peak resident set, bytes
+}
+
+// ended records the end of the slot's process and returns what a mode
 // needs to know of it; the stopping and -W facts are the run's to add.
-func (s *slot) ended(ws syscall.WaitStatus, now time.Time) exitFacts {
+func (s *slot) ended(end reaped, now time.Time) exitFacts {
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	code, sig := exitOf(ws)
+	s.cpuDone += max(s.cpuNow, end.cpu)
+	s.cpuNow, s.rss = 0, 0
+	s.out.PeakRSS = max(s.out.PeakRSS, end.maxRSS)
+	code, sig := exitOf(end.status)
 	e := exitFacts{code: code, signal: sig, by: s.endedBy, started: s.started, wall: now.Sub(s.started)}
 	s.proc, s.pid, s.exited = nil, 0, true
 	s.out.Wall, s.out.Code, s.out.Signal, s.out.EndedBy = e.wall, code, sig, s.endedBy
@@ -96,7 +132,7 @@ func (s *slot) state() string {
 // outcome is how the slot ended, or stands now.
 func (s *slot) outcome(index int) Outcome {
 	o := s.out
-	o.Index, o.Restarts = index, s.restarts
+	o.Index, o.Restarts, o.CPUSeconds = index, s.restarts, s.cpuDone+s.cpuNow
 	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.watch.meanUtil(), s.watch.utilPeak, s.watch.memPeak
 	o.Warnings = append([]string{}, s.watch.warnings...)
 	return o

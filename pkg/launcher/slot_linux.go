@@ -50,7 +50,7 @@ type slotThread struct {
 	// exited is told, on the slot's thread, that its process ended. It
 	// may start the slot's next process with fork, on this thread, and
 	// returns it, or nil when the slot is idle now.
-	exited func(pid int, ws syscall.WaitStatus, fork forkFunc) *process
+	exited func(pid int, end reaped, fork forkFunc) *process
 	poll   []unix.PollFd
 }
 
@@ -80,7 +80,7 @@ type startRequest struct {
 	done chan struct{}
 }
 
-func newSlotThread(r *reaper, b Binding, leftovers *errgroup.Group, exited func(pid int, ws syscall.WaitStatus, fork forkFunc) *process) *slotThread {
+func newSlotThread(r *reaper, b Binding, leftovers *errgroup.Group, exited func(pid int, end reaped, fork forkFunc) *process) *slotThread {
 	t := &slotThread{reqs: make(chan startRequest), r: r, leftovers: leftovers, exited: exited}
 	ready := make(chan struct{})
 	go func() {
@@ -125,7 +125,7 @@ func (t *slotThread) fork(l launch) (*process, error) {
 
 // watch follows p until it exits, copying its output meanwhile, and
 // reaps it.
-func (t *slotThread) watch(p *process) syscall.WaitStatus {
+func (t *slotThread) watch(p *process) reaped {
 	if p.pidfd < 0 {
 		return t.r.wait(p.pid)
 	}

@@ -32,13 +32,14 @@ func TestSlotCopiesOutputWithAndWithoutPidfd(t *testing.T) {
 				sh(4, "sleep 1; echo four"),
 			}}
 			var out, errOut bytes.Buffer
-			outs, err := Run(Spec{
+			res, err := Run(Spec{
 				Instances: []Instance{{Path: "/bin/true", Args: []string{"true"}, Env: os.Environ()}},
 				Label:     true, Stdout: &out, Stderr: &errOut, Queue: q, Policy: Policy{KillWait: time.Second},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
+			outs := res.Outcomes
 			if outs[0].Tasks != 4 || outs[0].TasksFailed != 0 {
 				t.Fatalf("tasks %d, failed %d; want 4, 0", outs[0].Tasks, outs[0].TasksFailed)
 			}

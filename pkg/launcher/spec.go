@@ -58,6 +58,10 @@ type Policy struct {
 	// Monitor is the telemetry interval (CPU time, RSS, GPU use, launch
 	// verification); 0 turns telemetry off.
 	Monitor time.Duration
+	// Group makes the instances one distributed job (--ddp, torchrun's
+	// worker group): a failure ends them all, and Restarts restarts them
+	// all (afterGroupExit).
+	Group bool
 }
 
 // defaultKillWait is the grace between TERM and KILL when the policy
@@ -74,7 +78,10 @@ type Spec struct {
 	Label          bool
 	LabelHost      string
 	Stdout, Stderr io.Writer
-	Log            *zap.Logger
+	// OpenMode is how the instances' and tasks' output files are opened:
+	// truncated the first time (the default), or appended to.
+	OpenMode OpenMode
+	Log      *zap.Logger
 	// GPUs samples GPU use; nil: none.
 	GPUs GPUUsage
 	// WatchGPUs are every GPU of the allocation (UUIDs): launch

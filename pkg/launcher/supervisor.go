@@ -44,11 +44,12 @@ type supervisor struct {
 	joblog *Joblog // a queue's, or nil
 	// progress is told a queue's counts at every change; nil: nobody.
 	progress func(QueueStatus)
-	stdout   *lineMux  // the console's stdout, shared by every slot
-	stderr   *lineMux  // and its stderr
-	devnull  *os.File  // every process's stdin
-	reaper   *reaper   // gpulaunch as subreaper: forks registered, orphans swept
-	begun    time.Time // when the run started
+	stdout   *lineMux     // the console's stdout, shared by every slot
+	stderr   *lineMux     // and its stderr
+	files    *outputFiles // the jobs' output files
+	devnull  *os.File     // every process's stdin
+	reaper   *reaper      // gpulaunch as subreaper: forks registered, orphans swept
+	begun    time.Time    // when the run started
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -60,14 +61,20 @@ type supervisor struct {
 	// sampler for each fold, and each slot thread to hand over an exit.
 	mu         sync.Mutex
 	slots      []slot
-	running    int   // slots whose process runs or is being started
-	pending    int   // restarts waiting out their backoff
-	stopping   bool  // nothing new starts: a signal, -K, -W or a halt
-	stopWhy    Ended // the first reason to stop
-	interrupts int   // SIGINTs received: the second KILLs at once
+	running    int            // slots whose process runs or is being started
+	pending    int            // restarts waiting out their backoff
+	stopping   bool           // nothing new starts: a signal, -K, -W or a halt
+	stopWhy    Ended          // the first reason to stop
+	interrupts int            // SIGINTs received: the second KILLs at once
+	stopSignal syscall.Signal // the signal that stopped the run; 0: none
 	// killTimer KILLs everything the kill wait after the first stop
 	// (the first deadline stands); waitTimer is -W's clock.
 	killTimer, waitTimer *time.Timer
+	// groupStopping: a group restart (--ddp) waits for every process to
+	// exit; then, after groupDelay, every slot starts again. It counts
+	// in pending meanwhile.
+	groupStopping bool
+	groupDelay    time.Duration
 
 	// Events for the loop. Buffered to the number of slots, so a timer
 	// never blocks on a busy loop.
@@ -77,6 +84,7 @@ type supervisor struct {
 	killC     chan deadline  // a process outlived the kill wait after its TERM
 	killAllC  chan struct{}  // the kill wait after the first stop ran out
 	waitOverC chan struct{}  // -W ran out
+	groupC    chan struct{}  // a group restart's backoff ran out
 	signalC   chan os.Signal // signals to gpulaunch
 }
 
@@ -85,15 +93,14 @@ type supervisor struct {
 type deadline struct{ slot, pid int }
 
 // Run starts every instance and supervises them until each has exited
-// and everything they left behind is reaped. It returns the outcomes in
-// instance order.
-func Run(spec Spec) ([]Outcome, error) {
+// and everything they left behind is reaped, and says how they ended.
+func Run(spec Spec) (Result, error) {
 	s, err := newSupervisor(spec)
 	if err != nil {
 		if spec.Board != nil {
 			spec.Board.finish() // its readers must not wait for a run that never started
 		}
-		return nil, err
+		return Result{}, err
 	}
 	defer s.devnull.Close()
 	defer s.board.finish()
@@ -125,10 +132,10 @@ func Run(spec Spec) ([]Outcome, error) {
 	err = group.Wait()
 	s.stopTimers()
 	if err = errors.Join(startErr, err); err != nil {
-		return nil, err
+		return Result{}, err
 	}
 	s.board.finish()
-	return s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), nil
+	return Result{Outcomes: s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), Signal: s.stopSignal}, nil
 }
 
 func newSupervisor(spec Spec) (*supervisor, error) {
@@ -141,12 +148,15 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		spec: spec, policy: spec.Policy, log: spec.Log, board: spec.Board, devnull: devnull, reaper: newReaper(), begun: time.Now(),
 		stdout: &lineMux{w: spec.Stdout}, stderr: &lineMux{w: spec.Stderr}, slots: make([]slot, n),
 		idleC: make(chan struct{}, 1), restartC: make(chan int, n), timeoutC: make(chan deadline, n), killC: make(chan deadline, n),
-		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
+		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), groupC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
 	}
 	s.policy.KillWait = s.policy.killWait()
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
+	s.stdout.broken = func(err error) { s.outputLost("stdout", err) }
+	s.stderr.broken = func(err error) { s.outputLost("stderr", err) }
+	s.files = newOutputFiles(spec.OpenMode, func(path string, err error) { s.outputLost(path, err) })
 	if s.board == nil {
 		s.board = NewBoard(RunInfo{}, spec.Instances)
 	}
@@ -181,6 +191,8 @@ func (s *supervisor) run(ctx context.Context) error {
 			s.killAll()
 		case <-s.waitOverC:
 			s.waitOver()
+		case <-s.groupC:
+			s.restartGroup()
 		}
 	}
 	if left := s.reaper.endDescendants(s.policy.KillWait); left > 0 {
@@ -196,13 +208,14 @@ func (s *supervisor) idle() bool {
 	return s.running == 0 && s.pending == 0
 }
 
-// startAll starts every slot's first job. When one cannot start (its
-// thread cannot be bound, its output file cannot be opened, the fork
-// fails), the run stops: the slots started already are killed, and Run
-// returns the error once they are reaped.
+// startAll starts every slot's first job. When a slot's thread cannot be
+// bound, the run stops: the slots started already are killed, and Run
+// returns the error once they are reaped. (A job that cannot start is
+// another matter: see apply.)
 func (s *supervisor) startAll() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var starting []int
 	for i := range s.slots {
 		j, ok := s.mode.first(i)
 		if !ok {
@@ -210,12 +223,17 @@ func (s *supervisor) startAll() error {
 			continue
 		}
 		s.slots[i].job = j
-		s.running++
+		starting = append(starting, i)
+	}
+	// Every slot counts as running from now: an early exit must not find
+	// the run idle while the others are still starting.
+	s.running += len(starting)
+	for k, i := range starting {
 		if err := s.startSlot(i); err != nil {
-			s.running--
+			s.running -= len(starting) - k
 			s.stopAll(EndedSignalled)
-			for k := range i {
-				s.signalGroup(k, syscall.SIGKILL)
+			for _, i := range starting[:k] {
+				s.signalGroup(i, syscall.SIGKILL)
 			}
 			return err
 		}
@@ -230,25 +248,23 @@ func (s *supervisor) startAll() error {
 func (s *supervisor) startSlot(i int) error {
 	sl := &s.slots[i]
 	if sl.thread == nil {
-		sl.thread = newSlotThread(s.reaper, sl.inst.Binding, s.leftovers, func(pid int, ws syscall.WaitStatus, fork forkFunc) *process {
-			return s.handleExit(i, pid, ws, fork)
+		sl.thread = newSlotThread(s.reaper, sl.inst.Binding, s.leftovers, func(pid int, end reaped, fork forkFunc) *process {
+			return s.handleExit(i, pid, end, fork)
 		})
 	}
-	var err error
 	s.mu.Unlock()
 	bindErr := sl.thread.start(func(fork forkFunc) *process {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if err = s.startOn(i, fork); err != nil {
-			return nil
-		}
+		s.running-- // apply counts it again as it starts the job
+		s.apply(i, verdict{then: thenNow, job: sl.job}, fork)
 		return sl.proc
 	})
 	s.mu.Lock()
 	if bindErr != nil {
 		return fmt.Errorf("instance %d: %w", i, bindErr)
 	}
-	return err
+	return nil
 }
 
 // startOn starts slot i's job through fork, on the slot's thread. The
@@ -260,7 +276,7 @@ func (s *supervisor) startSlot(i int) error {
 func (s *supervisor) startOn(i int, fork forkFunc) error {
 	sl := &s.slots[i]
 	j := sl.job
-	env := sl.environ(j)
+	env := sl.environ(j, s.policy)
 	s.mu.Unlock()
 	proc, err := s.forkJob(i, j, env, fork)
 	s.mu.Lock()
@@ -272,8 +288,11 @@ func (s *supervisor) startOn(i int, fork forkFunc) error {
 		d := deadline{i, proc.pid}
 		sl.timer = time.AfterFunc(s.policy.Timeout, func() { deliver(s.ctx, s.timeoutC, d) })
 	}
-	if s.stopping {
+	switch {
+	case s.stopping:
 		s.terminate(i, s.stopWhy)
+	case s.groupStopping:
+		s.terminate(i, EndedGroup)
 	}
 	s.publish(i)
 	s.noteStart(i)
@@ -283,17 +302,21 @@ func (s *supervisor) startOn(i int, fork forkFunc) error {
 // handleExit is the end of slot i's process pid, on the slot's thread:
 // the mode decides what follows, and the slot's next process, when it
 // starts one at once, is forked here too and returned.
-func (s *supervisor) handleExit(i, pid int, ws syscall.WaitStatus, fork forkFunc) *process {
+func (s *supervisor) handleExit(i, pid int, end reaped, fork forkFunc) *process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[i]
 	s.running--
-	e := sl.ended(ws, time.Now())
-	e.stopping, e.waitStarted = s.stopping, s.waitTimer != nil
+	e := sl.ended(end, time.Now())
+	e.stopping, e.waitStarted = s.stopping || s.groupStopping, s.waitTimer != nil
 	s.noteExit(i, pid, e)
 	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)
 	s.publish(i)
 	s.publishCounts()
+	if s.running == 0 && s.groupStopping {
+		s.groupStopping = false
+		time.AfterFunc(s.groupDelay, func() { deliver(s.ctx, s.groupC, struct{}{}) })
+	}
 	if s.running == 0 && s.pending == 0 {
 		select {
 		case s.idleC <- struct{}{}:
@@ -303,9 +326,40 @@ func (s *supervisor) handleExit(i, pid int, ws syscall.WaitStatus, fork forkFunc
 	return sl.proc
 }
 
-// apply carries out a mode's verdict on slot i's exit.
+// apply carries out a mode's verdict on slot i. A job it starts that
+// cannot start (its output file cannot be opened, the fork fails) ends as
+// a process would, with status 126 as a shell's for a command it cannot
+// execute, and the mode's verdict on that is carried out in turn: a queue
+// records the task as failed and takes the next one.
 func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
 	sl := &s.slots[i]
+	for {
+		s.effects(i, v)
+		switch v.then {
+		case thenDone:
+			s.final(i)
+			return
+		case thenLater:
+			sl.job, sl.pending = v.job, true
+			sl.restarts++
+			s.pending++
+			time.AfterFunc(v.delay, func() { deliver(s.ctx, s.restartC, i) })
+			return
+		}
+		sl.job = v.job
+		s.running++
+		err := s.startOn(i, fork)
+		if err == nil {
+			return
+		}
+		s.running--
+		v = s.mode.afterExit(i, sl.job, s.notStarted(i, err))
+	}
+}
+
+// effects carries out what a verdict on slot i asks of the run: its
+// notes, its record, a stop, -W's clock, a group restart.
+func (s *supervisor) effects(i int, v verdict) {
 	for _, n := range v.notes {
 		s.log.Log(n.level, n.msg)
 	}
@@ -319,18 +373,49 @@ func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
 	if v.startWait {
 		s.waitTimer = time.AfterFunc(s.policy.WaitAfterFirst, func() { deliver(s.ctx, s.waitOverC, struct{}{}) })
 	}
-	switch v.then {
-	case thenDone:
-		s.final(i)
-	case thenLater:
-		sl.job, sl.pending = v.job, true
-		sl.restarts++
+	if v.restartGroup {
+		s.groupStopping, s.groupDelay = true, v.delay
 		s.pending++
-		time.AfterFunc(v.delay, func() { deliver(s.ctx, s.restartC, i) })
-	case thenNow:
-		sl.job = v.job
-		s.running++
-		if err := s.startOn(i, fork); err != nil {
+		for k := range s.slots {
+			s.terminate(k, EndedGroup)
+		}
+	}
+}
+
+// notStarted records that slot i's job could not start, as an exit with
+// status 126, and returns what the mode needs to know of it.
+func (s *supervisor) notStarted(i int, err error) exitFacts {
+	sl := &s.slots[i]
+	now := time.Now()
+	s.log.Warn(fmt.Sprintf("%s could not start (%v): it counts as failed, with exit status %d", sl.job.name(i), err, exitNotStarted))
+	sl.started, sl.exited = now, true
+	sl.out.Wall, sl.out.Code, sl.out.Signal, sl.out.EndedBy = 0, exitNotStarted, 0, EndedItself
+	return exitFacts{code: exitNotStarted, started: now, stopping: s.stopping || s.groupStopping, waitStarted: s.waitTimer != nil}
+}
+
+// exitNotStarted is the status of a job that could not start: a shell's
+// for a command it found but cannot execute.
+const exitNotStarted = 126
+
+// restartGroup starts every slot again once a group restart's backoff
+// ran out, unless the run stopped meanwhile.
+func (s *supervisor) restartGroup() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending--
+	if s.stopping {
+		for i := range s.slots {
+			s.final(i)
+		}
+		return
+	}
+	// every slot counts as running before the first starts (startAll)
+	s.running += len(s.slots)
+	for i := range s.slots {
+		sl := &s.slots[i]
+		sl.done, sl.job = false, sl.job.again()
+		sl.restarts++
+		if err := s.startSlot(i); err != nil {
 			s.running--
 			s.log.Error(err.Error())
 			s.final(i)
@@ -338,7 +423,8 @@ func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
 	}
 }
 
-// recordTask writes a finished task to the joblog and the slot's counts.
+// recordTask writes a finished task to the joblog and the counts of slot
+// i, which ran it.
 func (s *supervisor) recordTask(i int, rec TaskRecord) {
 	out := &s.slots[i].out
 	out.Tasks++
@@ -381,6 +467,9 @@ func (s *supervisor) final(i int) {
 	}
 	sl.done = true
 	s.publish(i)
+	if s.policy.Group {
+		return // a group restart may start it again: its ring ends with the run
+	}
 	ring := s.board.Output(i)
 	go func() { sl.readers.Wait(); ring.Close() }()
 }
@@ -455,7 +544,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 	if a.beginStop {
 		// A scheduled restart sees stopping when its timer fires.
 		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(sig), s.policy.KillWait))
-		s.stopping, s.stopWhy = true, EndedSignalled
+		s.stopping, s.stopWhy, s.stopSignal = true, EndedSignalled, sig
 		for i := range s.slots {
 			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == EndedItself {
 				sl.endedBy = EndedSignalled
@@ -525,6 +614,13 @@ func (s *supervisor) waitOver() {
 	s.log.Info(fmt.Sprintf("--wait %s after the first exit: ending the others", s.policy.WaitAfterFirst))
 	s.stopAll(EndedWait)
 	s.armKill()
+}
+
+// outputLost warns, once per destination, that output to it is dropped
+// from now on; the run goes on.
+func (s *supervisor) outputLost(where string, err error) {
+	s.log.Warn(fmt.Sprintf("writing %s failed (%v): the instances' output to it is dropped from now on (`gpulaunch logs` still has the last %d KiB of each); the run goes on",
+		where, err, RingSize>>10))
 }
 
 // publish writes slot i's row of the live table from the slot's facts:

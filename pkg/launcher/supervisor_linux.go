@@ -2,8 +2,6 @@ package launcher
 
 import (
 	"fmt"
-	"os"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -47,44 +45,18 @@ func (s *supervisor) forkJob(i int, j job, env []string, fork forkFunc) (*proces
 }
 
 // openStreams opens stdout and stderr for one start of j: to the console
-// (labelled when asked) or to j's files, and to the slot's output ring. A job that ran before (a
-// restart, a retry) appends to its files instead of truncating them.
-// Stdout and stderr given the same file share one writer, so neither
-// overwrites the other.
+// or to j's files (shared with every other job that names them:
+// outputFiles), and to the slot's output ring. Lines are labelled with
+// -l wherever they go, as srun labels them in its files too.
 func (s *supervisor) openStreams(j job, ring *Ring) (out [2]*stream, err error) {
-	var file *lineMux
-	var refs atomic.Int32
-	var fileRelease func()
 	paths := [2]string{j.stdout, j.stderr}
 	for k, path := range paths {
-		release := func() {}
-		sink := []*lineMux{s.stdout, s.stderr}[k]
-		prefix := s.label(j.label)
+		sink, release := []*lineMux{s.stdout, s.stderr}[k], func() {}
 		if path != "" {
-			prefix = ""
-			if k == 1 && path == paths[0] {
-				sink = file
-			} else {
-				flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-				if j.try > 0 {
-					flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-				}
-				f, err := os.OpenFile(path, flags, 0o644)
-				if err != nil {
-					closeStreams(out[:k])
-					return out, err
-				}
-				file = &lineMux{w: f}
-				sink = file
-				refs.Store(0)
-				fileRelease = func() {
-					if refs.Add(-1) == 0 {
-						f.Close()
-					}
-				}
+			if sink, release, err = s.files.acquire(path); err != nil {
+				closeStreams(out[:k])
+				return out, err
 			}
-			refs.Add(1)
-			release = fileRelease
 		}
 		fd, child, err := outputPipe()
 		if err != nil {
@@ -92,7 +64,7 @@ func (s *supervisor) openStreams(j job, ring *Ring) (out [2]*stream, err error) 
 			closeStreams(out[:k])
 			return out, err
 		}
-		out[k] = &stream{child: child, fd: fd, copier: sink.copier(prefix, ring), ended: release}
+		out[k] = &stream{child: child, fd: fd, copier: sink.copier(s.label(j.label), ring), ended: release}
 	}
 	return out, nil
 }

@@ -196,3 +196,39 @@ func TestMultiNodeStatusAndScancel(t *testing.T) {
 		t.Log(jobOut)
 	}
 }
+
+// --ddp over two nodes under srun -K: a rank that fails on the second node
+// ends its node's group (gpulaunch TERMs the others and exits with the
+// rank's code), and srun -K then ends the first node's: the job fails at
+// once instead of its ranks waiting in their collectives for one that is
+// gone. srun's exit code is its tasks' highest: the first node's
+// gpulaunch, stopped by srun's TERM, exits 143.
+func TestMultiNodeFailureEndsEveryNode(t *testing.T) {
+	nodes := multiNode(t)[:2]
+	dir := jobDir(t)
+	marker := "glmark-" + filepath.Base(dir)
+	begin := time.Now()
+	j := sbatch(t, dir, "#!/bin/bash\nsrun -K gpulaunch -n 4 --ddp --kill-wait 5s -- ./ddp_app "+marker+"\n",
+		"-N", "2", "--ntasks-per-node=1", "--gres=gpu:4", "--export=ALL,APP_MODE=fail,FAIL_RANK=5")
+	rec, out := j.wait(t, 2*time.Minute)
+	if rec["JobState"] != "FAILED" || rec["ExitCode"] == "0:0" || time.Since(begin) > 90*time.Second ||
+		!strings.Contains(out, nodes[1]+": task 1: Exited with exit code 3") {
+		t.Errorf("job %s: %s %s after %s; want FAILED, the rank's exit 3 on %s, well before the ranks' 300 s sleep\n%s",
+			j.id, rec["JobState"], rec["ExitCode"], time.Since(begin), nodes[1], out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(liveWith(marker)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := liveWith(marker); len(left) > 0 {
+		t.Errorf("processes outlived job %s: %v", j.id, left)
+	}
+	for _, r := range []int{4, 6, 7} {
+		if b, err := os.ReadFile(filepath.Join(dir, "term."+strconv.Itoa(r))); err != nil || strings.TrimSpace(string(b)) != "TERM" {
+			t.Errorf("rank %d, on the failing rank's node, got no TERM (%v)", r, err)
+		}
+	}
+	if t.Failed() {
+		t.Logf("job output:\n%s", out)
+	}
+}

@@ -32,7 +32,7 @@ func TestJoblogIsGNUParallels(t *testing.T) {
 	if err := os.WriteFile(file, []byte(tasks.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gl := exec.Command("gpulaunch", "-n", "3", "-G", "0", "--tasks", file, "--joblog", joblog)
+	gl := exec.Command("gpulaunch", "-n", "3", "-G", "0", "-O", "--tasks", file, "--joblog", joblog)
 	if out, err := gl.CombinedOutput(); exitCode(err) != 2 {
 		t.Fatalf("gpulaunch: want exit 2 (two failed tasks), got %v\n%s", err, out)
 	}
