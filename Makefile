@@ -12,7 +12,8 @@ export CGO_CFLAGS := -Wno-deprecated-declarations
 $(shell mkdir -p $(TMPDIR))
 
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts
+FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts \
+  ./pkg/binding:FuzzAMDVisible ./pkg/binding:FuzzZEMask ./pkg/gpu:FuzzKFDProperties ./pkg/gpu:FuzzIntelUevent
 
 .PHONY: build test integration demo bench fuzz lint clean
 
@@ -36,16 +37,23 @@ integration:
 	@if [ "$$(id -u)" != 0 ]; then echo "integration: SKIP: needs root to run slurmctld/slurmd (CI runs it as root)"; exit 0; fi; \
 	  echo "== integration, one node"; \
 	  scripts/slurm-testbed.sh up && \
-	  (cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -skip MultiNode . 2>&1 | \
+	  (cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -skip 'MultiNode|AMD' . 2>&1 | \
 	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}) && \
 	  echo "== integration, two nodes (each slurmd in its own network namespace)" && \
 	  TESTBED_NODES=2 scripts/slurm-testbed.sh up && \
 	  (cd test/integration && TESTBED_NODES=2 $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -run MultiNode . 2>&1 | \
+	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}) && \
+	  echo "== integration, AMD GPUs (8 fake render nodes, ROCR_VISIBLE_DEVICES from gres)" && \
+	  TESTBED_VENDOR=amd TESTBED_GPUS=8 scripts/slurm-testbed.sh up && \
+	  (cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -run AMD . 2>&1 | \
 	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]})
 
 demo: build
 	@echo '$$ gpulaunch plan --simulate dgx-a100 -n 8     # GPU 0 sits on NUMA node 2 on a DGX A100'
 	@$(BIN) plan --simulate dgx-a100 -n 8
+	@echo
+	@echo '$$ gpulaunch plan --simulate lumi-g -n 8       # LUMI-G / Frontier: GCD g on the CCD wired to it'
+	@$(BIN) plan --simulate lumi-g -n 8
 	@echo
 	@echo '$$ gpulaunch -n 8 -l --simulate dgx-h100 --monitor-interval 100ms -- scripts/demo-app.sh'
 	@$(BIN) -n 8 -l --simulate dgx-h100 --monitor-interval 100ms -- scripts/demo-app.sh

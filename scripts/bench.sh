@@ -9,7 +9,7 @@ echo "== plan time (pkg/binding BenchmarkPlan: 8, 64, 512 instances on one GPU e
 $GO test -run '^$' -bench 'BenchmarkPlan/' -benchtime 20x ./pkg/binding | awk '/^BenchmarkPlan/ {printf "  %-28s %12.3f ms/plan\n", $1, $3/1e6}'
 
 echo
-echo "== placement score: share of each instance's CPUs local to its GPU (-n = GPUs, up to 8)"
+echo "== placement score: share of each instance's CPUs local to its GPU (-n = devices: GPUs up to 8, LUMI's GCDs, Aurora's tiles)"
 echo "   gpulaunch against the site-wrapper baseline (GPU i, i-th block of the lowest CPUs)"
 printf '  %-16s %10s %10s\n' topology gpulaunch naive
 $GO test -run '^$' -bench 'BenchmarkPlacementScore' -benchtime 1x ./pkg/binding |

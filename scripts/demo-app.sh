@@ -6,7 +6,7 @@ policy=$(awk 'NR == 1 {print $2}' /proc/self/numa_maps 2>/dev/null)
 echo "instance $GPULAUNCH_INSTANCE of $GPULAUNCH_NINSTANCES (RANK $RANK): CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
 echo "planned CPUs $GPULAUNCH_CPUS; running on CPUs $cpus; memory policy $policy; OMP_NUM_THREADS=$OMP_NUM_THREADS"
 # On a simulated node there is no GPU to load: declare the use a real app
-# would make, which the simulated NVML then reports (pkg/nvml/declared.go).
+# would make, which the simulated NVML then reports (pkg/gpu/declared.go).
 if [ -n "${GPULAUNCH_SIMULATED_USAGE_DIR:-}" ] && [ -n "$GPULAUNCH_GPUS" ]; then
   echo "${GPULAUNCH_GPUS%%,*} $((40 + 7 * GPULAUNCH_INSTANCE)) $((2048 * (GPULAUNCH_INSTANCE + 1)))" >"$GPULAUNCH_SIMULATED_USAGE_DIR/$$"
 fi

@@ -18,6 +18,10 @@
 # cgroup denies gives EPERM, so Slurm's ConstrainDevices is real. There is no
 # NVML here, so the script also writes a gpulaunch node file
 # ($TESTBED_ROOT/node.json, docs/topology.md) describing those devices.
+# TESTBED_VENDOR=amd makes them AMD GPUs instead: render nodes
+# dev/dri/renderD128+ (c 226:128+N, the DRM major), gres.conf
+# Flags=amd_gpu_env as AutoDetect=rsmi would set (Slurm then writes
+# ROCR_VISIBLE_DEVICES alone), and a node file with "vendor": "amd".
 #
 # Knobs (environment):
 #   TESTBED_ROOT=/var/lib/gpulaunch-testbed  state, logs, pid files, fake devices
@@ -30,6 +34,7 @@
 #                                           network and UTS namespace (10.77.0.1N on bridge
 #                                           glbr0, slurmctld on 10.77.0.1); forces
 #                                           TESTBED_CGROUP=0, see docs/testbed.md
+#   TESTBED_VENDOR=nvidia|amd               the fake GPUs' vendor (see above)
 #   TESTBED_PKGS="…"                        packages to ensure installed
 # Every configuration line and trap is explained in docs/testbed.md.
 set -euo pipefail
@@ -40,6 +45,8 @@ CPUS_MODE=${TESTBED_CPUS:-fake16}
 CGROUP=${TESTBED_CGROUP:-1}
 PKGS=${TESTBED_PKGS:-"slurm-wlm munge openmpi-bin mpich libpmix-dev libopenmpi-dev tmux parallel iproute2"}
 NODES=${TESTBED_NODES:-1}
+VENDOR=${TESTBED_VENDOR:-nvidia}
+case $VENDOR in nvidia | amd) ;; *) echo "TESTBED_VENDOR=$VENDOR: nvidia or amd" >&2; exit 2 ;; esac
 [[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 8 ] || { echo "TESTBED_NODES=$NODES: 1..8" >&2; exit 2; }
 # Several slurmds on one machine share its cgroup v1 hierarchy: two nodes'
 # steps of one job would meet in the same slurm/uid_0/job_J/step_S cgroup
@@ -118,29 +125,41 @@ start_munge() {
   cp /run/munge/munged.pid "$RUN/munged.pid"
 }
 
+# gpu_dev N: the device file of fake GPU N; gpu_major/gpu_minor N: its numbers.
+gpu_dev() { if [ "$VENDOR" = amd ]; then echo "$ROOT/dev/dri/renderD$((128 + $1))"; else echo "$ROOT/dev/nvidia$1"; fi; }
+gpu_major() { if [ "$VENDOR" = amd ]; then echo 226; else echo 195; fi; }
+gpu_minor() { if [ "$VENDOR" = amd ]; then echo $((128 + $1)); else echo "$1"; fi; }
+
 make_fake_gpus() {
-  mkdir -p "$ROOT/dev"
-  local i
+  mkdir -p "$ROOT/dev/dri"
+  # the other vendor's devices go: gres.conf must name the only GPUs there are
+  if [ "$VENDOR" = amd ]; then rm -f "$ROOT"/dev/nvidia*; else rm -f "$ROOT"/dev/dri/renderD*; fi
+  local i dev want
   for ((i = 0; i < NGPU; i++)); do
     # distinct minors matter: ConstrainDevices denies the unallocated major:minor pairs
-    if [ ! -c "$ROOT/dev/nvidia$i" ] || [ "$(stat -c '%t:%T' "$ROOT/dev/nvidia$i")" != "c3:$(printf '%x' "$i")" ]; then
-      rm -f "$ROOT/dev/nvidia$i"
-      mknod -m 0666 "$ROOT/dev/nvidia$i" c 195 "$i"
+    dev=$(gpu_dev $i) want=$(printf '%x:%x' "$(gpu_major $i)" "$(gpu_minor $i)")
+    if [ ! -c "$dev" ] || [ "$(stat -c '%t:%T' "$dev")" != "$want" ]; then
+      rm -f "$dev"
+      mknod -m 0666 "$dev" c "$(gpu_major $i)" "$(gpu_minor $i)"
     fi
   done
 }
 
-# The node file tells gpulaunch what NVML would: each GPU's UUID, PCI
-# address, NUMA node and device file. CPUs come from this machine's sysfs.
+# The node file tells gpulaunch what NVML (or the KFD topology) would: each
+# GPU's UUID, PCI address, NUMA node and device file. CPUs come from this
+# machine's sysfs. AMD UUIDs are ROCm's: GPU- and 16 hex digits.
 write_node_file() {
-  local i sep="" numa
+  local i sep="" numa uuid vendor=""
+  [ "$VENDOR" = amd ] && vendor='"vendor": "amd",'
   {
-    printf '{\n  "name": "testbed-%s",\n  "description": "slurm-testbed.sh fake GPUs (char devices c 195:N, no driver)",\n  "gpus": [\n' "$H"
+    printf '{\n  "name": "testbed-%s", %s\n  "description": "slurm-testbed.sh fake %s GPUs (char devices, no driver)",\n  "gpus": [\n' "$H" "$vendor" "$VENDOR"
     for ((i = 0; i < NGPU; i++)); do
       numa=null
       [ -d /sys/devices/system/node/node0 ] && numa=0
-      printf '%s    {"name": "Testbed Fake GPU", "uuid": "GPU-7e57bed0-0000-4000-8000-%012d", "pci": "0000:%02x:00.0", "numa": %s, "minor": %d, "device": "%s/dev/nvidia%d", "memory_mib": 1024}' \
-        "$sep" "$i" $((0x10 + i)) "$numa" "$i" "$ROOT" "$i"
+      uuid=$(printf 'GPU-7e57bed0-0000-4000-8000-%012d' "$i")
+      [ "$VENDOR" = amd ] && uuid=$(printf 'GPU-7e57bed0%08x' "$i")
+      printf '%s    {"name": "Testbed Fake GPU", "uuid": "%s", "pci": "0000:%02x:00.0", "numa": %s, "minor": %d, "device": "%s", "memory_mib": 1024}' \
+        "$sep" "$uuid" $((0x10 + i)) "$numa" "$i" "$(gpu_dev $i)"
       sep=$',\n'
     done
     printf '\n  ]\n}\n'
@@ -208,10 +227,12 @@ $extra
 $nodes
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+  local gres="Name=gpu File=$ROOT/dev/nvidia[0-$((NGPU - 1))]"
+  [ "$VENDOR" = amd ] && gres="Name=gpu File=$ROOT/dev/dri/renderD[128-$((127 + NGPU))] Flags=amd_gpu_env"
   cat >"$ETC/gres.conf" <<EOF
-# generated by gpulaunch scripts/slurm-testbed.sh — fake GPUs: char devices c 195:N
+# generated by gpulaunch scripts/slurm-testbed.sh — fake $VENDOR GPUs: char devices $(gpu_major 0):N
 AutoDetect=off
-Name=gpu File=$ROOT/dev/nvidia[0-$((NGPU - 1))]
+$gres
 EOF
   cat >"$ETC/cgroup.conf" <<EOF
 # generated by gpulaunch scripts/slurm-testbed.sh (read only with a cgroup plugin)
@@ -343,6 +364,7 @@ env)
   echo "TESTBED_ROOT=$ROOT"
   echo "GPULAUNCH_NODE_FILE=$ROOT/node.json"
   echo "TESTBED_NODES=$NODES"
+  echo "TESTBED_VENDOR=$VENDOR"
   ;;
 *)
   echo "usage: $0 up|down|status|env" >&2

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
 // noGPUMachine is a machine root with two CPUs and no NVIDIA anything.
@@ -27,7 +28,7 @@ func runCLI(t *testing.T, env binding.Env, args ...string) (stdout, stderr strin
 	if env == nil {
 		env = binding.Env{}
 	}
-	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), hostname: "testhost", uid: os.Getuid()}
+	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), nvml: nvml.Library, hostname: "testhost", uid: os.Getuid()}
 	code = a.main(args)
 	return out.String(), errb.String(), code
 }

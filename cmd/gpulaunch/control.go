@@ -305,6 +305,9 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 	sampled := "telemetry off"
 	if s.Run.Monitor != "" && s.Run.Monitor != "0s" {
 		sampled = "sampled every " + s.Run.Monitor
+		if s.Run.GPUTelemetry != "" {
+			sampled += ", GPU use unmeasured (" + strings.TrimPrefix(s.Run.GPUTelemetry, "no GPU telemetry: ") + ")"
+		}
 	}
 	state := "up " + s.Taken.Sub(s.Run.Started).Round(time.Second).String()
 	if s.Run.Finished {

@@ -46,7 +46,7 @@ type execFlags struct {
 func (e *execFlags) register(fs *pflag.FlagSet) {
 	e.ddp.register(fs)
 	e.shape.registerShape(fs, "rank", "GPUs per rank (default: an even share of the node's GPUs)")
-	fs.StringVar(&e.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index")
+	fs.StringVar(&e.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names GPUs: uuid, or index (Intel's ZE_AFFINITY_MASK takes ordinals only)")
 	fs.StringVar(&e.visibility, "gpu-visibility", "own", "own: the rank sees its GPUs only; all: every GPU, its own first")
 	fs.BoolVar(&e.dryRun, "dry-run", false, "print this rank's slot and environment, exec nothing")
 }
@@ -119,7 +119,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if err != nil {
 		return err
 	}
-	opts := launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: alloc.GPUs, CUDAIndex: alloc.CUDAIndex, Rendezvous: rdv}
+	opts := envOptions(*alloc, ids, vis, rdv)
 	env, err := launcher.InstanceEnv(a.baseEnv(), slot, ranks, opts)
 	if err != nil {
 		return usageError{err.Error()}
@@ -142,7 +142,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	}
 	var gpus []string
 	for _, g := range slot.GPUs {
-		gpus = append(gpus, g.BusID)
+		gpus = append(gpus, g.Address())
 	}
 	log.Debug(fmt.Sprintf("rank %d of %d on this node (%s): GPUs %s, CPUs %s, memory %s %s",
 		slot.Index, size, source, strings.Join(gpus, ","), slot.CPUs, slot.MemPolicy, slot.MemNodes),
@@ -166,9 +166,9 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 // isContractVar: the variables gpulaunch sets for an instance or rank.
 func isContractVar(k string) bool {
 	switch k {
-	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMP_NUM_THREADS",
+	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ZE_ENABLE_PCI_ID_DEVICE_ORDER", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMP_NUM_THREADS",
 		"GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID":
 		return true
 	}
-	return strings.HasPrefix(k, "GPULAUNCH_")
+	return strings.HasPrefix(k, "GPULAUNCH_") || strings.HasPrefix(k, "TORCHELASTIC_")
 }

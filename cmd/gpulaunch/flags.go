@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // The flag, value and logger helpers every command shares.
@@ -22,14 +24,16 @@ import (
 type commonFlags struct {
 	simulate  string
 	nodeFile  string
+	gpuVendor string
 	json      bool
 	logFormat string
 	verbose   bool
 }
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node (dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu) or a topology file instead of this machine")
-	fs.StringVar(&c.nodeFile, "node-file", "", "describe this machine's GPUs in a JSON file when NVML cannot see them (docs/topology.md; default $GPULAUNCH_NODE_FILE)")
+	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node ("+strings.Join(gpu.SimulatedNames(), ", ")+") or a topology file instead of this machine")
+	fs.StringVar(&c.nodeFile, "node-file", "", "describe this machine's GPUs in a JSON file when the drivers cannot show them (docs/topology.md; default $GPULAUNCH_NODE_FILE)")
+	fs.StringVar(&c.gpuVendor, "gpu-vendor", "", "use this vendor's GPUs only, on a node with several: nvidia, amd or intel (default $GPULAUNCH_GPU_VENDOR)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
 // launch is one run as decided before anything starts: what the
@@ -22,7 +22,7 @@ import (
 // report, so that they cannot tell different stories.
 type launch struct {
 	alloc binding.Allocation
-	src   nvml.Source // the GPU backend, for telemetry
+	src   gpu.Source // the GPU backend, for telemetry
 	req   binding.Request
 	plan  binding.Plan
 	group binding.Group
@@ -109,9 +109,9 @@ func (a *app) reportFile(pattern string, names launcher.Names, multiNode bool, l
 // environment, its binding, its command and its output files.
 func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, error) {
 	if l.usageDir != "" {
-		base = append(base, nvml.SimulatedUsageEnv+"="+l.usageDir)
+		base = append(base, gpu.SimulatedUsageEnv+"="+l.usageDir)
 	}
-	opts := launcher.EnvOptions{IDs: o.ids, Visibility: o.vis, AllGPUs: l.alloc.GPUs, CUDAIndex: l.alloc.CUDAIndex, Rendezvous: l.rdv}
+	opts := envOptions(l.alloc, o.ids, o.vis, l.rdv)
 	var insts []launcher.Instance
 	for _, s := range l.plan.Slots {
 		ranks := l.group.Ranks(s.Index)
@@ -125,7 +125,7 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 		}
 		var gpus []string
 		for _, g := range s.GPUs {
-			gpus = append(gpus, g.BusID)
+			gpus = append(gpus, g.Address())
 			inst.GPUUUIDs = append(inst.GPUUUIDs, g.UUID)
 		}
 		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
@@ -174,10 +174,16 @@ func labelHost(g binding.Group) string {
 	return ""
 }
 
-func uuids(gpus []nvml.GPU) []string {
+func uuids(gpus []gpu.GPU) []string {
 	out := make([]string, len(gpus))
 	for i, g := range gpus {
 		out[i] = g.UUID
 	}
 	return out
+}
+
+// envOptions shape the instances' environment for an allocation.
+func envOptions(a binding.Allocation, ids launcher.GPUIDs, vis launcher.Visibility, rdv *binding.Rendezvous) launcher.EnvOptions {
+	return launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: a.GPUs, Vendor: a.Vendor, Ordinal: a.Ordinal, CardOrdinal: a.CardOrdinal,
+		ZEHierarchy: a.ZEHierarchy, Rendezvous: rdv}
 }

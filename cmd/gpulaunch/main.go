@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
@@ -30,6 +31,7 @@ func main() {
 		stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin,
 		env:  binding.EnvFromList(os.Environ()),
 		root: os.DirFS("/"),
+		nvml: nvml.Library,
 		probeDevice: func(path string) error {
 			f, err := os.Open(path)
 			if err == nil {
@@ -49,6 +51,7 @@ type app struct {
 	stdin          io.Reader
 	env            binding.Env
 	root           fs.FS
+	nvml           gpu.NVML // NVIDIA's library (pkg/nvml); nil without cgo
 	hostname       string
 	probeDevice    func(path string) error
 	pid, ppid, uid int
@@ -145,7 +148,7 @@ func (a *app) discover(c commonFlags) (binding.Allocation, error) {
 
 // discoverWith also hands back the open backend, for telemetry; usageDir
 // is where apps on a simulated node declare their GPU use.
-func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, nvml.Source, error) {
+func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, gpu.Source, error) {
 	nodeFile := c.nodeFile
 	if nodeFile == "" && c.simulate == "" {
 		nodeFile = a.env["GPULAUNCH_NODE_FILE"]
@@ -153,7 +156,12 @@ func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, 
 	if c.simulate != "" && c.nodeFile != "" {
 		return binding.Allocation{}, nil, usagef("--simulate and --node-file both describe the node: --simulate is another machine, --node-file this one; give one")
 	}
-	src, err := nvml.Open(nvml.Options{Simulate: c.simulate, NodeFile: nodeFile, SimulatedUsage: usageDir, Root: a.root, ProbeDevice: a.probeDevice})
+	vendor, err := a.gpuVendor(c)
+	if err != nil {
+		return binding.Allocation{}, nil, err
+	}
+	src, err := gpu.Open(gpu.Options{Simulate: c.simulate, NodeFile: nodeFile, Vendor: vendor, SimulatedUsage: usageDir, Root: a.root,
+		ProbeDevice: a.probeDevice, NVML: a.nvml})
 	if err != nil {
 		switch {
 		case c.simulate != "":
@@ -163,7 +171,7 @@ func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, 
 		case nodeFile != "":
 			return binding.Allocation{}, nil, usagef("GPULAUNCH_NODE_FILE=%s: %v", nodeFile, err)
 		}
-		return binding.Allocation{}, nil, err
+		return binding.Allocation{}, nil, usagef("%v", err)
 	}
 	node, err := src.Inventory()
 	if err != nil {
@@ -181,6 +189,23 @@ func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, 
 		return binding.Allocation{}, nil, usagef("%v", err)
 	}
 	return alloc, src, nil
+}
+
+// gpuVendor is --gpu-vendor, else GPULAUNCH_GPU_VENDOR: the only vendor
+// whose GPUs are looked for ("": every vendor's).
+func (a *app) gpuVendor(c commonFlags) (gpu.Vendor, error) {
+	name, from := c.gpuVendor, "--gpu-vendor"
+	if name == "" {
+		name, from = a.env["GPULAUNCH_GPU_VENDOR"], "GPULAUNCH_GPU_VENDOR"
+	}
+	if name == "" {
+		return "", nil
+	}
+	v, ok := gpu.ParseVendor(name)
+	if !ok {
+		return "", usagef("%s %q: use nvidia, amd or intel", from, name)
+	}
+	return v, nil
 }
 
 const topUsage = `gpulaunch — run N pinned copies of a program on the GPUs of a Slurm allocation

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
@@ -62,7 +62,7 @@ type topologySummary struct {
 
 func infoJSON(a binding.Allocation) infoDoc {
 	if a.GPUs == nil {
-		a.GPUs = []nvml.GPU{}
+		a.GPUs = []gpu.GPU{}
 	}
 	if a.Warnings == nil {
 		a.Warnings = []string{}
@@ -75,7 +75,7 @@ func infoJSON(a binding.Allocation) infoDoc {
 
 func writeInfo(w io.Writer, a binding.Allocation) {
 	t := a.Topology
-	fmt.Fprintf(w, "Host:      %s (GPUs from %s", orDash(a.Hostname), a.Backend)
+	fmt.Fprintf(w, "Host:      %s (%sGPUs from %s", orDash(a.Hostname), vendorWord(a.Vendor), a.Backend)
 	if a.Driver != "" {
 		fmt.Fprintf(w, ", driver %s", a.Driver)
 	}
@@ -85,7 +85,7 @@ func writeInfo(w io.Writer, a binding.Allocation) {
 	} else {
 		fmt.Fprintf(w, "GPUs:      %d — %s\n", len(a.GPUs), a.GPUReason)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  CUDA\tUUID\tPCI\tNUMA\tLOCAL CPUS\tMEMORY\tNAME")
+		fmt.Fprintf(tw, "  %s\tUUID\tPCI\tNUMA\tLOCAL CPUS\tMEMORY\tNAME\n", ordinalHeader(a))
 		for i, g := range a.GPUs {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i, g.UUID, g.BusID, numaString(g.NUMANode),
 				orDash(g.LocalCPUs.String()), bytesString(g.MemoryBytes), g.Name)
@@ -117,6 +117,35 @@ func writeInfo(w io.Writer, a binding.Allocation) {
 		fmt.Fprintf(w, " (%s)\n", a.LocalRank.Source)
 	}
 	writeWarnings(w, a.Warnings)
+}
+
+// vendorWord names the vendor before "GPUs", "" for a node without any.
+func vendorWord(v gpu.Vendor) string {
+	switch v {
+	case gpu.NVIDIA:
+		return "NVIDIA "
+	case gpu.AMD:
+		return "AMD "
+	case gpu.Intel:
+		return "Intel "
+	}
+	return ""
+}
+
+// ordinalHeader names the runtime whose device numbers the GPU table's
+// first column gives: what the app sees as device i in this environment.
+// Level Zero's are FLAT ordinals (a tile each) unless the hierarchy is
+// COMPOSITE, where the app sees cards.
+func ordinalHeader(a binding.Allocation) string {
+	switch {
+	case a.Vendor == gpu.AMD:
+		return "HIP"
+	case a.Vendor == gpu.Intel && a.ZEHierarchy == binding.ZEComposite:
+		return "ZE TILE"
+	case a.Vendor == gpu.Intel:
+		return "ZE"
+	}
+	return "CUDA"
 }
 
 func writeWarnings(w io.Writer, warnings []string) {
@@ -228,7 +257,7 @@ func planJSON(a binding.Allocation, r binding.Request, p binding.Plan) planDoc {
 	warn := append(append([]string{}, a.Warnings...), p.Warnings...)
 	for i := range p.Slots {
 		if p.Slots[i].GPUs == nil {
-			p.Slots[i].GPUs = []nvml.GPU{}
+			p.Slots[i].GPUs = []gpu.GPU{}
 		}
 	}
 	return planDoc{Host: a.Hostname, Backend: a.Backend, CPUs: a.CPUs.String(), Slots: p.Slots, Locality: p.Locality(), Warnings: warn,
@@ -236,13 +265,13 @@ func planJSON(a binding.Allocation, r binding.Request, p binding.Plan) planDoc {
 }
 
 func writePlan(w io.Writer, a binding.Allocation, p binding.Plan) {
-	fmt.Fprintf(w, "Plan for %d instance(s) on %s (GPUs from %s), %d allowed CPUs:\n", len(p.Slots), orDash(a.Hostname), a.Backend, a.CPUs.Size())
+	fmt.Fprintf(w, "Plan for %d instance(s) on %s (%sGPUs from %s), %d allowed CPUs:\n", len(p.Slots), orDash(a.Hostname), vendorWord(a.Vendor), a.Backend, a.CPUs.Size())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  INSTANCE\tGPU (PCI)\tUUID\tNUMA\tCPUS\tLOCAL\tMEMORY")
 	for _, s := range p.Slots {
 		var bus, uuid, numa []string
 		for _, g := range s.GPUs {
-			bus, uuid, numa = append(bus, g.BusID), append(uuid, shortUUID(g.UUID)), append(numa, numaString(g.NUMANode))
+			bus, uuid, numa = append(bus, g.Address()), append(uuid, shortUUID(g.UUID)), append(numa, numaString(g.NUMANode))
 		}
 		local := "-"
 		if s.LocalCPUs >= 0 {

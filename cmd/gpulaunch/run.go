@@ -69,7 +69,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.timeout, "timeout", "", "end an instance that runs longer than this (e.g. 90s, 2h)")
 	fs.StringVar(&r.killWait, "kill-wait", "10s", "grace between TERM and KILL")
 	fs.StringVar(&r.memPerTask, "mem-per-task", "", "end an instance whose process tree uses more resident memory (e.g. 16G; plain numbers are MiB, as in Slurm)")
-	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers")
+	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers (Intel's ZE_AFFINITY_MASK takes ordinals only)")
 	fs.StringVar(&r.visibility, "gpu-visibility", "own", "own: an instance sees its GPUs only; all: every GPU of the allocation, its own first (CUDA IPC, NCCL P2P)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
 	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md)")
@@ -363,7 +363,6 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 // have ended.
 func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, queue *launcher.Queue, board *launcher.Board, srv *control.Server,
 	con *console, tmux string, log *zap.Logger) error {
-	started := board.Snapshot().Run.Started
 	// Output to a reader that has gone (`gpulaunch … | head`) is dropped
 	// with a warning (lineMux) instead of killing gpulaunch, which would
 	// leave its instances unsupervised and its socket behind. Notify, not
@@ -402,18 +401,18 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, que
 	if err != nil {
 		return err
 	}
-	return a.finish(l, insts, res, queue, con, started)
+	return a.finish(l, insts, res, queue, con, board.Snapshot().Run)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, queue *launcher.Queue, con *console, started time.Time) error {
+func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, queue *launcher.Queue, con *console, run launcher.RunInfo) error {
 	outs := res.Outcomes
 	var code int
 	if queue != nil {
 		code = queue.ExitCode()
-		launcher.WriteQueueSummary(con.stderr, queue, insts, outs, time.Since(started))
+		launcher.WriteQueueSummary(con.stderr, queue, insts, outs, time.Since(run.Started))
 		if lost, why := queue.Joblog.Lost(); lost > 0 {
 			// a --resume would run those tasks again: the run is not what
 			// its joblog says
@@ -429,7 +428,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		launcher.WriteSummary(a.stderr, insts, outs)
 	}
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, started, insts, outs, code)); err != nil {
+		if err := writeReport(l.report, buildReport(l, run, insts, outs, code)); err != nil {
 			return err
 		}
 	}

@@ -16,17 +16,20 @@ import (
 // plan and every warning. docs/report.md documents it and
 // docs/report.schema.json is its schema; a test validates against that.
 type runReport struct {
-	SchemaVersion int              `json:"schema_version"`
-	Host          string           `json:"host"`
-	Command       []string         `json:"command"`
-	Started       time.Time        `json:"started"`
-	WallSeconds   float64          `json:"wall_seconds"`
-	ExitCode      int              `json:"exit_code"`
-	MonitorSecs   float64          `json:"monitor_interval_seconds"`
-	Plan          planDoc          `json:"plan"`
-	Launch        launchReport     `json:"launch"`
-	Instances     []instanceReport `json:"instances"`
-	Warnings      []string         `json:"warnings"`
+	SchemaVersion int       `json:"schema_version"`
+	Host          string    `json:"host"`
+	Command       []string  `json:"command"`
+	Started       time.Time `json:"started"`
+	WallSeconds   float64   `json:"wall_seconds"`
+	ExitCode      int       `json:"exit_code"`
+	MonitorSecs   float64   `json:"monitor_interval_seconds"`
+	// GPUTelemetry says why GPU use went unmeasured; absent when it was
+	// measured or telemetry was off.
+	GPUTelemetry string           `json:"gpu_telemetry,omitempty"`
+	Plan         planDoc          `json:"plan"`
+	Launch       launchReport     `json:"launch"`
+	Instances    []instanceReport `json:"instances"`
+	Warnings     []string         `json:"warnings"`
 }
 
 // launchReport places this node's report among the other nodes' reports
@@ -63,13 +66,13 @@ type instanceReport struct {
 
 const reportSchemaVersion = 1
 
-// buildReport is the report of launch l, whose instances ended as outs
-// and whose exit status is code.
-func buildReport(l *launch, started time.Time, insts []launcher.Instance, outs []launcher.Outcome, code int) runReport {
+// buildReport is the report of launch l, the run run, whose instances
+// ended as outs and whose exit status is code.
+func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, outs []launcher.Outcome, code int) runReport {
 	g := l.group
 	r := runReport{
-		SchemaVersion: reportSchemaVersion, Host: l.alloc.Hostname, Command: l.argv, Started: started.UTC(),
-		WallSeconds: time.Since(started).Seconds(), ExitCode: code, MonitorSecs: l.monitor.Seconds(),
+		SchemaVersion: reportSchemaVersion, Host: l.alloc.Hostname, Command: l.argv, Started: run.Started.UTC(),
+		WallSeconds: time.Since(run.Started).Seconds(), ExitCode: code, MonitorSecs: l.monitor.Seconds(), GPUTelemetry: run.GPUTelemetry,
 		Plan: planJSON(l.alloc, l.req, l.plan), Warnings: append([]string{}, l.plan.Warnings...),
 		Launch: launchReport{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source,
 			Hosts: append([]string{}, g.Hosts...), Rendezvous: l.rdv},

@@ -6,13 +6,13 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // World is everything Reconcile reads from outside, gathered once by
 // ReadWorld (or written as a literal in tests).
 type World struct {
-	Node     nvml.Node
+	Node     gpu.Node
 	Topology Topology
 	Env      Env
 	// Affinity is sched_getaffinity(0) of this process.
@@ -29,10 +29,18 @@ type Allocation struct {
 	Backend  string `json:"gpu_backend"`
 	Driver   string `json:"driver,omitempty"`
 	// GPUs are this process's GPUs in the order CUDA numbers them.
-	GPUs []nvml.GPU `json:"gpus"`
-	// CUDAIndex maps a GPU's UUID to the ordinal CUDA gives it among the
-	// GPUs this process can open (PCI order), for apps that need integers.
-	CUDAIndex map[string]int `json:"-"`
+	GPUs []gpu.GPU `json:"gpus"`
+	// Vendor made the GPUs; "" when there is none.
+	Vendor gpu.Vendor `json:"vendor,omitempty"`
+	// Ordinal maps a device's UUID to the ordinal its runtime gives it
+	// among the devices this process can open (CUDA's and ROCR's index,
+	// Level Zero's FLAT device), for --gpu-ids index and ZE_AFFINITY_MASK;
+	// CardOrdinal an Intel tile's to its GPU's (Level Zero's COMPOSITE).
+	Ordinal     map[string]int `json:"-"`
+	CardOrdinal map[string]int `json:"-"`
+	// ZEHierarchy is ZE_FLAT_DEVICE_HIERARCHY on an Intel node: how the
+	// instances' ZE_AFFINITY_MASK is written.
+	ZEHierarchy string `json:"ze_hierarchy,omitempty"`
 	// GPUReason says how GPUs was decided, in words for `info`.
 	GPUReason string `json:"gpu_reason"`
 	// DevicesConstrained: a device cgroup hides some of the node's GPUs, so
@@ -59,12 +67,15 @@ type Allocation struct {
 // Reconcile decides the allocation. It is pure: the same World gives the
 // same Allocation, which is what lets every rank of a node agree.
 //
-// GPUs, in this order of evidence:
-//  1. CUDA_VISIBLE_DEVICES set: its entries resolved against the GPUs this
-//     process can open in PCI order (Resolve). With ConstrainDevices the
-//     device cgroup hides the job's other GPUs and Slurm renumbers from 0;
-//     without it Slurm writes global indices; both resolve the same way.
-//  2. Unset inside a Slurm job means "no GPU" (Slurm unsets the variable
+// GPUs, in this order of evidence, with the variable of the node's vendor
+// (visibilityOf: CUDA_VISIBLE_DEVICES for NVIDIA, ROCR_VISIBLE_DEVICES for
+// AMD, ZE_AFFINITY_MASK for Intel):
+//  1. The variable set: its entries resolved against the GPUs this process
+//     can open, in the order the vendor's runtime numbers them. With
+//     ConstrainDevices the device cgroup hides the job's other GPUs and
+//     Slurm renumbers from 0; without it Slurm writes global indices;
+//     both resolve the same way.
+//  2. Unset inside a Slurm job means "no GPU" (Slurm unsets the variables
 //     when none was allocated), except when SLURM_GPUS_ON_NODE says GPUs
 //     were given (--gpu-bind=none, no_gpu_env): then the openable GPUs if
 //     a cgroup constrains them, else SLURM_STEP_GPUS / SLURM_JOB_GPUS as
@@ -72,10 +83,15 @@ type Allocation struct {
 //  3. Unset inside an salloc shell on the submit host (SLURMD_NODENAME
 //     unset): no GPU; the job's GPUs are on another machine.
 //  4. Unset outside Slurm: every GPU this process can open.
+//  5. AMD: HIP_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, then selects
+//     among the GPUs ROCR left, numbering them from 0, as HIP does
+//     (amdInner) — except the same list Slurm writes into both, which is
+//     one selection, not two.
 //
-// A GPU with MIG mode on stands for its MIG devices.
+// A GPU with MIG mode on stands for its MIG devices, an Intel GPU for its
+// tiles (ZE_FLAT_DEVICE_HIERARCHY's FLAT, Level Zero's default).
 func Reconcile(w World) (Allocation, error) {
-	a := Allocation{Hostname: w.Hostname, Backend: w.Node.Backend, Driver: w.Node.Driver, Topology: w.Topology}
+	a := Allocation{Hostname: w.Hostname, Backend: w.Node.Backend, Vendor: w.Node.Vendor, Driver: w.Node.Driver, Topology: w.Topology}
 	a.Warnings = append(a.Warnings, w.Node.Warnings...)
 	slurm, warn := ParseSlurm(w.Env)
 	a.Slurm = slurm
@@ -87,8 +103,7 @@ func Reconcile(w World) (Allocation, error) {
 	if ok {
 		a.LocalRank = &lr
 	}
-
-	var openable []nvml.GPU
+	var openable []gpu.GPU
 	for _, g := range w.Node.GPUs {
 		if g.Hidden {
 			a.DevicesConstrained = true
@@ -96,11 +111,12 @@ func Reconcile(w World) (Allocation, error) {
 		}
 		openable = append(openable, g)
 	}
-	a.CUDAIndex = map[string]int{}
-	for i, g := range openable {
-		a.CUDAIndex[g.UUID] = i
+	a.Ordinal, a.CardOrdinal = ordinals(openable)
+	vis := a.visibilityOf(w.Env)
+	a.GPUs, a.GPUReason = a.chooseGPUs(w, openable, vis)
+	if a.Vendor == gpu.AMD {
+		a.GPUs, a.GPUReason = a.amdInner(w.Env, a.GPUs, a.GPUReason)
 	}
-	a.GPUs, a.GPUReason = a.chooseGPUs(w, openable)
 	if len(w.Node.GPUs) == 0 {
 		why := "no GPU device is visible"
 		if len(w.Node.Warnings) > 0 {
@@ -108,33 +124,57 @@ func Reconcile(w World) (Allocation, error) {
 		}
 		a.GPUReason = "the " + w.Node.Backend + " backend sees no GPU on this node: " + why
 	}
-	a.GPUs = expandMIG(a.GPUs)
-
+	a.GPUs = flatten(a.GPUs)
 	a.CPUs, a.MemNodes = allowedCPUs(&a, w)
 	a.MemoryLimit = w.Cgroup.MemoryLimit
 	return a, nil
 }
 
-func (a *Allocation) chooseGPUs(w World, openable []nvml.GPU) ([]nvml.GPU, string) {
+// visibility is how a vendor's runtime is told its GPUs: a variable, and
+// how its value picks among the GPUs a process can open.
+type visibility struct {
+	name    string
+	resolve func(value string, openable []gpu.GPU) (gpus []gpu.GPU, stop string)
+}
+
+// visibilityOf is the variable of the node's vendor. For Intel it reads
+// the hierarchy the value is written in (ZE_FLAT_DEVICE_HIERARCHY).
+func (a *Allocation) visibilityOf(env Env) visibility {
+	switch a.Vendor {
+	case gpu.AMD:
+		return visibility{"ROCR_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return ParseAMDVisible(v).Resolve(open) }}
+	case gpu.Intel:
+		h, ok := ZEHierarchy(env["ZE_FLAT_DEVICE_HIERARCHY"])
+		if !ok {
+			a.warn("ZE_FLAT_DEVICE_HIERARCHY=%s is not FLAT, COMPOSITE or COMBINED: reading ZE_AFFINITY_MASK as FLAT", env["ZE_FLAT_DEVICE_HIERARCHY"])
+		}
+		a.ZEHierarchy = h
+		return visibility{"ZE_AFFINITY_MASK", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return ParseZEMask(v).Resolve(open, h) }}
+	}
+	return visibility{"CUDA_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) {
+		return ParseVisibleDevices(v, true).Resolve(open)
+	}}
+}
+
+func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]gpu.GPU, string) {
 	s := a.Slurm
-	val, set := w.Env.Lookup("CUDA_VISIBLE_DEVICES")
+	val, set := w.Env.Lookup(vis.name)
 	if set {
-		vd := ParseVisibleDevices(val, true)
-		gpus, stop := vd.Resolve(openable)
-		reason := fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s", val)
-		if strings.TrimSpace(val) == "" {
+		gpus, stop := vis.resolve(val, openable)
+		reason := fmt.Sprintf("%s=%s", vis.name, val)
+		if strings.TrimSpace(val) == "" && len(gpus) == 0 {
 			reason += " (empty: no GPU)"
 		}
 		if stop != "" {
 			reason += ": " + stop
 		}
-		if a.DevicesConstrained && vd.Kind == "index" {
+		if a.DevicesConstrained && val != "" && val[0] >= '0' && val[0] <= '9' {
 			reason += fmt.Sprintf(", renumbered from 0 over the %d GPU(s) the device cgroup lets this process open", len(openable))
 		}
 		if stop != "" {
-			a.warn("CUDA_VISIBLE_DEVICES=%s: the list ends early, as CUDA's does: %s; using %d GPU(s)", val, stop, len(gpus))
+			a.warn("%s=%s: the list ends early, as the runtime's does: %s; using %d GPU(s)", vis.name, val, stop, len(gpus))
 		}
-		a.crossCheckSlurm(w, gpus)
+		a.crossCheckSlurm(w, vis.name, gpus)
 		return gpus, reason
 	}
 	switch {
@@ -142,28 +182,72 @@ func (a *Allocation) chooseGPUs(w World, openable []nvml.GPU) ([]nvml.GPU, strin
 		a.warn("this is an salloc shell on the submit host (SLURMD_NODENAME is unset): the job's GPUs are on its node; run gpulaunch there with srun, e.g. `srun --pty gpulaunch info`")
 		return nil, "this is an salloc shell on the submit host, outside job " + s.JobID + "'s node: no GPU here (run gpulaunch through srun)"
 	case s.InJob() && s.GPUsOnNode <= 0:
-		return nil, "Slurm job " + s.JobID + " allocated no GPU on this node (CUDA_VISIBLE_DEVICES and SLURM_GPUS_ON_NODE unset); ask for GPUs with --gres=gpu:N or --gpus=N"
+		return nil, "Slurm job " + s.JobID + " allocated no GPU on this node (" + vis.name + " and SLURM_GPUS_ON_NODE unset); ask for GPUs with --gres=gpu:N or --gpus=N"
 	case s.InJob():
 		if a.DevicesConstrained {
-			return openable, fmt.Sprintf("CUDA_VISIBLE_DEVICES unset but SLURM_GPUS_ON_NODE=%d: the %d GPU(s) the device cgroup lets this process open", s.GPUsOnNode, len(openable))
+			return openable, fmt.Sprintf("%s unset but SLURM_GPUS_ON_NODE=%d: the %d GPU(s) the device cgroup lets this process open", vis.name, s.GPUsOnNode, len(openable))
 		}
 		ids, name := s.StepGPUs, "SLURM_STEP_GPUS"
 		if ids == nil {
 			ids, name = s.JobGPUs, "SLURM_JOB_GPUS"
 		}
 		if gpus, ok := byGlobalIndex(w.Node.GPUs, ids); ok {
-			return gpus, fmt.Sprintf("CUDA_VISIBLE_DEVICES unset; %s=%s as global PCI-order indices", name, joinInts(ids))
+			return gpus, fmt.Sprintf("%s unset; %s=%s as global PCI-order indices", vis.name, name, joinInts(ids))
 		}
-		a.warn("SLURM_GPUS_ON_NODE=%d but neither CUDA_VISIBLE_DEVICES nor SLURM_STEP_GPUS/SLURM_JOB_GPUS name the GPUs: not using any", s.GPUsOnNode)
+		a.warn("SLURM_GPUS_ON_NODE=%d but neither %s nor SLURM_STEP_GPUS/SLURM_JOB_GPUS name the GPUs: not using any", s.GPUsOnNode, vis.name)
 		return nil, "Slurm gave GPUs without saying which: no GPU"
 	}
-	return openable, "CUDA_VISIBLE_DEVICES unset and no Slurm job: every GPU this process can open"
+	return openable, vis.name + " unset and no Slurm job: every GPU this process can open"
 }
 
-// crossCheckSlurm compares the GPUs CUDA_VISIBLE_DEVICES resolved to with
-// the global ids Slurm lists, when the inventory covers the whole node.
-// A mismatch means gres.conf numbers GPUs other than by PCI bus id.
-func (a *Allocation) crossCheckSlurm(w World, gpus []nvml.GPU) {
+// amdInner applies HIP's own list to the GPUs ROCR left (rule 5):
+// HIP_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, numbering those GPUs
+// from 0. Inside a Slurm job whose gres sets every vendor's variable to the
+// same list (gres.conf without env flags), the two are one selection:
+// applying it twice would leave HIP the wrong GPUs, or none.
+func (a *Allocation) amdInner(env Env, gpus []gpu.GPU, reason string) ([]gpu.GPU, string) {
+	name := "HIP_VISIBLE_DEVICES"
+	val, set := env.Lookup(name)
+	if !set {
+		name = "CUDA_VISIBLE_DEVICES"
+		if val, set = env.Lookup(name); !set {
+			return gpus, reason
+		}
+	}
+	if rocr, ok := env.Lookup("ROCR_VISIBLE_DEVICES"); ok && a.Slurm.InJob() && strings.TrimSpace(rocr) == strings.TrimSpace(val) {
+		a.warn("%s and ROCR_VISIBLE_DEVICES are both %s, as Slurm writes one list into every vendor's variable: taken as one selection (HIP would apply it again inside ROCR's); each instance gets ROCR_VISIBLE_DEVICES alone", name, val)
+		return gpus, reason
+	}
+	inner, stop := ParseAMDVisible(val).Resolve(gpus)
+	reason += fmt.Sprintf("; then %s=%s among those, as HIP applies it", name, val)
+	if stop != "" {
+		a.warn("%s=%s: the list ends early: %s; using %d GPU(s)", name, val, stop, len(inner))
+		reason += ": " + stop
+	}
+	return inner, reason
+}
+
+// ordinals numbers the devices this process can open as their runtimes
+// do: each device's ordinal (CUDA's and ROCR's index of a GPU; Level
+// Zero's FLAT ordinal of a tile), and the ordinal of the GPU it is, or is
+// part of (Level Zero's COMPOSITE device).
+func ordinals(openable []gpu.GPU) (ordinal, card map[string]int) {
+	ordinal, card = map[string]int{}, map[string]int{}
+	n := 0
+	for c, g := range openable {
+		card[g.UUID] = c
+		for _, d := range tilesOf(g) {
+			ordinal[d.UUID], card[d.UUID] = n, c
+			n++
+		}
+	}
+	return ordinal, card
+}
+
+// crossCheckSlurm compares the GPUs the vendor's variable (told) resolved
+// to with the global ids Slurm lists, when the inventory covers the whole
+// node. A mismatch means gres.conf numbers GPUs other than by PCI bus id.
+func (a *Allocation) crossCheckSlurm(w World, told string, gpus []gpu.GPU) {
 	s := a.Slurm
 	ids, name := s.JobGPUs, "SLURM_JOB_GPUS"
 	if s.InStep() {
@@ -182,16 +266,16 @@ func (a *Allocation) crossCheckSlurm(w World, gpus []nvml.GPU) {
 		return
 	}
 	if !sameGPUs(want, gpus) {
-		a.warn("%s=%s names GPUs %s by PCI order but CUDA_VISIBLE_DEVICES resolves to %s: gres.conf may number GPUs other than by PCI bus id; trusting CUDA_VISIBLE_DEVICES",
-			name, joinInts(ids), busList(want), busList(gpus))
+		a.warn("%s=%s names GPUs %s by PCI order but %s resolves to %s: gres.conf may number GPUs other than by PCI bus id; trusting %s",
+			name, joinInts(ids), busList(want), told, busList(gpus), told)
 	}
 }
 
-func byGlobalIndex(all []nvml.GPU, ids []int) ([]nvml.GPU, bool) {
+func byGlobalIndex(all []gpu.GPU, ids []int) ([]gpu.GPU, bool) {
 	if len(ids) == 0 {
 		return nil, false
 	}
-	var out []nvml.GPU
+	var out []gpu.GPU
 	for _, id := range ids {
 		if id >= len(all) {
 			return nil, false
@@ -201,11 +285,17 @@ func byGlobalIndex(all []nvml.GPU, ids []int) ([]nvml.GPU, bool) {
 	return out, true
 }
 
-func sameGPUs(a, b []nvml.GPU) bool {
-	key := func(gs []nvml.GPU) string {
+// sameGPUs: the two lists name the same GPUs, by PCI address (a GPU's
+// tiles and MIG devices count as the GPU, as Slurm counts them).
+func sameGPUs(a, b []gpu.GPU) bool {
+	key := func(gs []gpu.GPU) string {
+		seen := map[string]bool{}
 		var ids []string
 		for _, g := range gs {
-			ids = append(ids, g.BusID)
+			if !seen[g.BusID] {
+				seen[g.BusID] = true
+				ids = append(ids, g.BusID)
+			}
 		}
 		sort.Strings(ids)
 		return strings.Join(ids, ",")
@@ -213,16 +303,10 @@ func sameGPUs(a, b []nvml.GPU) bool {
 	return key(a) == key(b)
 }
 
-func expandMIG(gpus []nvml.GPU) []nvml.GPU {
-	var out []nvml.GPU
-	for _, g := range gpus {
-		if len(g.MIG) > 0 {
-			out = append(out, g.MIG...)
-			continue
-		}
-		out = append(out, g)
-	}
-	return out
+// flatten lists the devices the GPUs stand for: a GPU's MIG devices, an
+// Intel GPU's tiles, else the GPU.
+func flatten(gpus []gpu.GPU) []gpu.GPU {
+	return gpu.Node{GPUs: gpus}.Flatten()
 }
 
 // allowedCPUs intersects the affinity mask with the cgroup cpuset and the
@@ -278,7 +362,7 @@ func joinInts(ids []int) string {
 	return strings.Join(s, ",")
 }
 
-func busList(gs []nvml.GPU) string {
+func busList(gs []gpu.GPU) string {
 	s := make([]string, len(gs))
 	for i, g := range gs {
 		s[i] = g.BusID

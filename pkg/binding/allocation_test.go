@@ -5,24 +5,24 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // fourGPUNode: GPUs at 07, 0f (NUMA 0) and 47, 4e (NUMA 1) on 2 sockets ×
 // 4 cores, one NUMA node per socket.
-func fourGPUNode(hidden ...int) nvml.Node {
+func fourGPUNode(hidden ...int) gpu.Node {
 	buses := []string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0"}
-	var gpus []nvml.GPU
+	var gpus []gpu.GPU
 	for i, b := range buses {
-		gpus = append(gpus, nvml.GPU{UUID: nvml.DeterministicUUID("four", i), BusID: b, Index: i, Minor: i, NUMANode: i / 2})
+		gpus = append(gpus, gpu.GPU{UUID: gpu.DeterministicUUID("four", i), BusID: b, Index: i, Minor: i, NUMANode: i / 2})
 	}
 	for _, h := range hidden {
 		gpus[h].Hidden = true
 	}
-	return nvml.Node{Backend: "test", GPUs: gpus}
+	return gpu.Node{Backend: "test", GPUs: gpus}
 }
 
-var eightCPUs = NewTopology([]nvml.CPU{
+var eightCPUs = NewTopology([]gpu.CPU{
 	{ID: 0, Core: 0, Socket: 0, NUMA: 0}, {ID: 1, Core: 1, Socket: 0, NUMA: 0},
 	{ID: 2, Core: 2, Socket: 0, NUMA: 0}, {ID: 3, Core: 3, Socket: 0, NUMA: 0},
 	{ID: 4, Core: 4, Socket: 1, NUMA: 1}, {ID: 5, Core: 5, Socket: 1, NUMA: 1},
@@ -33,24 +33,14 @@ func TestReconcileGPUs(t *testing.T) {
 	node := fourGPUNode()
 	uuid := func(i int) string { return node.GPUs[i].UUID }
 	mig := fourGPUNode()
-	mig.GPUs[3].MIG = []nvml.GPU{
+	mig.GPUs[3].MIG = []gpu.GPU{
 		{UUID: "MIG-11111111-0000-0000-0000-000000000000", BusID: "0000:4e:00.0", NUMANode: 1, Parent: uuid(3)},
 		{UUID: "MIG-22222222-0000-0000-0000-000000000000", BusID: "0000:4e:00.0", NUMANode: 1, Parent: uuid(3)},
 	}
 	batch := Env{"SLURM_JOB_ID": "30", "SLURMD_NODENAME": "vm", "SLURM_GPUS_ON_NODE": "2"}
-	with := func(base Env, kv ...string) Env {
-		e := Env{}
-		for k, v := range base {
-			e[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			e[kv[i]] = kv[i+1]
-		}
-		return e
-	}
 	cases := []struct {
 		name        string
-		node        nvml.Node
+		node        gpu.Node
 		env         Env
 		wantBus     string // comma-separated bus ids, or MIG UUIDs
 		constrained bool
@@ -60,13 +50,13 @@ func TestReconcileGPUs(t *testing.T) {
 		{name: "no Slurm, no CUDA_VISIBLE_DEVICES: every openable GPU", node: node, env: Env{},
 			wantBus: "0000:07:00.0,0000:0f:00.0,0000:47:00.0,0000:4e:00.0"},
 		{name: "ConstrainDevices: job holds GPUs 2,3, renumbered 0,1", node: fourGPUNode(0, 1),
-			env:     with(batch, "CUDA_VISIBLE_DEVICES", "0,1", "SLURM_JOB_GPUS", "2,3"),
+			env:     envWith(batch, "CUDA_VISIBLE_DEVICES", "0,1", "SLURM_JOB_GPUS", "2,3"),
 			wantBus: "0000:47:00.0,0000:4e:00.0", constrained: true, reasonWord: "renumbered"},
 		{name: "no ConstrainDevices: global indices 2,3", node: node,
-			env:     with(batch, "CUDA_VISIBLE_DEVICES", "2,3", "SLURM_JOB_GPUS", "2,3"),
+			env:     envWith(batch, "CUDA_VISIBLE_DEVICES", "2,3", "SLURM_JOB_GPUS", "2,3"),
 			wantBus: "0000:47:00.0,0000:4e:00.0"},
 		{name: "gres.conf order differs from PCI order: warned", node: node,
-			env:     with(batch, "CUDA_VISIBLE_DEVICES", "2,3", "SLURM_JOB_GPUS", "0,1"),
+			env:     envWith(batch, "CUDA_VISIBLE_DEVICES", "2,3", "SLURM_JOB_GPUS", "0,1"),
 			wantBus: "0000:47:00.0,0000:4e:00.0", warnWord: "gres.conf"},
 		{name: "UUIDs, in list order", node: node, env: Env{"CUDA_VISIBLE_DEVICES": uuid(3) + "," + uuid(0)},
 			wantBus: "0000:4e:00.0,0000:07:00.0"},
@@ -84,7 +74,7 @@ func TestReconcileGPUs(t *testing.T) {
 			env:     Env{"SLURM_JOB_ID": "33", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "vm"},
 			wantBus: "", warnWord: "salloc shell"},
 		{name: "batch step leaks SLURM_LOCALID=0: still the whole job's GPUs", node: node,
-			env: with(batch, "CUDA_VISIBLE_DEVICES", "0,1,2,3", "SLURM_GPUS_ON_NODE", "4", "SLURM_JOB_GPUS", "0,1,2,3",
+			env: envWith(batch, "CUDA_VISIBLE_DEVICES", "0,1,2,3", "SLURM_GPUS_ON_NODE", "4", "SLURM_JOB_GPUS", "0,1,2,3",
 				"SLURM_LOCALID", "0", "SLURM_PROCID", "0", "SLURM_NTASKS", "4", "SLURM_TASKS_PER_NODE", "4"),
 			wantBus: "0000:07:00.0,0000:0f:00.0,0000:47:00.0,0000:4e:00.0"},
 		{name: "job without GPUs on this node: none, says how to ask", node: node,
@@ -177,4 +167,16 @@ func TestReconcileRejectsBadLocalRank(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "OMPI_COMM_WORLD_LOCAL_RANK") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// envWith is base with the pairs kv set, base left as it was.
+func envWith(base Env, kv ...string) Env {
+	e := Env{}
+	for k, v := range base {
+		e[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		e[kv[i]] = kv[i+1]
+	}
+	return e
 }

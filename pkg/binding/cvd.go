@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // VisibleDevices is a parsed CUDA_VISIBLE_DEVICES, following CUDA's grammar
@@ -81,11 +81,11 @@ func classify(e string) (kind, norm string, ok bool) {
 // GPU or MIG UUIDs. Resolution stops, as CUDA does, at the first entry that
 // names no device or is ambiguous; stop says why. A device named twice makes
 // CUDA see none, so Resolve then returns no device and says so.
-func (vd VisibleDevices) Resolve(visible []nvml.GPU) (gpus []nvml.GPU, stop string) {
+func (vd VisibleDevices) Resolve(visible []gpu.GPU) (gpus []gpu.GPU, stop string) {
 	stop = vd.Stop
 	seen := map[string]bool{}
 	for _, e := range vd.Entries {
-		var g nvml.GPU
+		var g gpu.GPU
 		var why string
 		switch vd.Kind {
 		case "index":
@@ -98,7 +98,7 @@ func (vd VisibleDevices) Resolve(visible []nvml.GPU) (gpus []nvml.GPU, stop stri
 		case "GPU":
 			g, why = matchUUID("GPU-"+e, visible)
 		case "MIG":
-			var migs []nvml.GPU
+			var migs []gpu.GPU
 			for _, v := range visible {
 				migs = append(migs, v.MIG...)
 			}
@@ -120,8 +120,8 @@ func (vd VisibleDevices) Resolve(visible []nvml.GPU) (gpus []nvml.GPU, stop stri
 	return gpus, stop
 }
 
-func matchUUID(prefix string, devices []nvml.GPU) (nvml.GPU, string) {
-	var found []nvml.GPU
+func matchUUID(prefix string, devices []gpu.GPU) (gpu.GPU, string) {
+	var found []gpu.GPU
 	for _, d := range devices {
 		if d.UUID == prefix {
 			return d, ""
@@ -134,7 +134,7 @@ func matchUUID(prefix string, devices []nvml.GPU) (nvml.GPU, string) {
 	case 1:
 		return found[0], ""
 	case 0:
-		return nvml.GPU{}, fmt.Sprintf("%s matches no GPU this process can open", prefix)
+		return gpu.GPU{}, fmt.Sprintf("%s matches no GPU this process can open", prefix)
 	}
-	return nvml.GPU{}, fmt.Sprintf("%s is ambiguous: it is a prefix of %d GPUs' UUIDs", prefix, len(found))
+	return gpu.GPU{}, fmt.Sprintf("%s is ambiguous: it is a prefix of %d GPUs' UUIDs", prefix, len(found))
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 func TestParseVisibleDevices(t *testing.T) {
@@ -48,17 +48,17 @@ func TestParseVisibleDevices(t *testing.T) {
 }
 
 var (
-	gpuA = nvml.GPU{UUID: "GPU-aaaa1111-0000-0000-0000-000000000000", BusID: "0000:07:00.0", NUMANode: 0}
-	gpuB = nvml.GPU{UUID: "GPU-aaaa2222-0000-0000-0000-000000000000", BusID: "0000:0f:00.0", NUMANode: 0}
-	gpuC = nvml.GPU{UUID: "GPU-cccc3333-0000-0000-0000-000000000000", BusID: "0000:47:00.0", NUMANode: 1,
-		MIG: []nvml.GPU{
+	gpuA = gpu.GPU{UUID: "GPU-aaaa1111-0000-0000-0000-000000000000", BusID: "0000:07:00.0", NUMANode: 0}
+	gpuB = gpu.GPU{UUID: "GPU-aaaa2222-0000-0000-0000-000000000000", BusID: "0000:0f:00.0", NUMANode: 0}
+	gpuC = gpu.GPU{UUID: "GPU-cccc3333-0000-0000-0000-000000000000", BusID: "0000:47:00.0", NUMANode: 1,
+		MIG: []gpu.GPU{
 			{UUID: "MIG-c1000000-0000-0000-0000-000000000000", BusID: "0000:47:00.0", NUMANode: 1, Parent: "GPU-cccc3333-0000-0000-0000-000000000000"},
 			{UUID: "MIG-c2000000-0000-0000-0000-000000000000", BusID: "0000:47:00.0", NUMANode: 1, Parent: "GPU-cccc3333-0000-0000-0000-000000000000"},
 		}}
 )
 
 func TestResolveVisibleDevices(t *testing.T) {
-	visible := []nvml.GPU{gpuA, gpuB, gpuC}
+	visible := []gpu.GPU{gpuA, gpuB, gpuC}
 	cases := []struct {
 		name, value string
 		want        []string // bus ids or MIG UUIDs
@@ -243,7 +243,10 @@ func TestDetectLocalRank(t *testing.T) {
 			want: LocalRank{Rank: 3, Size: 4, Source: "OMPI_COMM_WORLD_LOCAL_RANK"}, ok: true},
 		{name: "hydra inside sbatch: its proxy step leaks a step id", env: Env{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_LOCALID": "0", "MPI_LOCALRANKID": "2", "MPI_LOCALNRANKS": "4"},
 			want: LocalRank{Rank: 2, Size: 4, Source: "MPI_LOCALRANKID"}, ok: true},
-		{name: "flux has no size", env: Env{"FLUX_TASK_LOCAL_ID": "1"}, want: LocalRank{Rank: 1, Source: "FLUX_TASK_LOCAL_ID"}, ok: true},
+		{name: "flux: tasks per node from the job's size over its nodes", env: Env{"FLUX_TASK_LOCAL_ID": "1", "FLUX_TASK_RANK": "5", "FLUX_JOB_SIZE": "8", "FLUX_JOB_NNODES": "2"},
+			want: LocalRank{Rank: 1, Size: 4, Source: "FLUX_TASK_LOCAL_ID"}, ok: true},
+		{name: "flux: an uneven spread is unknown", env: Env{"FLUX_TASK_LOCAL_ID": "0", "FLUX_JOB_SIZE": "7", "FLUX_JOB_NNODES": "2"}, wantErr: "not spread evenly"},
+		{name: "flux: no job size", env: Env{"FLUX_TASK_LOCAL_ID": "1"}, wantErr: "do not give the tasks per node"},
 		{name: "rank not below size", env: Env{"PMI_LOCAL_RANK": "4", "PMI_LOCAL_SIZE": "4"}, wantErr: "not below"},
 		{name: "garbage rank", env: Env{"OMPI_COMM_WORLD_LOCAL_RANK": "x"}, wantErr: "not a local rank"},
 		{name: "garbage size", env: Env{"MV2_COMM_WORLD_LOCAL_RANK": "0", "MV2_COMM_WORLD_LOCAL_SIZE": "0"}, wantErr: "not a local size"},
@@ -303,7 +306,7 @@ func FuzzVisibleDevices(f *testing.F) {
 	for _, s := range []string{"0,2,-1,1", "GPU-aaaa", "MIG-c2,MIG-c1", "1gpu2", "", "0,,1"} {
 		f.Add(s)
 	}
-	visible := []nvml.GPU{gpuA, gpuB, gpuC}
+	visible := []gpu.GPU{gpuA, gpuB, gpuC}
 	f.Fuzz(func(t *testing.T, s string) {
 		vd := ParseVisibleDevices(s, true)
 		got, _ := vd.Resolve(visible)

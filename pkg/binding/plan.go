@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // MemPolicy is the NUMA memory policy an instance starts with.
@@ -50,7 +50,7 @@ type Request struct {
 // Slot is one instance's share of the allocation.
 type Slot struct {
 	Index int        `json:"instance"`
-	GPUs  []nvml.GPU `json:"gpus"`
+	GPUs  []gpu.GPU  `json:"gpus"`
 	CPUs  cpuset.Set `json:"cpus"`
 	// LocalCPUs counts the CPUs of CPUs that are local to the slot's GPUs
 	// (-1 when the GPUs' locality is unknown or the slot has no GPU).
@@ -94,8 +94,11 @@ type Plan struct {
 //     the domain is every allowed CPU.
 //  6. Each instance's share is C CPUs when asked, else an even share of its
 //     domain: |domain| / k, where k weighs every instance whose domain
-//     overlaps it by the fraction of its own domain the overlap is. When some
-//     instance's domain has no allowed CPU at all, every share is capped at
+//     overlaps it by the fraction of its own domain the overlap is, rounded
+//     down to whole cores when it holds one at least (two instances on the
+//     threads of one core contend for it: Aurora's 6 tiles on 51 usable
+//     cores of a socket get 8 cores each, not 8.5). When some instance's
+//     domain has no allowed CPU at all, every share is capped at
 //     |allowed| / N so that CPUs are left for it.
 //  7. Instances with the smallest domains choose first. CPUs are taken in
 //     whole cores: a core's hardware threads go to one instance, and a core
@@ -160,7 +163,7 @@ func (p *Plan) warn(format string, args ...any) {
 }
 
 // pickGroups implements rules 1–4.
-func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
+func pickGroups(a Allocation, r Request) ([][]gpu.GPU, error) {
 	g := r.GPUsPerInstance
 	if g == 0 {
 		return nil, nil
@@ -174,15 +177,15 @@ func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
 		return nil, fmt.Errorf("-n %d -G %d needs %d GPU(s), the allocation has %d: %s. %s",
 			r.Instances, g, max(need, g), len(a.GPUs), a.GPUReason, fix)
 	}
-	gpus := append([]nvml.GPU(nil), a.GPUs...)
+	gpus := append([]gpu.GPU(nil), a.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
 
 	type group struct {
-		gpus []nvml.GPU
+		gpus []gpu.GPU
 		rank int // position among the groups of its NUMA node
 	}
 	var groups []group
-	chunk := func(pool []nvml.GPU) (left []nvml.GPU) {
+	chunk := func(pool []gpu.GPU) (left []gpu.GPU) {
 		rank := 0
 		for len(pool) >= g {
 			groups = append(groups, group{gpus: pool[:g:g], rank: rank})
@@ -190,8 +193,8 @@ func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
 		}
 		return pool
 	}
-	byKey := func(pool []nvml.GPU, key func(nvml.GPU) int) (left []nvml.GPU) {
-		buckets := map[int][]nvml.GPU{}
+	byKey := func(pool []gpu.GPU, key func(gpu.GPU) int) (left []gpu.GPU) {
+		buckets := map[int][]gpu.GPU{}
 		var keys []int
 		for _, x := range pool {
 			k := key(x)
@@ -207,8 +210,8 @@ func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
 		sort.SliceStable(left, func(i, j int) bool { return left[i].BusID < left[j].BusID })
 		return left
 	}
-	left := byKey(gpus, func(x nvml.GPU) int { return x.NUMANode })
-	left = byKey(left, func(x nvml.GPU) int { return a.Topology.SocketOfNUMA(x.NUMANode) })
+	left := byKey(gpus, func(x gpu.GPU) int { return x.NUMANode })
+	left = byKey(left, func(x gpu.GPU) int { return a.Topology.SocketOfNUMA(x.NUMANode) })
 	chunk(left)
 
 	sort.SliceStable(groups, func(i, j int) bool {
@@ -221,7 +224,7 @@ func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
 		groups = groups[:r.Instances]
 	}
 	sort.SliceStable(groups, func(i, j int) bool { return groups[i].gpus[0].BusID < groups[j].gpus[0].BusID })
-	out := make([][]nvml.GPU, len(groups))
+	out := make([][]gpu.GPU, len(groups))
 	for i, gr := range groups {
 		out[i] = gr.gpus
 	}
@@ -229,7 +232,7 @@ func pickGroups(a Allocation, r Request) ([][]nvml.GPU, error) {
 }
 
 // gpuLocal is the set of CPUs local to the GPUs, empty when unknown.
-func gpuLocal(gpus []nvml.GPU, topo Topology) cpuset.Set {
+func gpuLocal(gpus []gpu.GPU, topo Topology) cpuset.Set {
 	var local cpuset.Set
 	for _, g := range gpus {
 		switch {
@@ -318,6 +321,9 @@ func (p *Plan) assignCPUs(a Allocation, r Request) error {
 		if homeless > 0 && r.CPUsPerInstance == 0 {
 			share[i] = min(share[i], allowed.Size()/n)
 		}
+		if tpc := a.Topology.ThreadsPerCore(); r.CPUsPerInstance == 0 && tpc > 1 && share[i] >= tpc && wholeCores(domains[i], a.Topology) {
+			share[i] -= share[i] % tpc
+		}
 		share[i] = max(share[i], 1)
 	}
 
@@ -350,6 +356,23 @@ func countLocal(cpus, local cpuset.Set) int {
 		return -1
 	}
 	return cpus.Intersect(local).Size()
+}
+
+// wholeCores: every core with a thread in set has all of them there (a
+// cgroup that hands out single threads of cores leaves none whole).
+func wholeCores(set cpuset.Set, topo Topology) bool {
+	for _, threads := range topo.cores {
+		in := 0
+		for _, id := range threads {
+			if set.Contains(id) {
+				in++
+			}
+		}
+		if in > 0 && in < len(threads) {
+			return false
+		}
+	}
+	return true
 }
 
 // takeCores takes up to need CPUs from pool, whole cores first (rule 7).
@@ -395,7 +418,7 @@ func takeCores(pool cpuset.Set, need int, topo Topology) cpuset.Set {
 
 // takeNearest takes need CPUs from free for an instance whose domain ran
 // out (rule 8): same NUMA node as its first GPU, then same socket, then any.
-func takeNearest(free cpuset.Set, need int, gpus []nvml.GPU, topo Topology) cpuset.Set {
+func takeNearest(free cpuset.Set, need int, gpus []gpu.GPU, topo Topology) cpuset.Set {
 	var tiers []cpuset.Set
 	if len(gpus) > 0 && gpus[0].NUMANode >= 0 {
 		tiers = append(tiers, topo.NUMANodeCPUs(gpus[0].NUMANode))

@@ -6,27 +6,27 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // layout builds a regular CPU list the way Linux numbers x86 CPUs: all
 // first hardware threads, then all second threads.
-func layout(sockets, numaPerSocket, coresPerNUMA, threads int) []nvml.CPU {
+func layout(sockets, numaPerSocket, coresPerNUMA, threads int) []gpu.CPU {
 	cores := sockets * numaPerSocket * coresPerNUMA
-	var out []nvml.CPU
+	var out []gpu.CPU
 	for th := 0; th < threads; th++ {
 		for c := 0; c < cores; c++ {
 			numa := c / coresPerNUMA
-			out = append(out, nvml.CPU{ID: th*cores + c, Core: c, Socket: numa / numaPerSocket, NUMA: numa})
+			out = append(out, gpu.CPU{ID: th*cores + c, Core: c, Socket: numa / numaPerSocket, NUMA: numa})
 		}
 	}
 	return out
 }
 
-func gpusAt(buses []string, numas []int) []nvml.GPU {
-	var gs []nvml.GPU
+func gpusAt(buses []string, numas []int) []gpu.GPU {
+	var gs []gpu.GPU
 	for i := range buses {
-		gs = append(gs, nvml.GPU{UUID: nvml.DeterministicUUID("plan", i), BusID: buses[i], Index: i, NUMANode: numas[i]})
+		gs = append(gs, gpu.GPU{UUID: gpu.DeterministicUUID("plan", i), BusID: buses[i], Index: i, NUMANode: numas[i]})
 	}
 	return gs
 }
@@ -46,7 +46,7 @@ var (
 		gpus: gpusAt([]string{"0000:03:00.0", "0000:41:00.0", "0000:81:00.0", "0000:c1:00.0"}, []int{3, 2, 1, 0})}
 	// A small 2-socket SMT node written out CPU by CPU: cores 0,1 on
 	// socket 0 (threads 0/4, 1/5), cores 2,3 on socket 1 (2/6, 3/7).
-	twoSocketSMT = fixture{topo: NewTopology([]nvml.CPU{
+	twoSocketSMT = fixture{topo: NewTopology([]gpu.CPU{
 		{ID: 0, Core: 0, Socket: 0, NUMA: 0}, {ID: 4, Core: 0, Socket: 0, NUMA: 0},
 		{ID: 1, Core: 1, Socket: 0, NUMA: 0}, {ID: 5, Core: 1, Socket: 0, NUMA: 0},
 		{ID: 2, Core: 2, Socket: 1, NUMA: 1}, {ID: 6, Core: 2, Socket: 1, NUMA: 1},
@@ -59,7 +59,7 @@ var (
 
 type fixture struct {
 	topo Topology
-	gpus []nvml.GPU
+	gpus []gpu.GPU
 }
 
 func (f fixture) alloc(allowed string) Allocation {
@@ -103,7 +103,7 @@ func checkInvariants(t *testing.T, a Allocation, r Request, p Plan) {
 	}
 }
 
-func gpuNUMAs(gs []nvml.GPU) []int {
+func gpuNUMAs(gs []gpu.GPU) []int {
 	var n []int
 	for _, g := range gs {
 		if g.NUMANode >= 0 {
@@ -273,7 +273,7 @@ func naivePlan(a Allocation, n int) Plan {
 	share := len(cpus) / n
 	p := Plan{}
 	for i := range n {
-		s := Slot{Index: i, GPUs: []nvml.GPU{a.GPUs[i]}, CPUs: cpuset.New(cpus[i*share : (i+1)*share]...)}
+		s := Slot{Index: i, GPUs: []gpu.GPU{a.GPUs[i]}, CPUs: cpuset.New(cpus[i*share : (i+1)*share]...)}
 		s.LocalCPUs = countLocal(s.CPUs, gpuLocal(s.GPUs, a.Topology))
 		p.Slots = append(p.Slots, s)
 	}
@@ -315,10 +315,23 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
+// BenchmarkPlacementScore scores a plan of one instance per device on
+// each fixture (up to 8) and on the vendors' built-in nodes (every device:
+// LUMI's 8 GCDs, the MI300A's 4 APUs, Aurora's 12 tiles), against the
+// naive site wrapper.
 func BenchmarkPlacementScore(b *testing.B) {
+	allocs := map[string]Allocation{}
 	for name, f := range Fixtures() {
-		a := f.alloc("")
-		n := min(len(f.gpus), 8)
+		allocs[name] = f.alloc("")
+	}
+	for _, name := range []string{"lumi-g", "mi300a", "aurora"} {
+		allocs[name] = simulated(b, name, nil)
+	}
+	for name, a := range allocs {
+		n := len(a.GPUs)
+		if _, builtin := Fixtures()[name]; builtin {
+			n = min(n, 8)
+		}
 		p, err := NewPlan(a, Request{Instances: n, GPUsPerInstance: 1, MemPolicy: MemPreferred})
 		if err != nil {
 			b.Fatal(err)

@@ -82,14 +82,20 @@ func (a Allocation) GPUsBoundPerRank() bool {
 //     NewPlan, and rank r takes slot r. G defaults to an even share of the
 //     GPUs (at least one); more ranks than GPUs needs --share-gpus or G=0,
 //     as in a run.
-//  4. Without a local size (FLUX_TASK_LOCAL_ID, or `gpulaunch exec` with no
-//     launcher) the process is a node's only rank.
+//  4. Without a local size (`gpulaunch exec` with no launcher, or a
+//     launcher variable without its size) the process is a node's only
+//     rank; a local rank above 0 without a size is an error. Flux's local
+//     size is derived (fluxLocalSize).
 //
 // gpusGiven says whether r.GPUsPerInstance was set by the user.
 func RankSlot(a Allocation, r Request, gpusGiven bool) (Slot, []string, error) {
 	rank, size := 0, 1
 	if lr := a.LocalRank; lr != nil && lr.Size > 0 {
 		rank, size = lr.Rank, lr.Size
+	} else if lr != nil && lr.Rank > 0 {
+		// rule 4 holds for the only rank; a later one with no count of
+		// its peers would take the whole node beside them
+		return Slot{}, nil, fmt.Errorf("%s=%d, but the launcher does not say how many ranks share this node, so gpulaunch cannot give this one its share: use a launcher that does (srun, mpirun, mpiexec, flux run)", lr.Source, lr.Rank)
 	}
 	r.Instances = size
 	// The launcher decided how many ranks run here: sharing CPUs among

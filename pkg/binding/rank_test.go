@@ -113,6 +113,16 @@ func TestRankSlotCases(t *testing.T) {
 			a.LocalRank = &LocalRank{Rank: 1, Size: 2}
 			return a
 		}, Request{MemPolicy: MemNone}, true, " 2-3,6-7"},
+		{"a later rank without its peers' count: refused", func() Allocation {
+			a := dgxH100.alloc("")
+			a.LocalRank = &LocalRank{Rank: 2, Source: "MPI_LOCALRANKID"}
+			return a
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "MPI_LOCALRANKID=2, but the launcher does not say how many ranks share this node"},
+		{"the only rank takes the node", func() Allocation {
+			a := dgxH100.alloc("")
+			a.LocalRank = &LocalRank{Rank: 0, Source: "MPI_LOCALRANKID"}
+			return a
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "0000:18:00.0,0000:2a:00.0,0000:3a:00.0,0000:5d:00.0,0000:9a:00.0,0000:ab:00.0,0000:ba:00.0,0000:db:00.0 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _, err := RankSlot(tc.alloc(), tc.req, tc.gpusGiven)

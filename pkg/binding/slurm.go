@@ -165,6 +165,25 @@ var localRankVars = []struct{ rank, size string }{
 	{"JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_LOCAL_SIZE"},
 }
 
+// fluxLocalSize is the number of a Flux job's tasks on each node: Flux
+// sets no variable for it, so it is FLUX_JOB_SIZE / FLUX_JOB_NNODES, which
+// holds when the tasks are spread evenly (flux run -N n --tasks-per-node
+// k, or -n a multiple of -N). An uneven spread leaves the nodes' counts
+// unknown: an error, since guessing would bind two ranks to one GPU.
+func fluxLocalSize(env Env) (int, error) {
+	size, err1 := strconv.Atoi(strings.TrimSpace(env["FLUX_JOB_SIZE"]))
+	nodes, err2 := strconv.Atoi(strings.TrimSpace(env["FLUX_JOB_NNODES"]))
+	switch {
+	case err1 != nil || err2 != nil || size < 1 || nodes < 1:
+		return 0, fmt.Errorf("FLUX_TASK_LOCAL_ID is set but FLUX_JOB_SIZE=%q and FLUX_JOB_NNODES=%q do not give the tasks per node: run gpulaunch as a task of `flux run`",
+			env["FLUX_JOB_SIZE"], env["FLUX_JOB_NNODES"])
+	case size%nodes != 0:
+		return 0, fmt.Errorf("the Flux job's %d tasks are not spread evenly over its %d nodes, so the tasks on this node are unknown: ask for the same number on each (flux run -N %d --tasks-per-node=K)",
+			size, nodes, nodes)
+	}
+	return size / nodes, nil
+}
+
 // DetectLocalRank finds the launcher's local rank. It returns ok=false when
 // no launcher started this process as one of several ranks: in particular
 // SLURM_LOCALID counts only inside an srun step (SLURM_STEP_ID set), since
@@ -187,6 +206,11 @@ func DetectLocalRank(env Env, slurm Slurm) (LocalRank, bool, error) {
 				if lr.Size, err = strconv.Atoi(strings.TrimSpace(sv)); err != nil || lr.Size < 1 {
 					return LocalRank{}, false, fmt.Errorf("%s=%q is not a local size", v.size, sv)
 				}
+			}
+		}
+		if v.rank == "FLUX_TASK_LOCAL_ID" {
+			if lr.Size, err = fluxLocalSize(env); err != nil {
+				return LocalRank{}, false, err
 			}
 		}
 		if lr.Size > 0 && lr.Rank >= lr.Size {

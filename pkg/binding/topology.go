@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // Topology is a node's CPU layout: for every logical CPU its core, socket
 // and NUMA node. It is a value built once per run and only read after.
 type Topology struct {
-	byID     map[int]nvml.CPU
+	byID     map[int]gpu.CPU
 	all      cpuset.Set
 	byNUMA   map[int]cpuset.Set
 	bySocket map[int]cpuset.Set
@@ -26,8 +26,8 @@ type Topology struct {
 }
 
 // NewTopology builds the layout from a CPU list.
-func NewTopology(cpus []nvml.CPU) Topology {
-	t := Topology{byID: make(map[int]nvml.CPU, len(cpus)), byNUMA: map[int]cpuset.Set{}, bySocket: map[int]cpuset.Set{}, numaSock: map[int]int{}}
+func NewTopology(cpus []gpu.CPU) Topology {
+	t := Topology{byID: make(map[int]gpu.CPU, len(cpus)), byNUMA: map[int]cpuset.Set{}, bySocket: map[int]cpuset.Set{}, numaSock: map[int]int{}}
 	ids := make([]int, 0, len(cpus))
 	numa, sock := map[int][]int{}, map[int][]int{}
 	for _, c := range cpus {
@@ -71,7 +71,7 @@ func NewTopology(cpus []nvml.CPU) Topology {
 func (t Topology) CPUs() cpuset.Set { return t.all }
 
 // Info returns a CPU's place; ok=false for a CPU the layout does not know.
-func (t Topology) Info(id int) (nvml.CPU, bool) { c, ok := t.byID[id]; return c, ok }
+func (t Topology) Info(id int) (gpu.CPU, bool) { c, ok := t.byID[id]; return c, ok }
 
 // NUMANodeCPUs returns the CPUs of NUMA node n.
 func (t Topology) NUMANodeCPUs(n int) cpuset.Set { return t.byNUMA[n] }
@@ -145,10 +145,10 @@ func ReadTopology(root fs.FS) (Topology, error) {
 			}
 		}
 	}
-	var cpus []nvml.CPU
+	var cpus []gpu.CPU
 	for _, id := range online.List() {
 		dir := path.Join(cpuDir, fmt.Sprintf("cpu%d", id), "topology")
-		c := nvml.CPU{ID: id, Core: id, NUMA: numaOf[id]}
+		c := gpu.CPU{ID: id, Core: id, NUMA: numaOf[id]}
 		if s, err := readTrim(root, path.Join(dir, "physical_package_id")); err == nil {
 			if n, err := strconv.Atoi(s); err == nil && n >= 0 {
 				c.Socket = n

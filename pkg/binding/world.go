@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // ReadWorld gathers a World from a machine's filesystem root (os.DirFS("/")
@@ -18,11 +18,12 @@ import (
 // another machine: this machine's layout, affinity and cgroup do not apply
 // to it, and only the environment is carried over, so that a user can ask
 // "what would my plan be there with these Slurm variables".
-func ReadWorld(root fs.FS, node nvml.Node, env Env, hostname string) (World, error) {
+func ReadWorld(root fs.FS, node gpu.Node, env Env, hostname string) (World, error) {
 	w := World{Node: node, Env: env, Hostname: hostname}
 	if node.CPUs != nil {
+		// the CPUs a job there may run on: all but the system's own
 		w.Topology = NewTopology(node.CPUs)
-		w.Affinity = w.Topology.CPUs()
+		w.Affinity = w.Topology.CPUs().Difference(node.ReservedCPUs)
 		return w, nil
 	}
 	topo, err := ReadTopology(root)
@@ -36,6 +37,7 @@ func ReadWorld(root fs.FS, node nvml.Node, env Env, hostname string) (World, err
 			return World{}, err
 		}
 	}
+	w.Affinity = withoutReserved(w.Affinity, w.Topology, node.ReservedCPUs)
 	self, err1 := fs.ReadFile(root, "proc/self/cgroup")
 	mounts, err2 := fs.ReadFile(root, "proc/self/mountinfo")
 	if err1 == nil && err2 == nil {
@@ -44,6 +46,23 @@ func ReadWorld(root fs.FS, node nvml.Node, env Env, hostname string) (World, err
 		}
 	}
 	return w, nil
+}
+
+// withoutReserved takes the CPUs a node file says the system keeps
+// (reserved_cpus) out of this machine's affinity, unless nothing would be
+// left: the file describes the node, the affinity is what this process
+// got, and a process bound to reserved CPUs only still has to run.
+func withoutReserved(affinity cpuset.Set, topo Topology, reserved cpuset.Set) cpuset.Set {
+	if reserved.IsEmpty() {
+		return affinity
+	}
+	if affinity.IsEmpty() {
+		affinity = topo.CPUs()
+	}
+	if rest := affinity.Difference(reserved); !rest.IsEmpty() {
+		return rest
+	}
+	return affinity
 }
 
 // ParseProcStatus reads Cpus_allowed_list and Mems_allowed_list from

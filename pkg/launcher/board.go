@@ -34,6 +34,9 @@ type RunInfo struct {
 	Command []string  `json:"command"`
 	Started time.Time `json:"started"`
 	Monitor string    `json:"monitor_interval"` // "0s": telemetry off
+	// GPUTelemetry says why GPU use is not measured ("no GPU
+	// telemetry: <why>"); "" while it is, or before the first sample.
+	GPUTelemetry string `json:"gpu_telemetry,omitempty"`
 	// Node and Nodes place this gpulaunch in a launch over several nodes
 	// (Nodes 0 or 1: one node); WorldSize is the launch's instances.
 	Node      int    `json:"node,omitempty"`
@@ -137,6 +140,12 @@ func (b *Board) Done() <-chan struct{} { return b.done }
 func (b *Board) SetSocket(path string) {
 	b.mu.Lock()
 	b.run.Socket = path
+	b.mu.Unlock()
+}
+
+func (b *Board) setGPUTelemetry(why string) {
+	b.mu.Lock()
+	b.run.GPUTelemetry = why
 	b.mu.Unlock()
 }
 

@@ -6,18 +6,20 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
-// GPUIDs is how an instance's CUDA_VISIBLE_DEVICES names its GPUs.
+// GPUIDs is how an instance's visibility variable (CUDA_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES) names its GPUs.
 type GPUIDs string
 
 // Ways of naming GPUs to the app.
 const (
 	// GPUIDsUUID: full UUIDs, immune to any renumbering (the default).
 	GPUIDsUUID GPUIDs = "uuid"
-	// GPUIDsIndex: integer ordinals as CUDA numbers the GPUs gpulaunch
-	// itself can open, for apps that parse CUDA_VISIBLE_DEVICES as numbers.
+	// GPUIDsIndex: integer ordinals as the runtime numbers the GPUs
+	// gpulaunch itself can open, for apps that parse the variable as
+	// numbers. (Intel's ZE_AFFINITY_MASK takes ordinals only.)
 	GPUIDsIndex GPUIDs = "index"
 )
 
@@ -38,10 +40,16 @@ type EnvOptions struct {
 	IDs        GPUIDs
 	Visibility Visibility
 	// AllGPUs are the allocation's GPUs (for VisibleAll).
-	AllGPUs []nvml.GPU
-	// CUDAIndex maps a GPU UUID to its ordinal among the GPUs gpulaunch
-	// can open (for GPUIDsIndex).
-	CUDAIndex map[string]int
+	AllGPUs []gpu.GPU
+	// Vendor made the GPUs: it decides the variables (visibleVars).
+	Vendor gpu.Vendor
+	// Ordinal and CardOrdinal are the allocation's: the ordinals the
+	// runtime gives the devices gpulaunch can open (for GPUIDsIndex and
+	// ZE_AFFINITY_MASK), and an Intel tile's card's.
+	Ordinal, CardOrdinal map[string]int
+	// ZEHierarchy is ZE_FLAT_DEVICE_HIERARCHY's model, which
+	// ZE_AFFINITY_MASK is written for.
+	ZEHierarchy string
 	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT and
 	// TORCHELASTIC_RUN_ID.
 	Rendezvous *binding.Rendezvous
@@ -51,7 +59,6 @@ type EnvOptions struct {
 // values (a leaked RANK, Slurm's vendor lists) are dropped first so they
 // cannot contradict the instance's own.
 var replaced = []string{
-	"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
 	"LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
 	"GPULAUNCH_INSTANCE", "GPULAUNCH_NINSTANCES", "GPULAUNCH_GPUS", "GPULAUNCH_CPUS",
 }
@@ -63,8 +70,11 @@ var replaced = []string{
 // it.
 func InstanceEnv(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]string, error) {
 	drop := map[string]bool{}
-	for _, k := range replaced {
+	for _, k := range append(replaced, visibilityVars...) {
 		drop[k] = true
+	}
+	if o.Vendor == gpu.Intel {
+		drop["ZE_ENABLE_PCI_ID_DEVICE_ORDER"] = true
 	}
 	if o.Rendezvous != nil {
 		// NewRendezvous has honoured inherited values already; the
@@ -84,31 +94,17 @@ func InstanceEnv(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions
 		hasOMP = hasOMP || k == "OMP_NUM_THREADS"
 		out = append(out, kv)
 	}
-	gpus := slot.GPUs
-	if o.Visibility == VisibleAll {
-		gpus = ownFirst(slot.GPUs, o.AllGPUs)
+	visible, err := visibleVars(o.Vendor, slot.GPUs, o)
+	if err != nil {
+		return nil, err
 	}
-	ids := make([]string, 0, len(gpus))
-	for _, g := range gpus {
-		switch o.IDs {
-		case GPUIDsIndex:
-			i, ok := o.CUDAIndex[g.UUID]
-			if !ok {
-				return nil, fmt.Errorf("--gpu-ids index: %s has no CUDA index (MIG devices are named by UUID only)", g.UUID)
-			}
-			ids = append(ids, strconv.Itoa(i))
-		default:
-			ids = append(ids, g.UUID)
-		}
-	}
+	out = append(out, visible...)
 	own := make([]string, len(slot.GPUs))
 	for i, g := range slot.GPUs {
 		own[i] = g.UUID
 	}
 	itoa := strconv.Itoa
 	out = append(out,
-		"CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","),
-		"CUDA_DEVICE_ORDER=PCI_BUS_ID",
 		"GPULAUNCH_INSTANCE="+itoa(slot.Index),
 		"GPULAUNCH_NINSTANCES="+itoa(r.LocalWorldSize),
 		"GPULAUNCH_GPUS="+strings.Join(own, ","),
@@ -129,9 +125,9 @@ func InstanceEnv(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions
 	return out, nil
 }
 
-func ownFirst(own, all []nvml.GPU) []nvml.GPU {
+func ownFirst(own, all []gpu.GPU) []gpu.GPU {
 	seen := map[string]bool{}
-	out := append([]nvml.GPU(nil), own...)
+	out := append([]gpu.GPU(nil), own...)
 	for _, g := range own {
 		seen[g.UUID] = true
 	}

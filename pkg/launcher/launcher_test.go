@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 func TestExitCode(t *testing.T) {
@@ -59,11 +59,11 @@ func TestResultExitCode(t *testing.T) {
 }
 
 func TestInstanceEnv(t *testing.T) {
-	g := func(i int) nvml.GPU {
-		return nvml.GPU{UUID: fmt.Sprintf("GPU-%d", i), BusID: fmt.Sprintf("0000:%02x:00.0", i)}
+	g := func(i int) gpu.GPU {
+		return gpu.GPU{UUID: fmt.Sprintf("GPU-%d", i), BusID: fmt.Sprintf("0000:%02x:00.0", i)}
 	}
-	all := []nvml.GPU{g(0), g(1), g(2), g(3)}
-	slot := binding.Slot{Index: 2, GPUs: []nvml.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
+	all := []gpu.GPU{g(0), g(1), g(2), g(3)}
+	slot := binding.Slot{Index: 2, GPUs: []gpu.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1,2,3", "ROCR_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "ZE_AFFINITY_MASK=0",
 		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0", "GPULAUNCH_NODE_FILE=/etc/node.json"}
 	local := binding.LocalGroup(4, "h").Ranks(2)
@@ -114,12 +114,12 @@ func TestInstanceEnv(t *testing.T) {
 			t.Errorf("stale %s kept", gone)
 		}
 	}
-	m = env(EnvOptions{IDs: GPUIDsIndex, Visibility: VisibleAll, AllGPUs: all, CUDAIndex: map[string]int{"GPU-0": 0, "GPU-1": 1, "GPU-2": 2, "GPU-3": 3}},
+	m = env(EnvOptions{IDs: GPUIDsIndex, Visibility: VisibleAll, AllGPUs: all, Ordinal: map[string]int{"GPU-0": 0, "GPU-1": 1, "GPU-2": 2, "GPU-3": 3}},
 		append(base, "OMP_NUM_THREADS=2"))
 	if m["CUDA_VISIBLE_DEVICES"] != "2,0,1,3" || m["OMP_NUM_THREADS"] != "2" || m["GPULAUNCH_GPUS"] != "GPU-2" {
 		t.Errorf("all-visible index env: CVD %q OMP %q", m["CUDA_VISIBLE_DEVICES"], m["OMP_NUM_THREADS"])
 	}
-	if _, err := InstanceEnv(base, slot, local, EnvOptions{IDs: GPUIDsIndex, CUDAIndex: map[string]int{}}); err == nil {
+	if _, err := InstanceEnv(base, slot, local, EnvOptions{IDs: GPUIDsIndex, Ordinal: map[string]int{}}); err == nil {
 		t.Error("an index for a GPU without one was accepted")
 	}
 	cpuOnly := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0")}

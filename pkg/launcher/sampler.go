@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // sampler measures every running slot each tick: its process tree's CPU
@@ -63,20 +63,23 @@ func (sm *sampler) run(ctx context.Context, s *supervisor) error {
 			return nil
 		case now := <-t.C:
 			procs := scanProcs()
-			s.fold(now, &procs, sm.gpuUsage(s.log), sm)
+			s.fold(now, &procs, sm.gpuUsage(s.log, s.board), sm)
 		}
 	}
 }
 
 // gpuUsage samples the watched GPUs; a backend that fails once is not
 // asked again.
-func (sm *sampler) gpuUsage(log *zap.Logger) []nvml.Usage {
+func (sm *sampler) gpuUsage(log *zap.Logger, board *Board) []gpu.Usage {
 	if sm.gpus == nil {
 		return nil
 	}
 	usage, err := sm.gpus.Usage(sm.watched)
 	if err != nil {
-		log.Debug("GPU telemetry off: " + err.Error())
+		// Said once, at info: a user reading GPU% "-" in the summary
+		// should know whether it means idle or unmeasured.
+		log.Info(err.Error())
+		board.setGPUTelemetry(err.Error())
 		sm.gpus = nil
 		return nil
 	}
@@ -85,7 +88,7 @@ func (sm *sampler) gpuUsage(log *zap.Logger) []nvml.Usage {
 
 // fold takes one sample into every running slot, publishes it, and ends
 // a process tree over --mem-per-task.
-func (s *supervisor) fold(now time.Time, procs *procTable, usage []nvml.Usage, sm *sampler) {
+func (s *supervisor) fold(now time.Time, procs *procTable, usage []gpu.Usage, sm *sampler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.slots {

@@ -126,6 +126,10 @@ func Run(spec Spec) (Result, error) {
 	defer s.closeThreads()
 	startErr := s.startAll()
 	sm := newSampler(spec, s.policy.sampleEvery())
+	// One sample now, thrown away, to learn whether the backend measures
+	// GPU use at all: a run shorter than the interval must still say so.
+	// After the starts, so that it does not delay them.
+	sm.gpuUsage(s.log, s.board)
 	group.Go(func() error { defer endLoop(); return s.run(ctx) })
 	group.Go(func() error { return sm.run(ctx, s) })
 	group.Go(func() error { s.reaper.sweepUntil(ctx); return nil })
@@ -165,7 +169,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		s.mode, s.joblog, s.progress = queueMode{q}, q.Joblog, q.Progress
 	}
 	for i, inst := range spec.Instances {
-		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs)
+		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
 	}
 	return s, nil
 }

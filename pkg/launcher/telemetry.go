@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
-// GPUUsage samples GPUs; an nvml.Source is one.
+// GPUUsage samples GPUs; an gpu.Source is one.
 type GPUUsage interface {
-	Usage(uuids []string) ([]nvml.Usage, error)
+	Usage(uuids []string) ([]gpu.Usage, error)
 }
 
 // verifyAfter is how many samples an instance gets before launch
@@ -33,10 +33,13 @@ type gpuWatch struct {
 	// processes' GPU memory
 	lastUtil int
 	lastMem  uint64
+	// told is the variable that told the instance its GPUs, for the
+	// warning when it runs on another's (visibleVars).
+	told string
 }
 
-func newGPUWatch(uuids []string) *gpuWatch {
-	w := &gpuWatch{own: map[string]bool{}, foreign: map[string]bool{}, lastUtil: -1}
+func newGPUWatch(uuids []string, env []string) *gpuWatch {
+	w := &gpuWatch{own: map[string]bool{}, foreign: map[string]bool{}, lastUtil: -1, told: toldBy(env)}
 	for _, u := range uuids {
 		w.own[u] = true
 	}
@@ -46,7 +49,7 @@ func newGPUWatch(uuids []string) *gpuWatch {
 // observe folds one sample in: usage of every sampled GPU, the
 // instance's process tree, and which instance owns each GPU. It returns
 // warnings that are new.
-func (w *gpuWatch) observe(index int, usage []nvml.Usage, tree map[int]bool, owner map[string]int) []string {
+func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owner map[string]int) []string {
 	var fresh []string
 	util, n := 0, 0
 	var mem uint64
@@ -74,8 +77,8 @@ func (w *gpuWatch) observe(index int, usage []nvml.Usage, tree map[int]bool, own
 					whose = fmt.Sprintf("instance %d's", o)
 				}
 				fresh = append(fresh, fmt.Sprintf("instance %d: process %d runs on GPU %s, %s GPU, not its own (%s): "+
-					"the app ignores CUDA_VISIBLE_DEVICES (it may reset it, or pick devices by a hard-coded index)",
-					index, p.PID, u.UUID, whose, strings.Join(keys(w.own), ",")))
+					"the app ignores %s (it may reset it, or pick devices by a hard-coded index)",
+					index, p.PID, u.UUID, whose, strings.Join(keys(w.own), ","), w.told))
 			}
 		}
 	}
@@ -93,6 +96,19 @@ func (w *gpuWatch) observe(index int, usage []nvml.Usage, tree map[int]bool, own
 		fresh = append(fresh, w.verify(index)...)
 	}
 	return fresh
+}
+
+// toldBy names the vendor variable in an instance's environment that
+// selects its GPUs.
+func toldBy(env []string) string {
+	for _, kv := range env {
+		for _, name := range []string{"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"} {
+			if strings.HasPrefix(kv, name+"=") {
+				return name
+			}
+		}
+	}
+	return "the GPU visibility variable"
 }
 
 // verify flags an instance that never touched its GPUs while they sat idle.

@@ -4,21 +4,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 func TestGPUWatch(t *testing.T) {
 	owner := map[string]int{"GPU-a": 0, "GPU-b": 1}
 	tree := map[int]bool{100: true, 101: true}
-	sample := func(aUtil int, procs map[string][]int) []nvml.Usage {
-		var out []nvml.Usage
+	sample := func(aUtil int, procs map[string][]int) []gpu.Usage {
+		var out []gpu.Usage
 		for _, id := range []string{"GPU-a", "GPU-b", "GPU-c"} {
-			u := nvml.Usage{UUID: id}
+			u := gpu.Usage{UUID: id}
 			if id == "GPU-a" {
 				u.Utilization = aUtil
 			}
 			for _, pid := range procs[id] {
-				u.Processes = append(u.Processes, nvml.GPUProcess{PID: pid, MemoryUsed: 1 << 30})
+				u.Processes = append(u.Processes, gpu.GPUProcess{PID: pid, MemoryUsed: 1 << 30})
 			}
 			out = append(out, u)
 		}
@@ -26,20 +26,20 @@ func TestGPUWatch(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		samples  [][]nvml.Usage
+		samples  [][]gpu.Usage
 		mean     float64
 		warnings []string
 	}{
-		{"uses its GPU", [][]nvml.Usage{sample(0, nil), sample(80, map[string][]int{"GPU-a": {101}}), sample(40, map[string][]int{"GPU-a": {101}})}, 40, nil},
-		{"idle all along", [][]nvml.Usage{sample(0, nil), sample(0, nil), sample(0, nil)}, 0, []string{"instance 0: no process of it used its GPU(s) GPU-a"}},
-		{"busy without a context seen (MPS, other counters)", [][]nvml.Usage{sample(30, nil), sample(30, nil), sample(30, nil)}, 30, nil},
-		{"on another instance's GPU, reported once", [][]nvml.Usage{
+		{"uses its GPU", [][]gpu.Usage{sample(0, nil), sample(80, map[string][]int{"GPU-a": {101}}), sample(40, map[string][]int{"GPU-a": {101}})}, 40, nil},
+		{"idle all along", [][]gpu.Usage{sample(0, nil), sample(0, nil), sample(0, nil)}, 0, []string{"instance 0: no process of it used its GPU(s) GPU-a"}},
+		{"busy without a context seen (MPS, other counters)", [][]gpu.Usage{sample(30, nil), sample(30, nil), sample(30, nil)}, 30, nil},
+		{"on another instance's GPU, reported once", [][]gpu.Usage{
 			sample(0, map[string][]int{"GPU-b": {100}}), sample(0, map[string][]int{"GPU-b": {100}}), sample(0, map[string][]int{"GPU-a": {100}})},
-			0, []string{"instance 0: process 100 runs on GPU GPU-b, instance 1's GPU"}},
-		{"on a GPU nobody owns", [][]nvml.Usage{sample(0, map[string][]int{"GPU-c": {100}, "GPU-a": {100}})}, 0, []string{"GPU GPU-c, no instance's GPU"}},
+			0, []string{"instance 0: process 100 runs on GPU GPU-b, instance 1's GPU, not its own (GPU-a): the app ignores ROCR_VISIBLE_DEVICES"}},
+		{"on a GPU nobody owns", [][]gpu.Usage{sample(0, map[string][]int{"GPU-c": {100}, "GPU-a": {100}})}, 0, []string{"GPU GPU-c, no instance's GPU"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newGPUWatch([]string{"GPU-a"})
+			w := newGPUWatch([]string{"GPU-a"}, []string{"PATH=/bin", "ROCR_VISIBLE_DEVICES=GPU-a"})
 			var got []string
 			for _, s := range tc.samples {
 				got = append(got, w.observe(0, s, tree, owner)...)

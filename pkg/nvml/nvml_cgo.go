@@ -2,7 +2,7 @@
 
 // This is the only file of gpulaunch that imports go-nvml: it adapts the
 // vendor interface (C return codes, fixed-size arrays, device handles) into
-// this package's plain structs and Go errors.
+// pkg/gpu's plain structs and Go errors.
 
 package nvml
 
@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 	"sync"
 
@@ -21,9 +22,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
-// library is a Source over any gonvml.Interface: the real libnvidia-ml or
+// library is a gpu.Source over any gonvml.Interface: the real libnvidia-ml or
 // a mock server.
 type library struct {
 	lib     gonvml.Interface
@@ -35,13 +37,25 @@ type library struct {
 	handles map[string]gonvml.Device // UUID → handle, filled by Inventory
 }
 
+// Library is NVML for gpu.Open: the real library, and go-nvml's mock
+// servers for the simulated NVIDIA nodes.
+var Library gpu.NVML = nvmlLibrary{}
+
+type nvmlLibrary struct{}
+
+func (nvmlLibrary) Open(root fs.FS) (gpu.Source, error) { return OpenNVML(root) }
+
+func (nvmlLibrary) Simulate(t gpu.Topology, usageDir string) (gpu.Source, error) {
+	return simulatedSource(t, usageDir)
+}
+
 // OpenNVML loads libnvidia-ml.so.1 and initialises it. sysfs (the machine's
 // root, normally os.DirFS("/")) fills in NUMA locality that NVML lacks.
-func OpenNVML(sysfs fs.FS) (Source, error) {
+func OpenNVML(sysfs fs.FS) (gpu.Source, error) {
 	lib := gonvml.New()
 	if ret := lib.Init(); ret != gonvml.SUCCESS {
 		if ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
-			return nil, ErrNoLibrary
+			return nil, gpu.ErrNoLibrary
 		}
 		return nil, fmt.Errorf("NVML init: %w", ret)
 	}
@@ -62,14 +76,14 @@ func (l *library) Close() error {
 	return nil
 }
 
-func (l *library) Inventory() (Node, error) {
-	node := Node{Backend: l.backend}
+func (l *library) Inventory() (gpu.Node, error) {
+	node := gpu.Node{Backend: l.backend, Vendor: gpu.NVIDIA}
 	if v, ret := l.lib.SystemGetDriverVersion(); ret == gonvml.SUCCESS {
 		node.Driver = v
 	}
 	count, ret := l.lib.DeviceGetCount()
 	if ret != gonvml.SUCCESS {
-		return Node{}, fmt.Errorf("NVML device count: %w", ret)
+		return gpu.Node{}, fmt.Errorf("NVML device count: %w", ret)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -90,24 +104,24 @@ func (l *library) Inventory() (Node, error) {
 		g.MIG, node.Warnings = l.migDevices(dev, g, node.Warnings)
 		node.GPUs = append(node.GPUs, g)
 	}
-	sortByBus(node.GPUs)
+	sort.SliceStable(node.GPUs, func(i, j int) bool { return node.GPUs[i].BusID < node.GPUs[j].BusID })
 	return node, nil
 }
 
-func (l *library) describe(dev gonvml.Device, index int) (GPU, error) {
+func (l *library) describe(dev gonvml.Device, index int) (gpu.GPU, error) {
 	uuid, ret := dev.GetUUID()
 	if ret != gonvml.SUCCESS {
-		return GPU{}, fmt.Errorf("uuid: %w", ret)
+		return gpu.GPU{}, fmt.Errorf("uuid: %w", ret)
 	}
 	pci, ret := dev.GetPciInfo()
 	if ret != gonvml.SUCCESS {
-		return GPU{}, fmt.Errorf("PCI info: %w", ret)
+		return gpu.GPU{}, fmt.Errorf("PCI info: %w", ret)
 	}
-	bus, err := NormalizeBusID(cString(pci.BusId[:]))
+	bus, err := gpu.NormalizeBusID(cString(pci.BusId[:]))
 	if err != nil {
-		return GPU{}, err
+		return gpu.GPU{}, err
 	}
-	g := GPU{UUID: uuid, BusID: bus, Index: index, Minor: -1, NUMANode: -1}
+	g := gpu.GPU{Vendor: gpu.NVIDIA, UUID: uuid, BusID: bus, Index: index, Minor: -1, NUMANode: -1}
 	if name, ret := dev.GetName(); ret == gonvml.SUCCESS {
 		g.Name = name
 	}
@@ -129,7 +143,7 @@ func (l *library) describe(dev gonvml.Device, index int) (GPU, error) {
 		g.LocalCPUs = maskToSet(words)
 	}
 	if g.NUMANode < 0 || g.LocalCPUs.IsEmpty() {
-		numa, cpus := sysfsLocality(l.sysfs, bus)
+		numa, cpus := gpu.SysfsLocality(l.sysfs, bus)
 		if g.NUMANode < 0 {
 			g.NUMANode = numa
 		}
@@ -140,7 +154,7 @@ func (l *library) describe(dev gonvml.Device, index int) (GPU, error) {
 	return g, nil
 }
 
-func (l *library) migDevices(dev gonvml.Device, parent GPU, warnings []string) ([]GPU, []string) {
+func (l *library) migDevices(dev gonvml.Device, parent gpu.GPU, warnings []string) ([]gpu.GPU, []string) {
 	current, _, ret := dev.GetMigMode()
 	if ret != gonvml.SUCCESS || current != gonvml.DEVICE_MIG_ENABLE {
 		return nil, warnings
@@ -149,7 +163,7 @@ func (l *library) migDevices(dev gonvml.Device, parent GPU, warnings []string) (
 	if ret != gonvml.SUCCESS {
 		return nil, append(warnings, fmt.Sprintf("GPU %s: MIG device count: %v", parent.UUID, ret))
 	}
-	var out []GPU
+	var out []gpu.GPU
 	for j := range n {
 		mig, ret := dev.GetMigDeviceHandleByIndex(j)
 		if ret != gonvml.SUCCESS {
@@ -159,7 +173,7 @@ func (l *library) migDevices(dev gonvml.Device, parent GPU, warnings []string) (
 		if ret != gonvml.SUCCESS {
 			continue
 		}
-		m := GPU{UUID: uuid, BusID: parent.BusID, Index: parent.Index, Minor: parent.Minor,
+		m := gpu.GPU{Vendor: gpu.NVIDIA, UUID: uuid, BusID: parent.BusID, Index: parent.Index, Minor: parent.Minor,
 			NUMANode: parent.NUMANode, LocalCPUs: parent.LocalCPUs, Parent: parent.UUID}
 		if name, ret := mig.GetName(); ret == gonvml.SUCCESS {
 			m.Name = name
@@ -173,10 +187,10 @@ func (l *library) migDevices(dev gonvml.Device, parent GPU, warnings []string) (
 	return out, warnings
 }
 
-func (l *library) Usage(uuids []string) ([]Usage, error) {
+func (l *library) Usage(uuids []string) ([]gpu.Usage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Usage, 0, len(uuids))
+	out := make([]gpu.Usage, 0, len(uuids))
 	var errs []error
 	for _, id := range uuids {
 		dev, ok := l.handles[id]
@@ -184,7 +198,7 @@ func (l *library) Usage(uuids []string) ([]Usage, error) {
 			errs = append(errs, fmt.Errorf("GPU %s is not in the inventory", id))
 			continue
 		}
-		u := Usage{UUID: id, Utilization: -1}
+		u := gpu.Usage{UUID: id, Utilization: -1}
 		if r, ret := dev.GetUtilizationRates(); ret == gonvml.SUCCESS {
 			u.Utilization = int(r.Gpu)
 		}
@@ -193,7 +207,7 @@ func (l *library) Usage(uuids []string) ([]Usage, error) {
 		}
 		if procs, ret := dev.GetComputeRunningProcesses(); ret == gonvml.SUCCESS {
 			for _, p := range procs {
-				u.Processes = append(u.Processes, GPUProcess{PID: int(p.Pid), MemoryUsed: p.UsedGpuMemory})
+				u.Processes = append(u.Processes, gpu.GPUProcess{PID: int(p.Pid), MemoryUsed: p.UsedGpuMemory})
 			}
 		}
 		out = append(out, u)
@@ -232,9 +246,9 @@ func cString(b []int8) string {
 // exercise the real code path. The mock fakes identity and memory only;
 // the topology (PCI addresses, NUMA, CPU affinity), telemetry and
 // deterministic UUIDs come from the description.
-func simulatedSource(t Topology, usageDir string) (Source, error) {
+func simulatedSource(t gpu.Topology, usageDir string) (gpu.Source, error) {
 	if t.Mock == "" {
-		return staticSource{node: t.Node("simulated " + t.Name), usageDir: usageDir}, nil
+		return gpu.NewStaticSource(t.Node("simulated "+t.Name), usageDir), nil
 	}
 	var srv *server.Server
 	switch t.Mock {
@@ -256,7 +270,7 @@ func simulatedSource(t Topology, usageDir string) (Source, error) {
 	}
 	// The description is in PCI order already; the mock's index i becomes
 	// the i-th GPU of the description.
-	byIndex := make([]GPU, len(t.GPUs))
+	byIndex := make([]gpu.GPU, len(t.GPUs))
 	for _, g := range want.GPUs {
 		byIndex[g.Index] = g
 	}
@@ -292,11 +306,11 @@ func simulatedSource(t Topology, usageDir string) (Source, error) {
 		// Telemetry: what the apps declared (declared.go), answered
 		// through the same NVML calls the real driver serves.
 		uuid, total := g.UUID, dev.MemoryInfo.Total
-		declared := func() Usage {
+		declared := func() gpu.Usage {
 			if usageDir == "" {
-				return Usage{}
+				return gpu.Usage{}
 			}
-			return declaredUsage(usageDir, []string{uuid})[0]
+			return gpu.DeclaredUsage(usageDir, []string{uuid})[0]
 		}
 		dev.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
 			return gonvml.Utilization{Gpu: uint32(declared().Utilization)}, gonvml.SUCCESS
@@ -321,10 +335,10 @@ func simulatedSource(t Topology, usageDir string) (Source, error) {
 // simulated adds the described CPU layout, which NVML does not report.
 type simulated struct {
 	*library
-	cpus []CPU
+	cpus []gpu.CPU
 }
 
-func (s *simulated) Inventory() (Node, error) {
+func (s *simulated) Inventory() (gpu.Node, error) {
 	n, err := s.library.Inventory()
 	n.CPUs = s.cpus
 	return n, err
@@ -343,7 +357,7 @@ func setToMask(s cpuset.Set, n int) []uint {
 	return words
 }
 
-func maxID(cpus []CPU) int {
+func maxID(cpus []gpu.CPU) int {
 	m := 0
 	for _, c := range cpus {
 		m = max(m, c.ID)

@@ -2,14 +2,9 @@
 
 package nvml
 
-import "io/fs"
+import "github.com/gpulaunch/gpulaunch/pkg/gpu"
 
-// OpenNVML cannot load NVML without cgo; Open then falls back to sysfs.
-func OpenNVML(fs.FS) (Source, error) { return nil, ErrNoCgo }
-
-// simulatedSource serves the description directly: go-nvml's mock servers
-// need cgo, so builds without it skip the NVML adapter.
-func simulatedSource(t Topology, usageDir string) (Source, error) {
-	n := t.Node("simulated " + t.Name + " (no cgo: description only)")
-	return staticSource{node: n, usageDir: usageDir}, nil
-}
+// Library is nil without cgo: go-nvml cannot be built, so gpu.Open reads
+// NVIDIA's GPUs from sysfs and serves simulated nodes from their
+// descriptions.
+var Library gpu.NVML

@@ -1,4 +1,4 @@
-package nvml
+package gpu
 
 import (
 	"os"
@@ -19,9 +19,9 @@ import (
 // report and launch verification end to end without a GPU.
 const SimulatedUsageEnv = "GPULAUNCH_SIMULATED_USAGE_DIR"
 
-// declaredUsage reads the declarations of living processes in dir for
+// DeclaredUsage reads the declarations of living processes in dir for
 // the given GPUs.
-func declaredUsage(dir string, uuids []string) []Usage {
+func DeclaredUsage(dir string, uuids []string) []Usage {
 	byUUID := map[string]*Usage{}
 	out := make([]Usage, len(uuids))
 	for i, id := range uuids {

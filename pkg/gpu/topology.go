@@ -1,4 +1,4 @@
-package nvml
+package gpu
 
 import (
 	"bytes"
@@ -20,7 +20,13 @@ import (
 type Topology struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	Driver      string `json:"driver,omitempty"`
+	// Vendor made the node's GPUs: nvidia (the default), amd or intel.
+	Vendor Vendor `json:"vendor,omitempty"`
+	Driver string `json:"driver,omitempty"`
+	// ReservedCPUs are kept for the system and given to no job (LUMI's
+	// first core of every CCD, Aurora's cores 0 and 52), in the kernel's
+	// list format.
+	ReservedCPUs string `json:"reserved_cpus,omitempty"`
 	// Mock names the go-nvml mock server a simulated node is built on
 	// (dgxa100, dgxh100, dgxh200, dgxb200); empty for plain descriptions.
 	Mock string `json:"mock,omitempty"`
@@ -53,10 +59,13 @@ type TopologyGPU struct {
 	LocalCPUs string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
 	MemoryMiB uint64 `json:"memory_mib,omitempty"`
 	Minor     *int   `json:"minor,omitempty"` // default: position
-	// Device is the GPU's device file (default /dev/nvidia<minor>); node
+	// Device is the GPU's device file (default /dev/nvidia<minor>, and an
+	// AMD or Intel GPU's render node /dev/dri/renderD<128+minor>); node
 	// files probe it to learn whether a device cgroup hides the GPU.
 	Device string `json:"device,omitempty"`
-	MIG    []struct {
+	// Tiles is an Intel GPU's number of tiles (Level Zero sub-devices).
+	Tiles int `json:"tiles,omitempty"`
+	MIG   []struct {
 		UUID      string `json:"uuid"`
 		Name      string `json:"name,omitempty"`
 		MemoryMiB uint64 `json:"memory_mib,omitempty"`
@@ -150,7 +159,19 @@ func decodeTopology(data []byte, origin string) (Topology, error) {
 func (t Topology) Node(backend string) Node {
 	cpus, _ := t.cpus()
 	gpus, _ := t.gpus()
-	return Node{Backend: backend, Driver: t.Driver, GPUs: gpus, CPUs: cpus}
+	reserved, _ := cpuset.Parse(t.ReservedCPUs)
+	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved}
+	if len(gpus) == 0 {
+		n.Vendor = ""
+	}
+	return n
+}
+
+func (t Topology) vendor() Vendor {
+	if t.Vendor == "" {
+		return NVIDIA
+	}
+	return t.Vendor
 }
 
 func (t Topology) cpus() ([]CPU, error) {
@@ -207,6 +228,12 @@ func (l CPULayout) expand() ([]CPU, error) {
 }
 
 func (t Topology) gpus() ([]GPU, error) {
+	if _, ok := ParseVendor(string(t.vendor())); !ok {
+		return nil, fmt.Errorf("vendor %q: use nvidia, amd or intel", t.Vendor)
+	}
+	if _, err := cpuset.Parse(t.ReservedCPUs); err != nil {
+		return nil, fmt.Errorf("reserved_cpus: %w", err)
+	}
 	// A node file has no CPUs; its NUMA ids are checked against sysfs later.
 	described := t.Layout != nil || t.CPUList != nil
 	var cpus []CPU
@@ -228,19 +255,15 @@ func (t Topology) gpus() ([]GPU, error) {
 			return nil, fmt.Errorf("gpu %d: %w", i, err)
 		}
 		g := GPU{
-			UUID: tg.UUID, BusID: bus, Index: i, Minor: i, Name: tg.Name,
+			Vendor: t.vendor(), UUID: tg.UUID, BusID: bus, Index: i, Minor: i, Name: tg.Name,
 			MemoryBytes: tg.MemoryMiB << 20, NUMANode: -1,
-		}
-		if g.UUID == "" {
-			g.UUID = DeterministicUUID(t.Name, i)
-		}
-		if !strings.HasPrefix(g.UUID, "GPU-") {
-			return nil, fmt.Errorf("gpu %d: uuid %q does not start with GPU-", i, g.UUID)
 		}
 		if tg.Minor != nil {
 			g.Minor = *tg.Minor
 		}
-		g.Device = tg.Device
+		if err := t.identify(&g, tg, i); err != nil {
+			return nil, fmt.Errorf("gpu %d: %w", i, err)
+		}
 		if tg.NUMA != nil && *tg.NUMA >= 0 {
 			if _, ok := numaCPUs[*tg.NUMA]; !ok && described {
 				return nil, fmt.Errorf("gpu %d: numa node %d has no CPUs in this description", i, *tg.NUMA)
@@ -255,6 +278,9 @@ func (t Topology) gpus() ([]GPU, error) {
 		case g.NUMANode >= 0 && described:
 			g.LocalCPUs = cpuset.New(numaCPUs[g.NUMANode]...)
 		}
+		if tg.Tiles > 1 {
+			g.Tiles = g.split(tg.Tiles)
+		}
 		for j, m := range tg.MIG {
 			if !strings.HasPrefix(m.UUID, "MIG-") {
 				return nil, fmt.Errorf("gpu %d mig %d: uuid %q does not start with MIG-", i, j, m.UUID)
@@ -263,6 +289,9 @@ func (t Topology) gpus() ([]GPU, error) {
 				MemoryBytes: m.MemoryMiB << 20, NUMANode: g.NUMANode, LocalCPUs: g.LocalCPUs, Parent: g.UUID})
 		}
 		for _, id := range append([]string{g.UUID, g.BusID}, migUUIDs(g)...) {
+			if id == g.BusID && g.Vendor == AMD {
+				continue // the partitions of one AMD GPU share its address
+			}
 			if seen[id] {
 				return nil, fmt.Errorf("gpu %d: %s appears twice", i, id)
 			}
@@ -272,6 +301,45 @@ func (t Topology) gpus() ([]GPU, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].BusID < out[j].BusID })
 	return out, nil
+}
+
+// identify gives a described GPU its id and device file, as its vendor's
+// backend would: NVIDIA's and AMD's ids start GPU- (default: derived from
+// the node's name and the GPU's position, in the vendor's shape), Intel's
+// are derived from the PCI address (Level Zero names devices by ordinal
+// only); an AMD or Intel GPU's device file is its render node.
+func (t Topology) identify(g *GPU, tg TopologyGPU, i int) error {
+	switch g.Vendor {
+	case Intel:
+		if tg.MIG != nil {
+			return fmt.Errorf("MIG devices are NVIDIA's; an Intel GPU has tiles")
+		}
+		if g.UUID == "" {
+			g.UUID = "ZE-" + g.BusID
+		}
+	case AMD:
+		if tg.MIG != nil || tg.Tiles > 0 {
+			return fmt.Errorf("an AMD GPU has no MIG devices or tiles: describe each partition (GCD) as a GPU of its own")
+		}
+		if g.UUID == "" {
+			g.UUID = "GPU-" + strings.ReplaceAll(strings.TrimPrefix(DeterministicUUID(t.Name, i), "GPU-"), "-", "")[:16]
+		}
+	default:
+		if tg.Tiles > 0 {
+			return fmt.Errorf("tiles are Intel's; an NVIDIA GPU has MIG devices")
+		}
+		if g.UUID == "" {
+			g.UUID = DeterministicUUID(t.Name, i)
+		}
+	}
+	if g.Vendor != Intel && !strings.HasPrefix(g.UUID, "GPU-") {
+		return fmt.Errorf("uuid %q does not start with GPU-", g.UUID)
+	}
+	g.Device = tg.Device
+	if g.Device == "" && g.Vendor != NVIDIA {
+		g.Device = fmt.Sprintf("/dev/dri/renderD%d", 128+g.Minor)
+	}
+	return nil
 }
 
 func migUUIDs(g GPU) []string {

@@ -1,0 +1,269 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/fstest"
+)
+
+func TestNormalizeBusID(t *testing.T) {
+	cases := map[string]string{
+		"00000000:3B:00.0":     "0000:3b:00.0",
+		"0000:3B:00.0":         "0000:3b:00.0",
+		"0000:3b:00.0\n":       "0000:3b:00.0",
+		"3b:00.0":              "0000:3b:00.0",
+		"00000001:07:1F.7":     "0001:07:1f.7",
+		"00010000:01:00.0":     "00010000:01:00.0",
+		"0000:3b:00.0\x00\x00": "0000:3b:00.0",
+	}
+	for in, want := range cases {
+		if got, err := NormalizeBusID(in); err != nil || got != want {
+			t.Errorf("NormalizeBusID(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "3b", "zz:00.0", "0000:3b:00.9", "0000:3b:40.0", "1:2:3:4"} {
+		if _, err := NormalizeBusID(bad); err == nil {
+			t.Errorf("NormalizeBusID(%q) accepted", bad)
+		}
+	}
+}
+
+// TestSimulatedNodes reads every built-in node through Open without NVML
+// (the description; pkg/nvml's tests read the NVIDIA ones through go-nvml's
+// mocks) and checks it against its description.
+func TestSimulatedNodes(t *testing.T) {
+	for _, name := range SimulatedNames() {
+		t.Run(name, func(t *testing.T) {
+			desc, err := BuiltinTopology(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := Open(Options{Simulate: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			node, err := src.Inventory()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := desc.Node("")
+			if len(node.GPUs) != len(want.GPUs) || len(node.CPUs) != len(want.CPUs) {
+				t.Fatalf("%d GPUs %d CPUs, want %d %d", len(node.GPUs), len(node.CPUs), len(want.GPUs), len(want.CPUs))
+			}
+			for i, g := range node.GPUs {
+				w := want.GPUs[i]
+				if g.UUID != w.UUID || g.BusID != w.BusID || g.NUMANode != w.NUMANode || !g.LocalCPUs.Equal(w.LocalCPUs) || g.MemoryBytes == 0 {
+					t.Errorf("GPU %d = %+v, want %+v", i, g, w)
+				}
+			}
+			if node.Driver == "" || !strings.Contains(node.Backend, name) || node.Vendor != desc.vendor() {
+				t.Errorf("backend %q driver %q vendor %q", node.Backend, node.Driver, node.Vendor)
+			}
+		})
+	}
+}
+
+func TestTopologyFileErrors(t *testing.T) {
+	cases := map[string]string{
+		`{"gpus": []}`: "no CPUs",
+		`{"cpu_layout": {"sockets": 0, "numa_per_socket": 1, "cores_per_numa": 1, "threads_per_core": 1}, "gpus": []}`:                                            "must all be >= 1",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1, "smt": "odd"}, "gpus": []}`:                              "smt",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "nope"}]}`:                             "PCI address",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "numa": 3}]}`:               "numa node 3 has no CPUs",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0"}, {"pci": "0000:01:00.0"}]}`: "appears twice",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "uuid": "abc"}]}`:           "GPU-",
+		`{"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0}, {"cpu": 0, "core": 0, "socket": 0, "numa": 0}], "gpus": []}`:                                    "listed twice",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [], "colour": 1}`:                               "unknown field",
+		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "local_cpus": "3-1"}]}`:     "local_cpus",
+	}
+	for doc, want := range cases {
+		if _, err := ParseTopology([]byte(doc), "t.json"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTopology(%s) err = %v, want %q", doc, err, want)
+		}
+	}
+	if _, err := Open(Options{Simulate: "dgx-z900"}); err == nil || !strings.Contains(err.Error(), "dgx-a100") || !strings.Contains(err.Error(), "lumi-g") {
+		t.Errorf("unknown simulated node: %v", err)
+	}
+}
+
+func TestTopologyLayouts(t *testing.T) {
+	doc := `{"name": "n", "cpu_layout": {"sockets": 1, "numa_per_socket": 2, "cores_per_numa": 2, "threads_per_core": 2, "smt": "adjacent"},
+	  "gpus": [{"pci": "0000:81:00.0", "numa": 1, "mig": [{"uuid": "MIG-1"}]}, {"pci": "0000:01:00.0", "numa": -1}]}`
+	top, err := ParseTopology([]byte(doc), "n.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := top.Node("file")
+	// adjacent SMT: core 2 (NUMA 1) has CPUs 4,5.
+	if node.CPUs[5].Core != 4 || node.CPUs[5].NUMA != 1 {
+		t.Fatalf("cpu 5 = %+v", node.CPUs[5])
+	}
+	if g := node.GPUs[1]; g.BusID != "0000:81:00.0" || g.LocalCPUs.String() != "4-7" || len(g.MIG) != 1 || g.MIG[0].Parent != g.UUID {
+		t.Fatalf("GPU sorted second = %+v", g)
+	}
+	if g := node.GPUs[0]; g.NUMANode != -1 || !g.LocalCPUs.IsEmpty() {
+		t.Fatalf("unknown-NUMA GPU = %+v", g)
+	}
+	if got := len(node.Flatten()); got != 2 {
+		t.Fatalf("Flatten gave %d devices, want the plain GPU and one MIG device", got)
+	}
+}
+
+func TestSysfsBackend(t *testing.T) {
+	info := "Model:           NVIDIA H100 80GB HBM3\nIRQ: 1\nGPU UUID:        GPU-11111111-2222-3333-4444-555555555555\nBus Location:    0000:18:00.0\nDevice Minor:    1\n"
+	root := fstest.MapFS{
+		"proc/driver/nvidia/gpus/0000:18:00.0/information": {Data: []byte(info)},
+		"proc/driver/nvidia/gpus/0000:2a:00.0/information": {Data: []byte(strings.NewReplacer("18:00", "2a:00", "1111", "2222", "Minor:    1", "Minor:    0").Replace(info))},
+		"sys/bus/pci/devices/0000:18:00.0/numa_node":       {Data: []byte("0\n")},
+		"sys/bus/pci/devices/0000:18:00.0/local_cpulist":   {Data: []byte("0-55,112-167\n")},
+		"sys/bus/pci/devices/0000:2a:00.0/numa_node":       {Data: []byte("-1\n")},
+	}
+	// A device cgroup denies /dev/nvidia0: open fails with EPERM.
+	src, _ := Open(Options{Root: root, ProbeDevice: func(path string) error {
+		if path == "/dev/nvidia0" {
+			return fmt.Errorf("open %s: %w", path, fs.ErrPermission)
+		}
+		return nil
+	}})
+	node, err := src.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Backend != "sysfs" || node.Vendor != NVIDIA || len(node.GPUs) != 2 {
+		t.Fatalf("GPUs %+v", node.GPUs)
+	}
+	g0, g1 := node.GPUs[0], node.GPUs[1]
+	if g0.Minor != 1 || g0.NUMANode != 0 || g0.LocalCPUs.String() != "0-55,112-167" || g0.Hidden || g0.Name != "NVIDIA H100 80GB HBM3" {
+		t.Fatalf("GPU 0 = %+v", g0)
+	}
+	if g1.NUMANode != -1 || !g1.Hidden {
+		t.Fatalf("GPU 1 = %+v, want numa -1 and hidden by the device cgroup", g1)
+	}
+	if !strings.Contains(strings.Join(node.Warnings, " "), "without utilisation telemetry") {
+		t.Fatalf("warnings %q", node.Warnings)
+	}
+}
+
+func TestNoGPUMachine(t *testing.T) {
+	src, err := Open(Options{Root: fstest.MapFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := src.Inventory()
+	why := strings.Join(node.Warnings, " ")
+	// each vendor's reason once
+	if node.Backend != "sysfs" || len(node.GPUs) != 0 || strings.Count(why, "no NVIDIA GPU") != 1 || strings.Count(why, "no AMD GPU") != 1 || strings.Count(why, "no Intel GPU") != 1 {
+		t.Fatalf("node %+v", node)
+	}
+	if _, err := src.Usage(nil); !errors.Is(err, ErrNoTelemetry) {
+		t.Fatalf("Usage err = %v", err)
+	}
+	// a vendor asked for is the only one looked for, and named
+	src, err = Open(Options{Root: fstest.MapFS{}, Vendor: AMD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ = src.Inventory()
+	if why := strings.Join(node.Warnings, " "); !strings.Contains(why, "no AMD GPU") || strings.Contains(why, "NVIDIA") || strings.Contains(why, "Intel") {
+		t.Fatalf("--gpu-vendor amd: %q", why)
+	}
+}
+
+// A node file describes this machine's GPUs; the device cgroup decides which
+// are this process's, as the testbed's fake devices show: ENXIO (no driver)
+// is openable-but-dead, EPERM is another job's.
+func TestNodeFileProbesDevices(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "node.json")
+	os.WriteFile(file, []byte(`{"name": "bed", "gpus": [
+	  {"pci": "0000:11:00.0", "numa": 0, "minor": 1, "device": "/x/nvidia1", "uuid": "GPU-00000000-0000-4000-8000-000000000001"},
+	  {"pci": "0000:10:00.0", "numa": 0, "minor": 0, "device": "/x/nvidia0", "uuid": "GPU-00000000-0000-4000-8000-000000000000"},
+	  {"pci": "0000:12:00.0", "numa": null, "minor": 2}]}`), 0o644)
+	var probed []string
+	src, err := Open(Options{NodeFile: file, ProbeDevice: func(path string) error {
+		probed = append(probed, path)
+		switch path {
+		case "/x/nvidia0":
+			return fmt.Errorf("open: %w", fs.ErrPermission)
+		case "/x/nvidia1":
+			return fmt.Errorf("open: %w", syscall.ENXIO)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := src.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.CPUs != nil {
+		t.Fatalf("a node file's CPUs are this machine's, got %v", node.CPUs)
+	}
+	var got []string
+	for _, g := range node.GPUs {
+		got = append(got, fmt.Sprintf("%s:%d:%v:%d", g.BusID, g.Minor, g.Hidden, g.NUMANode))
+	}
+	want := "0000:10:00.0:0:true:0 0000:11:00.0:1:false:0 0000:12:00.0:2:false:-1"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("gpus %v, want %s", got, want)
+	}
+	if strings.Join(probed, " ") != "/x/nvidia0 /x/nvidia1 /dev/nvidia2" {
+		t.Fatalf("probed %v", probed)
+	}
+}
+
+func TestNodeFileRejectsCPUs(t *testing.T) {
+	_, err := ParseNodeFile([]byte(`{"cpu_layout": {"sockets":1,"numa_per_socket":1,"cores_per_numa":2,"threads_per_core":1}, "gpus": [{"pci": "10:00.0"}]}`), "n.json")
+	if err == nil || !strings.Contains(err.Error(), "--simulate") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// Simulated nodes answer telemetry from what apps declare (pkg/nvml's
+// tests do the same through go-nvml's mock).
+func TestSimulatedUsageFromDeclarations(t *testing.T) {
+	dir := t.TempDir()
+	topo, err := BuiltinTopology("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(Options{Simulate: "dgx-h100", SimulatedUsage: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := src.Inventory()
+	g0, g1 := node.GPUs[0].UUID, node.GPUs[1].UUID
+	self := strconv.Itoa(os.Getpid())
+	os.WriteFile(filepath.Join(dir, self), []byte(g0+" 70 2048\n"+g1+" 10 512\n"), 0o644)
+	// a process that is gone: its declaration no longer counts
+	os.WriteFile(filepath.Join(dir, "999999999"), []byte(g0+" 50 100\n"), 0o644)
+	us, err := src.Usage([]string{g0, g1, node.GPUs[2].UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us[0].Utilization != 70 || us[0].MemoryUsed != 2048<<20 || len(us[0].Processes) != 1 || us[0].Processes[0].PID != os.Getpid() {
+		t.Errorf("GPU 0: %+v", us[0])
+	}
+	if us[1].Utilization != 10 || us[2].Utilization != 0 || len(us[2].Processes) != 0 {
+		t.Errorf("GPU 1/2: %+v %+v", us[1], us[2])
+	}
+	if node.GPUs[0].MemoryBytes == 0 || topo.Mock == "" {
+		t.Errorf("declared use must not hide the GPU's memory size")
+	}
+	if _, err := Open(Options{Simulate: "dgx-h100"}); err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := Open(Options{Simulate: "perlmutter-gpu"})
+	if _, err := plain.Usage(nil); !errors.Is(err, ErrNoTelemetry) {
+		t.Errorf("without a declaration directory: %v, want ErrNoTelemetry", err)
+	}
+}

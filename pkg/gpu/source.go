@@ -1,0 +1,283 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+)
+
+// Options choose and feed a backend.
+type Options struct {
+	// Simulate is a built-in node name (see SimulatedNames) or the path of
+	// a topology file; empty means this machine.
+	Simulate string
+	// Root is the machine's filesystem for /proc and /sys (normally
+	// os.DirFS("/")).
+	Root fs.FS
+	// NodeFile is the path of a node file: this machine's GPUs described
+	// in JSON, for machines where the drivers cannot show them
+	// (docs/topology.md).
+	NodeFile string
+	// Vendor, when set (--gpu-vendor), is the only vendor looked for.
+	Vendor Vendor
+	// SimulatedUsage is the directory where apps on a simulated or
+	// described node declare their GPU use (SimulatedUsageEnv); "" means
+	// such nodes have no telemetry.
+	SimulatedUsage string
+	// ProbeDevice opens a GPU's device file (/dev/nvidia<minor>,
+	// /dev/dri/renderD<minor>); an fs.ErrPermission means a device cgroup
+	// hides that GPU from this process. Nil: no probing.
+	ProbeDevice func(path string) error
+	// NVML is NVIDIA's management library (pkg/nvml); nil: none, as in a
+	// build without cgo.
+	NVML NVML
+}
+
+// NVML is NVIDIA's management library, adapted by pkg/nvml — the only
+// package that imports go-nvml — and handed to Open, so that this package
+// needs no cgo and its tests none of NVIDIA's.
+type NVML interface {
+	// Open loads libnvidia-ml on this machine (ErrNoLibrary: no driver).
+	Open(root fs.FS) (Source, error)
+	// Simulate serves a described NVIDIA node through go-nvml's mock of
+	// the same machine (Topology.Mock), so that simulated runs take the
+	// same code path as real ones.
+	Simulate(t Topology, usageDir string) (Source, error)
+}
+
+// Open picks the backend. The rules, in order:
+//  1. --simulate NODE|FILE: a described node, another machine; a
+//     built-in NVIDIA node with a go-nvml mock is served through NVML.
+//  2. --node-file FILE (or GPULAUNCH_NODE_FILE): this machine's GPUs, of
+//     any vendor, described; their device files are probed, so that a
+//     device cgroup still decides which are the job's.
+//  3. Otherwise this machine's GPUs, vendor by vendor: NVIDIA through
+//     NVML, else /proc/driver/nvidia and sysfs; AMD through the KFD
+//     topology; Intel through its DRM devices, the processor's integrated
+//     graphics left out. A vendor asked for (Options.Vendor) is the only
+//     one looked for.
+//  4. GPUs of more than one vendor are an error naming them and the fix:
+//     one plan cannot give instances GPUs that different runtimes number
+//     and select differently.
+//  5. No GPU at all: NVIDIA's sysfs backend, whose warnings say what is
+//     missing, with AMD's and Intel's reasons added.
+func Open(o Options) (Source, error) {
+	switch {
+	case o.Simulate != "":
+		return openSimulated(o.Simulate, o.SimulatedUsage, o.NVML)
+	case o.NodeFile != "":
+		return openNodeFile(o.NodeFile, o.ProbeDevice)
+	}
+	var found []Source
+	var absent []string
+	for _, v := range []Vendor{NVIDIA, AMD, Intel} {
+		if o.Vendor != "" && v != o.Vendor {
+			continue
+		}
+		src, node, err := openVendor(v, o)
+		switch {
+		case err != nil:
+			closeAll(found)
+			return nil, err
+		case len(node.GPUs) > 0:
+			found = append(found, src)
+		case len(node.Warnings) > 0:
+			absent = append(absent, node.Warnings...)
+			src.Close()
+		default:
+			absent = append(absent, fmt.Sprintf("%s finds no %s GPU", node.Backend, v))
+			src.Close()
+		}
+	}
+	switch len(found) {
+	case 0:
+		return noGPU{absent}, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, mixedVendors(found)
+}
+
+// openVendor opens vendor v's backend on this machine and reads it once.
+func openVendor(v Vendor, o Options) (Source, Node, error) {
+	var src Source
+	switch v {
+	case NVIDIA:
+		src = nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlAbsent(o)}
+		if o.NVML != nil {
+			lib, err := o.NVML.Open(o.Root)
+			switch {
+			case err == nil:
+				src = lib
+			case !errors.Is(err, ErrNoLibrary):
+				return nil, Node{}, err
+			}
+		}
+	case AMD:
+		src = &amdKFD{root: o.Root, probe: o.ProbeDevice}
+	case Intel:
+		src = intelDRM{root: o.Root, probe: o.ProbeDevice}
+	}
+	node, err := src.Inventory()
+	if err != nil {
+		src.Close()
+		return nil, Node{}, err
+	}
+	return src, node, nil
+}
+
+// nvmlAbsent says why NVIDIA's GPUs are read without NVML.
+func nvmlAbsent(o Options) string {
+	if o.NVML == nil {
+		return ErrNoCgo.Error()
+	}
+	return ErrNoLibrary.Error()
+}
+
+func mixedVendors(found []Source) error {
+	var parts []string
+	for _, src := range found {
+		node, _ := src.Inventory()
+		parts = append(parts, fmt.Sprintf("%d %s GPU(s) (%s)", len(node.GPUs), node.Vendor, node.Backend))
+	}
+	closeAll(found)
+	return fmt.Errorf("this node has %s: one plan cannot mix vendors, whose runtimes number and select GPUs differently; choose one with --gpu-vendor (or GPULAUNCH_GPU_VENDOR)",
+		strings.Join(parts, " and "))
+}
+
+func closeAll(srcs []Source) {
+	for _, s := range srcs {
+		s.Close()
+	}
+}
+
+// noGPU is a machine where no vendor looked for found a GPU; reasons say
+// what each found missing, once each. Every such look reads sysfs (and
+// /proc/driver/nvidia), hence its name.
+type noGPU struct{ reasons []string }
+
+func (n noGPU) Inventory() (Node, error) {
+	return Node{Backend: "sysfs", Warnings: n.reasons}, nil
+}
+func (n noGPU) Usage([]string) ([]Usage, error) {
+	return nil, fmt.Errorf("%w: this node has no GPU", ErrNoTelemetry)
+}
+func (n noGPU) Close() error { return nil }
+
+func openNodeFile(file string, probe func(string) error) (Source, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("node file: %w", err)
+	}
+	t, err := ParseNodeFile(data, file)
+	if err != nil {
+		return nil, err
+	}
+	node := t.Node("node file " + file)
+	node.CPUs = nil
+	probeHidden(node.GPUs, probe)
+	return staticSource{node: node}, nil
+}
+
+func openSimulated(spec, usageDir string, lib NVML) (Source, error) {
+	if strings.ContainsRune(spec, '/') || strings.HasSuffix(spec, ".json") {
+		t, err := ReadTopologyFile(spec)
+		if err != nil {
+			return nil, err
+		}
+		return staticSource{node: t.Node("topology file " + spec), usageDir: usageDir}, nil
+	}
+	t, err := BuiltinTopology(spec)
+	if err != nil {
+		return nil, err
+	}
+	if t.Mock != "" && lib != nil {
+		return lib.Simulate(t, usageDir)
+	}
+	backend := "simulated " + t.Name
+	if t.Mock != "" {
+		backend += " (no cgo: description only)"
+	}
+	return staticSource{node: t.Node(backend), usageDir: usageDir}, nil
+}
+
+// staticSource serves a fixed inventory (topology and node files, simulated
+// nodes) and the GPU use apps declare in usageDir.
+type staticSource struct {
+	node     Node
+	usageDir string
+}
+
+func (s staticSource) Inventory() (Node, error) { return s.node, nil }
+func (s staticSource) Close() error             { return nil }
+func (s staticSource) Usage(uuids []string) ([]Usage, error) {
+	if s.usageDir == "" {
+		return nil, fmt.Errorf("%w: a node file or simulated node describes GPUs, not their use", ErrNoTelemetry)
+	}
+	return DeclaredUsage(s.usageDir, uuids), nil
+}
+func sortByBus(gpus []GPU) {
+	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
+}
+func readTrim(root fs.FS, name string) (string, error) {
+	b, err := fs.ReadFile(root, name)
+	return strings.TrimSpace(string(b)), err
+}
+func sysPCI(bus, file string) string { return path.Join("sys/bus/pci/devices", bus, file) }
+func isPermission(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, os.ErrPermission)
+}
+
+// probeHidden marks the GPUs whose device file a device cgroup denies: the
+// driver lists every GPU of the node, but this process may open only its
+// job's. Other errors (ENXIO on a device with no driver behind it, ENOENT)
+// do not hide a GPU: only the cgroup's EPERM says "not yours".
+func probeHidden(gpus []GPU, probe func(path string) error) {
+	if probe == nil {
+		return
+	}
+	for i, g := range gpus {
+		dev := g.Device
+		if dev == "" && g.Minor >= 0 {
+			dev = fmt.Sprintf("/dev/nvidia%d", g.Minor)
+		}
+		if dev == "" {
+			continue
+		}
+		if err := probe(dev); err != nil && isPermission(err) {
+			gpus[i].Hidden = true
+		}
+	}
+}
+
+// NewStaticSource serves node as it is, with the GPU use apps declare in
+// usageDir ("": no telemetry).
+func NewStaticSource(node Node, usageDir string) Source {
+	return staticSource{node: node, usageDir: usageDir}
+}
+
+// SysfsLocality reads a PCI device's NUMA node (-1: firmware did not say)
+// and local CPU list.
+func SysfsLocality(root fs.FS, bus string) (int, cpuset.Set) {
+	numa := -1
+	if root == nil {
+		return numa, cpuset.Set{}
+	}
+	if s, err := readTrim(root, sysPCI(bus, "numa_node")); err == nil {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			numa = n
+		}
+	}
+	var cpus cpuset.Set
+	if s, err := readTrim(root, sysPCI(bus, "local_cpulist")); err == nil {
+		cpus, _ = cpuset.Parse(s)
+	}
+	return numa, cpus
+}
