@@ -19,16 +19,12 @@ mkdir -p "$ROOT/work"
 work=$(mktemp -d "$ROOT/work/bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cp "$GL" "$work/gpulaunch"
+cp scripts/bench-job-lib.sh "$work/"
 cat >"$work/job.sh" <<JOB
 #!/bin/bash
 export GPULAUNCH_NODE_FILE=$ROOT/node.json
 GL=$work/gpulaunch
-now_us() { echo \$(( \$(date +%s%N) / 1000 )); }
-median() { sort -n | awk '{a[NR] = \$1} END {print a[int((NR + 1) / 2)]}'; }
-once() { # name command…: one wall time in µs
-  local s e
-  s=\$(now_us); "\${@:2}" >/dev/null 2>&1; e=\$(now_us); echo "\$1 \$((e - s))"
-}
+. $work/bench-job-lib.sh # now_us, median, once
 sruns() { # n gres: the hand-written pattern
   local i
   for ((i = 0; i < \$1; i++)); do srun --exclusive -n1 -c1 --gres=\$2 true & done

@@ -142,3 +142,7 @@ fi
 echo
 echo "== inside one Slurm allocation: N instances of true, gpulaunch vs N background srun --exclusive + wait (median of ${BENCH_RUNS:-7})"
 scripts/bench-slurm.sh
+
+echo
+echo "== a task queue over two nodes: 5,000 tasks of true over 2 nodes x 2 slots, against the same queue on one node's 4 slots and one srun per task"
+scripts/bench-queue-nodes.sh

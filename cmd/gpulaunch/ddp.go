@@ -21,16 +21,17 @@ type ddpFlags struct {
 
 func (d *ddpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&d.ddp, "ddp", false, "set MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RUN_ID for torch.distributed (env://), Lightning, Accelerate")
-	fs.StringVar(&d.masterAddr, "master-addr", "", "--ddp: rank 0's host (default: MASTER_ADDR, else the first node of the step)")
-	fs.IntVar(&d.masterPort, "master-port", 0, "--ddp: the rendezvous port (default: MASTER_PORT, else derived from the job and step ids)")
+	fs.StringVar(&d.masterAddr, "master-addr", "", "--ddp: rank 0's host (default: MASTER_ADDR, else the first node of the step); a task queue over several nodes: the name node 0 is reached by")
+	fs.IntVar(&d.masterPort, "master-port", 0, "--ddp: the rendezvous port (default: MASTER_PORT, else derived from the job and step ids); a task queue over several nodes: node 0's port")
 }
 
-// check refuses --master-* without --ddp, and ports out of range.
-func (d ddpFlags) check(fs *pflag.FlagSet) error {
-	if !d.ddp {
+// check refuses --master-* without --ddp or a task queue (whose nodes
+// meet at node 0 too), and ports out of range.
+func (d ddpFlags) check(fs *pflag.FlagSet, queue bool) error {
+	if !d.ddp && !queue {
 		for _, name := range []string{"master-addr", "master-port"} {
 			if fs.Changed(name) {
-				return usagef("--%s only means something with --ddp (which sets MASTER_ADDR and MASTER_PORT): add --ddp", name)
+				return usagef("--%s only means something with --ddp (which sets MASTER_ADDR and MASTER_PORT) or a task queue over several nodes: add --ddp", name)
 			}
 		}
 		return nil

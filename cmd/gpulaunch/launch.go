@@ -39,6 +39,8 @@ type launch struct {
 	usageDir string
 	// monitor is the telemetry interval; 0: none.
 	monitor time.Duration
+	// nodes is this node's part in a queue over several nodes.
+	nodes nodeQueue
 }
 
 // newLaunch plans the run on alloc and places this node among the
@@ -59,13 +61,15 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	// Every node runs the same N when -n is on the command line (the
 	// launcher runs the same one everywhere), or when Slurm granted every
 	// node the GPUs that made this node's N.
-	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs)
+	// A queue's nodes check it themselves: the holder refuses a node with
+	// another number of slots (link.Holder), since {%} counts node × N.
+	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
 	if l.group, err = binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
 		return nil, usageError{err.Error()}
 	}
 	g := l.group
-	if g.MultiNode() && o.tasks.queueMode() {
-		return nil, usagef("a task queue on %d nodes (%s) would run every task on every node: run it from one node (srun -N 1 gpulaunch --tasks …), or give each node its own task file", g.Size, g.Source)
+	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
+		return nil, err
 	}
 	if g.MultiNode() && o.policy.Group && o.policy.Restarts > 0 {
 		return nil, usagef("--ddp --restarts %d on %d nodes: a group restart here would leave the other nodes' ranks waiting for these in their collectives; over several nodes let a failure end the step (srun -K, see docs/multinode.md) and resubmit, or drop --restarts",

@@ -22,14 +22,14 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *launch
 	c := writableCheck{dirs: map[string]error{}}
 	for _, inst := range insts {
 		// a queue's slots write their tasks' files only
-		if err := c.files("-o "+o.flags.output, inst.Stdout, "-e "+o.flags.error, inst.Stderr, fmt.Sprintf("instance %d", inst.Index)); q == nil && err != nil {
+		if err := c.files("-o "+o.flags.output, inst.Stdout, "-e "+o.flags.error, inst.Stderr, fmt.Sprintf("instance %d", inst.Index)); !o.tasks.queueMode() && err != nil {
 			return err
 		}
 	}
 	if q != nil && (o.flags.output != "" || o.flags.error != "") {
 		slots := 1
 		if strings.Contains(o.flags.output+o.flags.error, "{%}") {
-			slots = len(insts)
+			slots = len(insts) // this node's; another node's are checked there
 		}
 		for _, t := range q.Tasks {
 			for slot := range slots {

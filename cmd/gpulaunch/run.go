@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher/control"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher/link"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -128,7 +130,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.flags.ranks != "global" && o.flags.ranks != "local" {
 		return nil, usagef("--ranks %q: use global (RANK = node × N + instance across the nodes of the step) or local", o.flags.ranks)
 	}
-	if err := o.flags.ddp.check(o.fs); err != nil {
+	if err := o.flags.ddp.check(o.fs, o.tasks.queueMode()); err != nil {
 		return nil, err
 	}
 	if o.halt, err = launcher.ParseHalt(o.tasks.halt); err != nil {
@@ -208,15 +210,11 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	var tasks []launcher.Task
 	path := ""
-	if o.tasks.queueMode() {
-		tasks, err = a.buildTasks(o.tasks, o.argv, a.stdin)
-	} else if len(o.argv) > 0 {
-		path, err = lookPath(o.argv[0], a.env["PATH"])
-	}
-	if err != nil {
-		return err
+	if !o.tasks.queueMode() && len(o.argv) > 0 {
+		if path, err = lookPath(o.argv[0], a.env["PATH"]); err != nil {
+			return err
+		}
 	}
 	// Apps on a simulated node declare their GPU use here (nvml.SimulatedUsageEnv).
 	usageDir := ""
@@ -243,6 +241,15 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	l.src, l.usageDir = src, usageDir
+	// The tasks are read where the queue is kept: here, or on node 0 of
+	// a queue over several nodes, whose other nodes never read the input.
+	var tasks []launcher.Task
+	if o.tasks.queueMode() && l.nodes.role != roleNode {
+		if tasks, err = a.buildTasks(o.tasks, o.argv, a.stdin); err != nil {
+			l.nodes.failed(err, log)
+			return err
+		}
+	}
 	if o.flags.dryRun {
 		if o.common.json {
 			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan))
@@ -250,7 +257,11 @@ func (a *app) run(args []string) error {
 		writePlan(a.stdout, l.alloc, l.plan)
 		return nil
 	}
-	return a.start(o, l, tasks, con, log)
+	err = a.start(o, l, tasks, con, log)
+	if errors.As(err, new(usageError)) || errors.As(err, new(commandError)) {
+		l.nodes.failed(err, log) // refused before the queue began: the other nodes stop too
+	}
+	return err
 }
 
 // oneRankOfSeveral says whether this gpulaunch is one of several ranks a
@@ -294,8 +305,11 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 		return err
 	}
 	var queue *launcher.Queue
-	if o.tasks.queueMode() {
-		if queue, err = a.newQueue(o, l, tasks); queue == nil || err != nil {
+	if o.tasks.queueMode() && l.nodes.role != roleNode {
+		if queue, err = a.newQueue(o, l, tasks); queue == nil && err == nil {
+			l.nodes.over(log)
+		}
+		if queue == nil || err != nil {
 			return err
 		}
 	}
@@ -316,7 +330,16 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 		}
 		defer queue.Joblog.Close()
 	}
-	return a.supervise(o, l, insts, queue, board, srv, con, tmux, log)
+	peers, err := a.openPeers(o, l, queue, log)
+	if err != nil {
+		srv.Close(0)
+		if errors.Is(err, link.ErrOver) {
+			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
+			return nil
+		}
+		return err
+	}
+	return a.supervise(o, l, insts, runQueue{queue, peers}, board, srv, con, tmux, log)
 }
 
 // warnBeforeStart says what the user should know before the instances
@@ -351,8 +374,12 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 	names, out, errPat := l.names, o.flags.output, o.flags.error
 	// The joblog's Host is ":", as GNU parallel writes for the local
 	// machine: a resume by parallel itself matches it.
+	// {%} is the slot's number over every node of the launch, from 1.
+	g := l.group
 	q := &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
-		ForSlot: func(t launcher.Task, slot int) launcher.Task { return forSlot(t, slot, out, errPat, names) }}
+		ForSlot: func(t launcher.Task, slot int) launcher.Task {
+			return forSlot(t, g.Ranks(slot).Rank, out, errPat, names)
+		}}
 	return q, nil
 }
 
@@ -361,7 +388,7 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 // line beside them, and then says how it went. The supervisor, the socket
 // and the progress line are one group: the command returns when all three
 // have ended.
-func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, queue *launcher.Queue, board *launcher.Board, srv *control.Server,
+func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, rq runQueue, board *launcher.Board, srv *control.Server,
 	con *console, tmux string, log *zap.Logger) error {
 	// Output to a reader that has gone (`gpulaunch … | head`) is dropped
 	// with a warning (lineMux) instead of killing gpulaunch, which would
@@ -382,9 +409,12 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, que
 		g.Go(func() error { srv.CloseAfter(board.Done(), 2*time.Second); return nil })
 	}
 	ctx, runEnded := context.WithCancel(context.Background())
-	if con.progress != nil {
-		queue.Progress = con.progress.update
+	if con.progress != nil && rq.q != nil {
+		rq.q.Progress = con.progress.update
 		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
+	}
+	if rq.holder != nil {
+		g.Go(func() error { tellStatus(ctx, rq.holder, board); return nil })
 	}
 	var res launcher.Result
 	g.Go(func() error {
@@ -392,8 +422,10 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, que
 		var err error
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
-			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board, Queue: queue,
+			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
+			Queue: rq.q, Feed: rq.feed, Link: rq.link(),
 		})
+		rq.close(log) // what the run said last reaches the other nodes
 		return err
 	})
 	err := g.Wait()
@@ -401,16 +433,21 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, que
 	if err != nil {
 		return err
 	}
-	return a.finish(l, insts, res, queue, con, board.Snapshot().Run)
+	return a.finish(l, insts, res, rq, con, board.Snapshot().Run)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, queue *launcher.Queue, con *console, run launcher.RunInfo) error {
+func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, rq runQueue, con *console, run launcher.RunInfo) error {
 	outs := res.Outcomes
 	var code int
-	if queue != nil {
+	queue := rq.q
+	switch {
+	case rq.feed != nil:
+		code = rq.feed.ExitCode()
+		launcher.WriteFeedSummary(con.stderr, rq.feed, insts, outs)
+	case queue != nil:
 		code = queue.ExitCode()
 		launcher.WriteQueueSummary(con.stderr, queue, insts, outs, time.Since(run.Started))
 		if lost, why := queue.Joblog.Lost(); lost > 0 {
@@ -419,7 +456,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 			fmt.Fprintf(con.stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
 			code = 255
 		}
-	} else {
+	default:
 		code = res.ExitCode()
 		if l.group.MultiNode() {
 			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,

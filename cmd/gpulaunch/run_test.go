@@ -42,6 +42,8 @@ func instance() int { n, _ := strconv.Atoi(os.Getenv("GPULAUNCH_INSTANCE")); ret
 // helper is the fake app.
 func helper(name string, args []string) int {
 	switch name {
+	case "intrude": // another user's attempt on a queue over nodes (nodequeue_test.go)
+		return intrude(args[0], args[1], args[2])
 	case "exitn": // exit with args[instance]
 		n, _ := strconv.Atoi(args[instance()])
 		return n

@@ -31,7 +31,8 @@ func TestTmuxLayout(t *testing.T) {
 	}
 	done := t.TempDir() + "/done"
 	launch := strings.Join(append([]string{shellQuote(os.Args[0]), "-n", "4", "-G", "0", "-O", "--tmux"},
-		shellQuoteAll(helperArgs("hello", "1s"))...), " ") + "; echo $? > " + done + "; sleep 60"
+		shellQuoteAll(helperArgs("hello", "1s"))...), " ") + "; echo $? > " + done + ".tmp; mv " + done + ".tmp " + done + "; sleep 60"
+	// (written beside and renamed: the test must not read it half written)
 	if out, err := tmux("new-session", "-d", "-s", "main", "-x", "200", "-y", "60", launch); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}

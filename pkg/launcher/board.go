@@ -52,6 +52,7 @@ const (
 	StateRunning    = "running"
 	StateStopping   = "stopping"   // TERM sent by gpulaunch, waiting for it to exit
 	StateRestarting = "restarting" // failed, waits out its backoff
+	StateWaiting    = "waiting"    // a queue slot waits for a task from the queue's holder
 	StateExited     = "exited"
 )
 

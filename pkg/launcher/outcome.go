@@ -23,7 +23,22 @@ const (
 	EndedSignalled Ended = "signal to gpulaunch"
 	EndedHalt      Ended = "halt"
 	EndedGroup     Ended = "group restart"
+	// A queue over several nodes, on a node that is not its holder: the
+	// holder stopped the queue now (a signal or --halt there), or the
+	// holder is gone.
+	EndedHolderStop Ended = "queue stopped by its holder"
+	EndedHolderLost Ended = "queue holder lost"
 )
+
+// byGpulaunch: a task ended so did not finish; a queue does not record
+// it, so that --resume (or another node) runs it again.
+func (e Ended) byGpulaunch() bool {
+	switch e {
+	case EndedHalt, EndedSignalled, EndedHolderStop, EndedHolderLost:
+		return true
+	}
+	return false
+}
 
 // Outcome is how one instance ended.
 type Outcome struct {

@@ -48,6 +48,14 @@ type Queue struct {
 	// Progress, when set, is told of every change of the counts.
 	Progress func(QueueStatus)
 
+	// nodes are the other nodes of a queue over several (OverNodes);
+	// nil when this node runs the queue alone.
+	nodes *nodeLedger
+	// told is how far the other nodes were told to stop: "", "soon", "now".
+	told string
+	// ended: the other nodes were told the queue is over.
+	ended bool
+
 	next              int // the next task to hand out; the tasks before it were started
 	failed, succeeded int
 	failedSeqs        []int
@@ -68,25 +76,52 @@ type QueueStatus struct {
 	Rate      float64 `json:"tasks_per_second"`
 }
 
-func (q *Queue) take(slot int) (Task, bool) {
-	if q.halted != "" || q.next >= len(q.Tasks) {
+// OverNodes makes this queue the holder of a queue over several nodes,
+// the others numbering others (nodes.go).
+func (q *Queue) OverNodes(others int) { q.nodes = newNodeLedger(others) }
+
+// nextTask is the next task to hand out, to a slot here or to another
+// node: a lost node's first (nodes.go, rule 1).
+func (q *Queue) nextTask() (Task, bool) {
+	switch {
+	case q.halted != "":
 		return Task{}, false
+	case q.nodes != nil && len(q.nodes.again) > 0:
+		t := q.nodes.again[0]
+		q.nodes.again = q.nodes.again[1:]
+		return t, true
+	case q.next < len(q.Tasks):
+		q.next++
+		return q.Tasks[q.next-1], true
 	}
-	t := q.Tasks[q.next]
-	q.next++
-	if q.ForSlot != nil {
-		t = q.ForSlot(t, slot)
-	}
-	return t, true
+	return Task{}, false
 }
 
-// stop starts no new task from now on; true when this call stopped it.
-func (q *Queue) stop(why string) bool {
-	if q.halted != "" {
-		return false
+// take is what slot runs next: a task, or nothing yet while another node
+// holds tasks that a loss would hand back (nodes.go, rule 6), or nothing.
+func (q *Queue) take(slot int) (Task, then) {
+	t, ok := q.nextTask()
+	switch {
+	case ok && q.ForSlot != nil:
+		return q.ForSlot(t, slot), thenNow
+	case ok:
+		return t, thenNow
+	case q.halted == "" && q.nodes.holding():
+		return Task{}, thenWait
 	}
-	q.halted = why
-	return true
+	q.endNodes()
+	return Task{}, thenDone
+}
+
+// stop starts no new task from now on, here and on the other nodes,
+// which now also end their running tasks; true when this call stopped it.
+func (q *Queue) stop(why string, now bool) bool {
+	first := q.halted == ""
+	if first {
+		q.halted = why
+	}
+	q.tellNodes(why, now)
+	return first
 }
 
 // afterTaskExit is what follows the end of a task in slot. The rules, in
@@ -105,7 +140,7 @@ func (q *Queue) afterTaskExit(slot int, j job, e exitFacts) verdict {
 	rec := q.record(t, e)
 	var v verdict
 	switch {
-	case e.by == EndedHalt || e.by == EndedSignalled:
+	case e.by.byGpulaunch():
 		v.say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, e.by)
 	case rec.Failed() && !e.stopping && j.try+1 < q.Tries:
 		next := j.again()
@@ -118,21 +153,30 @@ func (q *Queue) afterTaskExit(slot int, j job, e exitFacts) verdict {
 			tries := map[bool]string{true: "try", false: "tries"}[j.try == 0]
 			v.say(zap.WarnLevel, "task %d failed: %s after %d %s: %s", t.Seq, e.status(), j.try+1, tries, t.Command)
 		}
-		switch q.finished(rec) {
-		case "now":
-			v.say(zap.InfoLevel, "%s: ending the running tasks", q.halted)
-			v.stopAll = EndedHalt
-		case "soon":
-			v.say(zap.InfoLevel, "%s: no new task starts; the running ones finish", q.halted)
+		var halt note
+		if v.stopAll, halt = q.finishedNotes(rec); halt.msg != "" {
+			v.notes = append(v.notes, halt)
 		}
 	}
 	if e.stopping || v.stopAll != "" {
 		return v
 	}
-	if next, ok := q.take(slot); ok {
-		v.then, v.job = thenNow, taskJob(next)
-	}
+	next, then := q.take(slot)
+	v.then, v.job = then, taskJob(next)
 	return v
+}
+
+// finishedNotes counts a finished task (finished) and says what a halt
+// it reached does: EndedHalt when the running tasks end now, and the
+// line for the log.
+func (q *Queue) finishedNotes(rec TaskRecord) (Ended, note) {
+	switch q.finished(rec) {
+	case "now":
+		return EndedHalt, note{zap.InfoLevel, q.halted + ": ending the running tasks"}
+	case "soon":
+		return "", note{zap.InfoLevel, q.halted + ": no new task starts; the running ones finish"}
+	}
+	return "", note{}
 }
 
 // finished counts a task that ran to its end (after its tries) and
@@ -152,7 +196,7 @@ func (q *Queue) finished(rec TaskRecord) string {
 		return ""
 	}
 	q.haltSet, q.haltCode = true, code
-	q.stop(fmt.Sprintf("--halt %s reached at task %d", q.Halt, rec.Seq))
+	q.stop(fmt.Sprintf("--halt %s reached at task %d", q.Halt, rec.Seq), q.Halt.When == "now")
 	return q.Halt.When
 }
 
@@ -163,7 +207,9 @@ func (q *Queue) finished(rec TaskRecord) string {
 //     ended by gpulaunch): 255, as parallel exits on TERM and INT, so that
 //     `gpulaunch … && next` does not go on (parallel itself exits 0 after
 //     a SIGHUP when no task failed; gpulaunch does not).
-//  3. Otherwise Halt.unreachedCode: the number of failed tasks up to 101
+//  3. A queue over several nodes that lost one: 255, even when the others
+//     finished every task, so that the loss is not taken for success.
+//  4. Otherwise Halt.unreachedCode: the number of failed tasks up to 101
 //     (0 when every task succeeded), or with a share the failed share of
 //     the tasks started.
 func (q *Queue) ExitCode() int {
@@ -171,6 +217,8 @@ func (q *Queue) ExitCode() int {
 	case q.haltSet:
 		return q.haltCode
 	case q.failed+q.succeeded < len(q.Tasks):
+		return 255
+	case len(q.nodes.losses()) > 0:
 		return 255
 	}
 	return q.Halt.unreachedCode(q.failed, q.next)
@@ -185,8 +233,11 @@ func (q *Queue) FailedSeqs() []int { return q.failedSeqs }
 
 // Counts are the queue's figures now.
 func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
-	s := QueueStatus{Total: q.Total, Skipped: q.Skipped, Done: q.failed + q.succeeded, Failed: q.failed, Running: running,
+	s := QueueStatus{Total: q.Total, Skipped: q.Skipped, Done: q.failed + q.succeeded, Failed: q.failed, Running: running + q.nodes.running(),
 		Remaining: len(q.Tasks) - q.next, Halted: q.halted}
+	if q.nodes != nil {
+		s.Remaining += len(q.nodes.again)
+	}
 	if elapsed > 0 {
 		s.Rate = float64(s.Done) / elapsed.Seconds()
 	}
@@ -208,19 +259,7 @@ func (q *Queue) record(t Task, e exitFacts) TaskRecord {
 // WriteQueueSummary prints the end of a task queue: a row per slot, then
 // the tasks' counts and which failed.
 func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, wall time.Duration) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tGPU\tCPUS\tTASKS\tFAILED\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS")
-	var warnings []string
-	for i, o := range outs {
-		util := "-"
-		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
-			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, orDash(insts[i].GPUs), orDash(insts[i].CPUs), o.Tasks, o.TasksFailed,
-			util, sizeString(o.GPUMemPeak), sizeString(o.PeakRSS))
-		warnings = append(warnings, o.Warnings...)
-	}
-	tw.Flush()
+	warnings := writeSlotTable(w, insts, outs)
 	done := q.failed + q.succeeded
 	fmt.Fprintf(w, "tasks: %d of %d finished in %s", done, len(q.Tasks), wall.Round(time.Millisecond))
 	if wall > 0 && done > 0 {
@@ -245,7 +284,51 @@ func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, 
 		fmt.Fprintf(w, "; %d not finished (%s): --resume runs them", left, q.halted)
 	}
 	fmt.Fprintln(w)
+	writeNodeShares(w, q)
 	for _, msg := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+}
+
+// writeSlotTable prints a row per slot and returns the slots' warnings.
+func writeSlotTable(w io.Writer, insts []Instance, outs []Outcome) []string {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tGPU\tCPUS\tTASKS\tFAILED\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS")
+	var warnings []string
+	for i, o := range outs {
+		util := "-"
+		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
+			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, orDash(insts[i].GPUs), orDash(insts[i].CPUs), o.Tasks, o.TasksFailed,
+			util, sizeString(o.GPUMemPeak), sizeString(o.PeakRSS))
+		warnings = append(warnings, o.Warnings...)
+	}
+	tw.Flush()
+	return warnings
+}
+
+// WriteFeedSummary prints the end of a node's share of a queue over
+// several nodes: its slots, then what it did.
+func WriteFeedSummary(w io.Writer, f *Feed, insts []Instance, outs []Outcome) {
+	warnings := writeSlotTable(w, insts, outs)
+	fmt.Fprintln(w, f.Summary())
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+}
+
+// writeNodeShares says what each other node of a queue over several did,
+// and which were lost or never joined.
+func writeNodeShares(w io.Writer, q *Queue) {
+	for _, n := range q.NodeCounts() {
+		fmt.Fprintf(w, "node %d (%s): %d task(s) finished, %d failed", n.Node, n.Host, n.Done, n.Failed)
+		if n.Lost != "" {
+			fmt.Fprintf(w, "; LOST: %s", n.Lost)
+		}
+		fmt.Fprintln(w)
+	}
+	if absent := q.AbsentNodes(); absent > 0 {
+		fmt.Fprintf(w, "%d node(s) never joined the queue (see their own output)\n", absent)
 	}
 }

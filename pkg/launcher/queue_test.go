@@ -85,7 +85,7 @@ func TestQueueExitCode(t *testing.T) {
 				t.Errorf("exit %d, halt %q; want %d, %q", q.ExitCode(), when, tc.code, tc.when)
 			}
 			if tc.when != "" {
-				if _, more := q.take(0); more {
+				if _, then := q.take(0); then == thenNow {
 					t.Error("a task was handed out after the halt")
 				}
 			}
@@ -192,7 +192,7 @@ func TestAfterTaskExit(t *testing.T) {
 			q := &Queue{Tasks: tasks, Total: 3, Tries: tc.tries, Halt: h}
 			first, _ := q.take(0)
 			if tc.stopped != "" {
-				q.stop(tc.stopped)
+				q.stop(tc.stopped, false)
 			}
 			j := taskJob(first)
 			j.try = tc.try

@@ -24,6 +24,7 @@ type slot struct {
 
 	restarts int  // an instance's restarts so far
 	pending  bool // a restart waits out its backoff
+	waiting  bool // a queue slot waits for a task (thenWait)
 	done     bool // the slot runs nothing more
 	exited   bool // a process of the slot has exited
 	// out holds the exit of the last process and the counts across all of
@@ -123,6 +124,8 @@ func (s *slot) state() string {
 		return StateRunning
 	case s.done:
 		return StateExited
+	case s.waiting:
+		return StateWaiting
 	case s.exited:
 		return StateRestarting
 	}

@@ -95,4 +95,10 @@ type Spec struct {
 	// after another (KillOnBadExit, WaitAfterFirst and Restarts do not
 	// apply; the queue has Retries and Halt).
 	Queue *Queue
+	// Feed, instead of Queue, makes the slots run the tasks another
+	// node's queue sends (a queue over several nodes, feed.go).
+	Feed *Feed
+	// Link carries a queue's messages to and from the other nodes; nil
+	// on one node.
+	Link NodeLink
 }

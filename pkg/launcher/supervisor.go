@@ -59,12 +59,15 @@ type supervisor struct {
 
 	// mu guards everything below. The loop takes it for each event, the
 	// sampler for each fold, and each slot thread to hand over an exit.
-	mu         sync.Mutex
-	slots      []slot
-	running    int            // slots whose process runs or is being started
-	pending    int            // restarts waiting out their backoff
-	stopping   bool           // nothing new starts: a signal, -K, -W or a halt
-	stopWhy    Ended          // the first reason to stop
+	mu       sync.Mutex
+	slots    []slot
+	running  int   // slots whose process runs or is being started
+	pending  int   // restarts waiting out their backoff
+	stopping bool  // nothing new starts: a signal, -K, -W or a halt
+	stopWhy  Ended // the first reason to stop
+	// stopped is closed when stopping begins (beginStop), for an exit
+	// that waits to learn whether a stop came with it (stopGrace).
+	stopped    chan struct{}
 	interrupts int            // SIGINTs received: the second KILLs at once
 	stopSignal syscall.Signal // the signal that stopped the run; 0: none
 	// killTimer KILLs everything the kill wait after the first stop
@@ -86,6 +89,10 @@ type supervisor struct {
 	waitOverC chan struct{}  // -W ran out
 	groupC    chan struct{}  // a group restart's backoff ran out
 	signalC   chan os.Signal // signals to gpulaunch
+	// link carries a queue's messages to and from other nodes; nodeC
+	// is its incoming side, nil (never ready) without one.
+	link  NodeLink
+	nodeC <-chan NodeMessage
 }
 
 // deadline is a timer's message about slot's process pid: it applies only
@@ -153,10 +160,14 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		stdout: &lineMux{w: spec.Stdout}, stderr: &lineMux{w: spec.Stderr}, slots: make([]slot, n),
 		idleC: make(chan struct{}, 1), restartC: make(chan int, n), timeoutC: make(chan deadline, n), killC: make(chan deadline, n),
 		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), groupC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
+		stopped: make(chan struct{}),
 	}
 	s.policy.KillWait = s.policy.killWait()
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	if spec.Link != nil {
+		s.link, s.nodeC = spec.Link, spec.Link.Messages()
 	}
 	s.stdout.broken = func(err error) { s.outputLost("stdout", err) }
 	s.stderr.broken = func(err error) { s.outputLost("stderr", err) }
@@ -167,6 +178,9 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	s.mode = &instanceMode{insts: spec.Instances, policy: s.policy}
 	if q := spec.Queue; q != nil {
 		s.mode, s.joblog, s.progress = queueMode{q}, q.Joblog, q.Progress
+	}
+	if spec.Feed != nil {
+		s.mode = feedMode{spec.Feed}
 	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
@@ -197,6 +211,8 @@ func (s *supervisor) run(ctx context.Context) error {
 			s.waitOver()
 		case <-s.groupC:
 			s.restartGroup()
+		case m := <-s.nodeC:
+			s.fromNode(m)
 		}
 	}
 	if left := s.reaper.endDescendants(s.policy.KillWait); left > 0 {
@@ -205,11 +221,12 @@ func (s *supervisor) run(ctx context.Context) error {
 	return nil
 }
 
-// idle: no slot runs or is about to restart.
+// idle: no slot runs, is about to restart or waits for a task, and no
+// other node holds a task whose end this run must hear of.
 func (s *supervisor) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.running == 0 && s.pending == 0
+	return s.running == 0 && s.pending == 0 && !s.mode.awaitsNodes()
 }
 
 // startAll starts every slot's first job. When a slot's thread cannot be
@@ -221,9 +238,13 @@ func (s *supervisor) startAll() error {
 	defer s.mu.Unlock()
 	var starting []int
 	for i := range s.slots {
-		j, ok := s.mode.first(i)
-		if !ok {
+		j, then := s.mode.first(i)
+		switch then {
+		case thenDone:
 			s.final(i)
+			continue
+		case thenWait:
+			s.wait(i)
 			continue
 		}
 		s.slots[i].job = j
@@ -243,6 +264,7 @@ func (s *supervisor) startAll() error {
 		}
 	}
 	s.publishCounts()
+	s.flushNodes()
 	return nil
 }
 
@@ -307,6 +329,7 @@ func (s *supervisor) startOn(i int, fork forkFunc) error {
 // the mode decides what follows, and the slot's next process, when it
 // starts one at once, is forked here too and returned.
 func (s *supervisor) handleExit(i, pid int, end reaped, fork forkFunc) *process {
+	s.awaitStop(i, end)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[i]
@@ -317,6 +340,7 @@ func (s *supervisor) handleExit(i, pid int, end reaped, fork forkFunc) *process 
 	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)
 	s.publish(i)
 	s.publishCounts()
+	s.flushNodes()
 	if s.running == 0 && s.groupStopping {
 		s.groupStopping = false
 		time.AfterFunc(s.groupDelay, func() { deliver(s.ctx, s.groupC, struct{}{}) })
@@ -328,6 +352,45 @@ func (s *supervisor) handleExit(i, pid int, end reaped, fork forkFunc) *process 
 		}
 	}
 	return sl.proc
+}
+
+// beginStop: nothing new starts from now on, for why. The caller holds mu.
+func (s *supervisor) beginStop(why Ended) {
+	s.stopping, s.stopWhy = true, why
+	close(s.stopped)
+}
+
+// stopGrace is how long the end of a queue's task by a signal a scheduler
+// sends waits for a stop of gpulaunch's own. scancel and the time limit
+// signal every process of a Slurm step at once: the task's TERM can be
+// reaped before gpulaunch's own TERM is handled, and the task would be
+// recorded as failed instead of left for --resume. The wait costs only
+// tasks that die of such a signal while gpulaunch does not.
+const stopGrace = 2 * time.Second
+
+// awaitStop waits, on slot i's thread and without mu, for a stop that
+// may come with a queue task's death by TERM, INT or HUP that gpulaunch
+// did not send; handleSignal then marks the task ended by gpulaunch.
+func (s *supervisor) awaitStop(i int, end reaped) {
+	ws := end.status
+	if !s.mode.records() || !ws.Signaled() {
+		return
+	}
+	switch ws.Signal() {
+	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP:
+	default:
+		return
+	}
+	s.mu.Lock()
+	ours := s.slots[i].endedBy != EndedItself
+	s.mu.Unlock()
+	if ours {
+		return
+	}
+	select {
+	case <-s.stopped:
+	case <-time.After(stopGrace):
+	}
 }
 
 // apply carries out a mode's verdict on slot i. A job it starts that
@@ -348,6 +411,9 @@ func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
 			sl.restarts++
 			s.pending++
 			time.AfterFunc(v.delay, func() { deliver(s.ctx, s.restartC, i) })
+			return
+		case thenWait:
+			s.wait(i)
 			return
 		}
 		sl.job = v.job
@@ -482,9 +548,9 @@ func (s *supervisor) final(i int) {
 // ended for why, and a slot waiting to restart is done.
 func (s *supervisor) stopAll(why Ended) {
 	if !s.stopping {
-		s.stopping, s.stopWhy = true, why
+		s.beginStop(why)
 	}
-	s.mode.stop(string(why))
+	s.mode.stop(string(why), true)
 	for i := range s.slots {
 		s.terminate(i, why)
 		if sl := &s.slots[i]; sl.pending && !sl.done {
@@ -492,6 +558,7 @@ func (s *supervisor) stopAll(why Ended) {
 			s.final(i)
 		}
 	}
+	s.wakeWaiting() // they find nothing to run, and are done
 }
 
 // terminate ends slot i's process for why: TERM to its group now, KILL
@@ -532,10 +599,12 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		s.interrupts++
 	}
 	a := onSignal(sig, s.mode.drainsOnHangup(), s.stopping, s.interrupts)
+	defer s.flushNodes()
 	if a.drain {
-		if s.mode.stop("SIGHUP") {
+		if s.mode.stop("SIGHUP", false) {
 			s.log.Info("SIGHUP: the running tasks finish, no new task starts (TERM or Ctrl-C ends them)")
 		}
+		s.wakeWaiting()
 		s.publishCounts()
 		return
 	}
@@ -543,12 +612,14 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		s.signalGroup(i, sig)
 	}
 	if a.stop {
-		s.mode.stop(SignalName(sig))
+		s.mode.stop(SignalName(sig), true)
+		s.wakeWaiting()
 	}
 	if a.beginStop {
 		// A scheduled restart sees stopping when its timer fires.
 		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(sig), s.policy.KillWait))
-		s.stopping, s.stopWhy, s.stopSignal = true, EndedSignalled, sig
+		s.beginStop(EndedSignalled)
+		s.stopSignal = sig
 		for i := range s.slots {
 			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == EndedItself {
 				sl.endedBy = EndedSignalled

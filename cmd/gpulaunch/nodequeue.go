@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher/link"
+)
+
+// A task queue over several nodes (pkg/launcher/nodes.go has its rules,
+// pkg/launcher/link its transport): node 0's gpulaunch holds the queue,
+// every other node's joins it.
+
+// queueRole is this gpulaunch's part in a queue over several nodes.
+type queueRole string
+
+const (
+	roleAlone  queueRole = ""       // one node: the queue is all here
+	roleHolder queueRole = "holder" // node 0: reads the input, keeps the queue and the joblog
+	roleNode   queueRole = "node"   // another node: runs what the holder sends
+)
+
+// joinWait bounds how long a node waits for the holder's key file and
+// answer: the holder may still be reading a long input.
+const joinWait = 2 * time.Minute
+
+// nodeQueue is what a queue over several nodes needs beyond one node's.
+type nodeQueue struct {
+	role   queueRole
+	run    string // the run's id, the same on every node
+	keyDir string
+	opened bool // the holder's link is open: its Close tells the nodes
+}
+
+// newNodeQueue decides this node's part, for a queue over the nodes of g.
+func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
+	if !o.tasks.queueMode() {
+		return nodeQueue{}, nil
+	}
+	if o.flags.ranks == "local" {
+		return nodeQueue{}, usagef("--ranks local makes every node a launch of its own: with a task queue every node would run every task; drop --ranks local, and the nodes share one queue")
+	}
+	if !g.MultiNode() {
+		return nodeQueue{}, nil
+	}
+	run, err := queueRunID(a.env)
+	if err != nil {
+		return nodeQueue{}, usageError{err.Error()}
+	}
+	dir, err := link.KeyDir(a.env)
+	if err != nil {
+		return nodeQueue{}, usageError{err.Error()}
+	}
+	nq := nodeQueue{role: roleNode, run: run, keyDir: dir}
+	if g.Rank == 0 {
+		nq.role = roleHolder
+	}
+	return nq, nil
+}
+
+// queueRunID names this launch the same way on every node, and
+// differently from any other: an srun step (its job, step and srun's own
+// address, which a requeued job's rerun does not share), an mpirun
+// (PMIx's namespace), or GPULAUNCH_RUN_ID set by the user for the rest.
+func queueRunID(env map[string]string) (string, error) {
+	switch {
+	case env["GPULAUNCH_RUN_ID"] != "":
+		return env["GPULAUNCH_RUN_ID"], nil
+	case env["SLURM_JOB_ID"] != "" && env["SLURM_STEP_ID"] != "":
+		return fmt.Sprintf("slurm-%s.%s-%s-%s", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"], env["SLURM_SRUN_COMM_HOST"], env["SLURM_SRUN_COMM_PORT"]), nil
+	case env["PMIX_NAMESPACE"] != "":
+		return "pmix-" + env["PMIX_NAMESPACE"], nil
+	}
+	return "", errors.New("a task queue over several nodes needs a name for this launch that every node shares: run it under srun or OpenMPI's mpirun, or export GPULAUNCH_RUN_ID=<a word unique to this run> before the launcher")
+}
+
+// failed tells the other nodes that the holder stopped before the queue
+// began, so that they stop too, with its reason.
+func (nq nodeQueue) failed(err error, log *zap.Logger) {
+	if nq.role != roleHolder || err == nil || nq.opened {
+		return
+	}
+	if ferr := link.Fail(nq.keyDir, nq.run, err.Error()); ferr != nil {
+		log.Warn("the other nodes could not be told that this queue failed (" + ferr.Error() + "); they stop when they give up waiting")
+	}
+}
+
+// over tells the other nodes the queue is over before it began: the
+// holder found every task done (a --resume).
+func (nq nodeQueue) over(log *zap.Logger) {
+	if nq.role != roleHolder {
+		return
+	}
+	if err := link.Over(nq.keyDir, nq.run); err != nil {
+		log.Warn("the other nodes could not be told that the queue has nothing to run (" + err.Error() + "); they stop when they give up waiting")
+	}
+}
+
+// hold opens the link of a holder and makes q the queue of every node.
+func (a *app) hold(o *runOptions, l *launch, q *launcher.Queue, log *zap.Logger) (*link.Holder, error) {
+	g := l.group
+	q.OverNodes(g.Size - 1)
+	q.Host = g.Host
+	host, port := o.flags.ddp.masterAddr, o.flags.ddp.masterPort
+	if host == "" {
+		host = g.Host
+	}
+	if port == 0 && l.alloc.Slurm.InJob() {
+		// the rendezvous port of the step, free or not: a taken one is
+		// left for any free one, which the key file names
+		if rv, err := binding.NewRendezvous(nil, l.alloc.Slurm, g, host, 0, a.pid); err == nil && portFree(rv.Port) == nil {
+			port = rv.Port
+		}
+	}
+	h, err := link.Listen(link.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir})
+	if err != nil {
+		return nil, usagef("a task queue over %d nodes: node 0 cannot open its link on port %d: %v: give --master-port PORT; nothing was started", g.Size, port, err)
+	}
+	h.Refused = func(remote, why string) {
+		log.Warn(fmt.Sprintf("a connection from %s was refused (%s): only this run's nodes may take tasks", remote, why))
+	}
+	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)", g.Size, host, h.Port(), h.KeyPath()))
+	return h, nil
+}
+
+// join makes this node one of the holder's: it waits for the holder, and
+// gets a feed for the slots.
+func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*launcher.Feed, *link.Worker, error) {
+	g := l.group
+	w, err := link.Join(link.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait})
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info(fmt.Sprintf("node %d of %d joined the queue held by node 0", g.Rank, g.Size))
+	names, out, errPat := l.names, o.flags.output, o.flags.error
+	f := &launcher.Feed{Tries: o.tasks.retries, Host: g.Host,
+		ForSlot: func(t launcher.Task, slot int) launcher.Task {
+			return forSlot(t, g.Ranks(slot).Rank, out, errPat, names)
+		}}
+	return f, w, nil
+}
+
+// tellStatus sends the whole queue's counts to every node twice a second,
+// for their `gpulaunch status`, until ctx ends.
+func tellStatus(ctx context.Context, h *link.Holder, board *launcher.Board) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if qs := board.Snapshot().Queue; qs != nil {
+				h.Broadcast(launcher.NodeMessage{Kind: launcher.MsgStatus, Status: qs})
+			}
+		}
+	}
+}
+
+// peers is this node's link to the other nodes of a queue over several;
+// zero on one node.
+type peers struct {
+	holder *link.Holder
+	worker *link.Worker
+	feed   *launcher.Feed // a node's: what it runs
+}
+
+// runQueue is a run's queue: the one kept here (nil on a node that is
+// not the holder), and the link to the other nodes.
+type runQueue struct {
+	q *launcher.Queue
+	peers
+}
+
+// openPeers opens the link of a queue over several nodes: the holder
+// listens, another node joins it.
+func (a *app) openPeers(o *runOptions, l *launch, q *launcher.Queue, log *zap.Logger) (peers, error) {
+	var p peers
+	var err error
+	switch l.nodes.role {
+	case roleHolder:
+		p.holder, err = a.hold(o, l, q, log)
+		l.nodes.opened = err == nil
+	case roleNode:
+		p.feed, p.worker, err = a.join(o, l, log)
+	}
+	return p, err
+}
+
+func (p peers) link() launcher.NodeLink {
+	switch {
+	case p.holder != nil:
+		return p.holder
+	case p.worker != nil:
+		return p.worker
+	}
+	return nil
+}
+
+func (p peers) close(log *zap.Logger) {
+	var err error
+	switch {
+	case p.holder != nil:
+		err = p.holder.Close()
+	case p.worker != nil:
+		err = p.worker.Close()
+	}
+	if err != nil {
+		log.Warn("closing the link to the other nodes: " + err.Error())
+	}
+}
