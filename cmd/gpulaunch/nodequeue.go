@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,7 +50,7 @@ func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
 	if !g.MultiNode() {
 		return nodeQueue{}, nil
 	}
-	run, err := queueRunID(a.env)
+	run, err := queueRunID(a.env, g.Source)
 	if err != nil {
 		return nodeQueue{}, usageError{err.Error()}
 	}
@@ -65,13 +66,18 @@ func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
 }
 
 // queueRunID names this launch the same way on every node, and
-// differently from any other: an srun step (its job, step and srun's own
-// address, which a requeued job's rerun does not share), an mpirun
-// (PMIx's namespace), or GPULAUNCH_RUN_ID set by the user for the rest.
-func queueRunID(env map[string]string) (string, error) {
+// differently from any other: GPULAUNCH_RUN_ID when the user sets one; an
+// OpenMPI mpirun by PMIx's namespace (its rank 0 runs under mpirun itself,
+// outside the srun step that starts the other nodes' daemons, so the step
+// is not the same on every node); an srun step by its job, step and
+// srun's own address (which a requeued job's rerun does not share).
+// source is where the node's index came from (binding.Group.Source).
+func queueRunID(env map[string]string, source string) (string, error) {
 	switch {
 	case env["GPULAUNCH_RUN_ID"] != "":
 		return env["GPULAUNCH_RUN_ID"], nil
+	case strings.HasPrefix(source, "OMPI_") && env["PMIX_NAMESPACE"] != "":
+		return "pmix-" + env["PMIX_NAMESPACE"], nil
 	case env["SLURM_JOB_ID"] != "" && env["SLURM_STEP_ID"] != "":
 		return fmt.Sprintf("slurm-%s.%s-%s-%s", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"], env["SLURM_SRUN_COMM_HOST"], env["SLURM_SRUN_COMM_PORT"]), nil
 	case env["PMIX_NAMESPACE"] != "":

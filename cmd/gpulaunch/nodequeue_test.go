@@ -373,3 +373,37 @@ func TestQueueNodeAfterTheEnd(t *testing.T) {
 		t.Errorf("holder summary:\n%s", hout)
 	}
 }
+
+// --halt and --retries keep their meaning over the nodes: a failure on
+// node 1 (task 3: the holder's own slots take tasks 1 and 2 before any
+// node can join) is retried there, then recorded by the holder, whose
+// --halt now ends the tasks running on both nodes; the exit status is the
+// failed task's, as on one node.
+func TestQueueHaltAcrossNodes(t *testing.T) {
+	qn := newQueueNodes(t, 2, 12)
+	script := `echo "$0 $SLURMD_NODENAME $1" >>"$2/mark.$0"; if [ "$0" = 3 ]; then exit 4; fi; while [ ! -e "$2/go" ]; do sleep 0.01; done`
+	start := func(node int) (*exec.Cmd, *lockedBuffer) {
+		cmd := exec.Command(os.Args[0], "-n", "2", "-G", "0", "-O", "--master-addr", "127.0.0.1", "--each-line", qn.params,
+			"--joblog", filepath.Join(qn.dir, "joblog"), "--halt", "now,fail=1", "--retries", "2", "--", "sh", "-c", script, "{}", "{%}", qn.dir)
+		cmd.Env = qn.env(node, qn.keys)
+		var out lockedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &out
+	}
+	holder, hout := start(0)
+	node, nout := start(1)
+	herr, nerr := holder.Wait(), node.Wait()
+	recs, runs := qn.records(), qn.marks()
+	if exitStatus(herr) != 4 || nerr != nil {
+		t.Fatalf("holder %v, node %v; want 4 (the failed task's status) and 0\n%s\n%s", herr, nerr, hout, nout)
+	}
+	if len(runs[3]) != 2 || !strings.HasPrefix(runs[3][0], "node1 ") {
+		t.Errorf("task 3 ran %q: want twice (--retries 2), on node 1", runs[3])
+	}
+	if len(recs) != 1 || len(recs[3]) != 1 || recs[3][0] != "node1" {
+		t.Errorf("records %v: want task 3 alone, by node1 (the others were ended by the halt)", recs)
+	}
+}

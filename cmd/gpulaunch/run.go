@@ -485,7 +485,10 @@ type console struct {
 
 func (a *app) newConsole(o *runOptions) *console {
 	c := &console{stdout: a.stdout, stderr: a.stderr}
-	if o.tasks.queueMode() && !o.flags.dryRun && isTerminal(a.stdout) {
+	// The line is drawn on stderr among the output on stdout: both must be
+	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
+	// pipe: the line would land in the job's output file.)
+	if o.tasks.queueMode() && !o.flags.dryRun && isTerminal(a.stdout) && isTerminal(a.stderr) {
 		c.progress = &progressLine{term: a.stderr, started: time.Now()}
 		c.stdout, c.stderr = c.progress.wrap(a.stdout), c.progress.wrap(a.stderr)
 	}

@@ -375,6 +375,16 @@ func TestQueueProgressOnATerminal(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "tasks: 20/20 done, 0 failed, 0 running, 0 left") {
 		t.Errorf("%v\n%q", err, out)
 	}
+	// stdout a terminal, stderr a file (OpenMPI's rank 0): no line in the file
+	errFile := filepath.Join(dir, "stderr")
+	cmd = exec.Command("script", "-qec", strings.Join(args, " ")+" 2>"+shellQuote(errFile), "/dev/null")
+	cmd.Env = append(os.Environ(), "GLTEST_MAIN=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(errFile); strings.Contains(string(b), "done, 0 failed") || !strings.Contains(string(b), "tasks: 20 of 20 finished") {
+		t.Errorf("stderr to a file holds the progress line, or lacks the summary:\n%q", b)
+	}
 }
 
 func jsonInto(s string, v any) bool { return json.Unmarshal([]byte(s), v) == nil }
