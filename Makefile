@@ -15,7 +15,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts \
   ./pkg/binding:FuzzAMDVisible ./pkg/binding:FuzzZEMask ./pkg/gpu:FuzzKFDProperties ./pkg/gpu:FuzzIntelUevent
 
-.PHONY: build test integration demo bench fuzz lint clean
+.PHONY: build test integration demo bench fuzz lint clean pictures
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gpulaunch
@@ -73,6 +73,14 @@ fuzz:
 	  echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# docs' pictures, remade from simulated runs: the scaling study of the
+# Amdahl test app (docs/scaling.md) and a run's GPU use (docs/report.md)
+pictures: build
+	$(BIN) scale -G 1,2,4,8 --repeat 3 --simulate dgx-h100 --monitor-interval 200ms --metric 'throughput: ([0-9.]+)' --unit samples/s \
+	  --svg docs/scaling-amdahl.svg -- scripts/amdahl-app.sh
+	$(BIN) -n 8 -l --restarts 1 --simulate dgx-h100 --monitor-interval 200ms --report .tmp/picture-run.json -- scripts/picture-app.sh >/dev/null
+	$(BIN) report .tmp/picture-run.json --svg docs/report-example.svg
 
 clean:
 	rm -rf bin .tmp

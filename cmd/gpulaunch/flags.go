@@ -31,10 +31,20 @@ type commonFlags struct {
 }
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
+	c.registerNode(fs)
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	c.registerLog(fs)
+}
+
+// registerNode registers the flags that say which node's GPUs to use.
+func (c *commonFlags) registerNode(fs *pflag.FlagSet) {
 	fs.StringVar(&c.simulate, "simulate", "", "use a simulated node ("+strings.Join(gpu.SimulatedNames(), ", ")+") or a topology file instead of this machine")
 	fs.StringVar(&c.nodeFile, "node-file", "", "describe this machine's GPUs in a JSON file when the drivers cannot show them (docs/topology.md; default $GPULAUNCH_NODE_FILE)")
 	fs.StringVar(&c.gpuVendor, "gpu-vendor", "", "use this vendor's GPUs only, on a node with several: nvidia, amd or intel (default $GPULAUNCH_GPU_VENDOR)")
-	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+}
+
+// registerLog registers the logging flags.
+func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
 }

@@ -90,7 +90,7 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
 func (a *app) dispatch(args []string) error {
 	if len(args) == 0 {
-		io.WriteString(a.stderr, topUsage)
+		io.WriteString(a.stderr, topUsage())
 		return usagef("no command: run `gpulaunch info`, `gpulaunch plan -n N` or `gpulaunch --help`")
 	}
 	switch args[0] {
@@ -110,11 +110,15 @@ func (a *app) dispatch(args []string) error {
 		return a.logs(args[1:])
 	case "signal":
 		return a.signal(args[1:])
+	case "report":
+		return a.report(args[1:])
+	case "scale":
+		return a.scale(args[1:])
 	case "version", "--version":
 		fmt.Fprintf(a.stdout, "gpulaunch %s\n", version)
 		return nil
 	case "help", "-h", "--help":
-		io.WriteString(a.stdout, topUsage)
+		io.WriteString(a.stdout, topUsage())
 		return nil
 	}
 	if strings.HasPrefix(args[0], "-") {
@@ -144,6 +148,28 @@ func (a *app) discover(c commonFlags) (binding.Allocation, error) {
 		src.Close()
 	}
 	return alloc, err
+}
+
+// discoverToRun discovers the allocation for runs that will start: on a
+// simulated node (running), apps declare their GPU use in usageDir
+// (gpu.SimulatedUsageEnv), made here. done closes the backend and removes
+// the directory.
+func (a *app) discoverToRun(c commonFlags, running bool) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
+	if c.simulate != "" && running {
+		if usageDir, err = os.MkdirTemp("", "gpulaunch-usage-"); err != nil {
+			return alloc, nil, "", nil, err
+		}
+	}
+	removeDir := func() {
+		if usageDir != "" {
+			os.RemoveAll(usageDir)
+		}
+	}
+	if alloc, src, err = a.discoverWith(c, usageDir); err != nil {
+		removeDir()
+		return alloc, nil, "", nil, err
+	}
+	return alloc, src, usageDir, func() { src.Close(); removeDir() }, nil
 }
 
 // discoverWith also hands back the open backend, for telemetry; usageDir
@@ -208,7 +234,12 @@ func (a *app) gpuVendor(c commonFlags) (gpu.Vendor, error) {
 	return v, nil
 }
 
-const topUsage = `gpulaunch — run N pinned copies of a program on the GPUs of a Slurm allocation
+// topUsage is gpulaunch --help.
+func topUsage() string {
+	return strings.Replace(topUsageText, "SIMULATED", strings.Join(gpu.SimulatedNames(), ", "), 1)
+}
+
+const topUsageText = `gpulaunch — run N pinned copies of a program on the GPUs of a Slurm allocation
 
 Usage:
   gpulaunch [run] -n N [-G G] [-c C] [-l] [-K] [flags] -- COMMAND [ARGS…]
@@ -218,6 +249,8 @@ Usage:
   gpulaunch status|top [--json] [--pid PID]
   gpulaunch logs [-f] INSTANCE
   gpulaunch signal INSTANCE|all SIGNAL
+  gpulaunch scale -G 1,2,4,8 | -n 1,2,4,8 [--metric REGEX] [flags] -- COMMAND [ARGS…]
+  gpulaunch report FILE --svg OUT | --html OUT
   gpulaunch version
 
 Commands:
@@ -234,6 +267,9 @@ Commands:
            this node (from another shell or tmux pane); top refreshes it
   logs     an instance's recent output, -f to follow it
   signal   send a signal to one instance or all
+  scale    does it scale? the same command at several GPU counts: speedup,
+           efficiency, GPU use, a verdict, a plot; 'gpulaunch scale --help'
+  report   draw a run's --report FILE: GPU use of each instance over time
 
 Examples:
   gpulaunch -n 4 -l -- python train.py --shard %t
@@ -247,6 +283,6 @@ Examples:
   gpulaunch logs -f 2                         # from another pane: follow instance 2
   gpulaunch signal all USR1                   # e.g. ask every instance to checkpoint
 
-Simulated nodes: dgx-a100, dgx-h100, dgx-h200, dgx-b200, perlmutter-gpu.
+Simulated nodes: SIMULATED.
 Run 'gpulaunch COMMAND --help' for a command's flags.
 `

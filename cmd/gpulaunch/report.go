@@ -181,6 +181,11 @@ func (p *planFlags) register(fs *pflag.FlagSet) {
 // them too, without -n (the launcher decides how many ranks there are).
 func (p *planFlags) registerShape(fs *pflag.FlagSet, unit, gpusHelp string) {
 	fs.IntVarP(&p.gpus, "gpus-per-task", "G", 1, gpusHelp)
+	p.registerCPUs(fs, unit)
+}
+
+// registerCPUs registers the flags that shape a slot's CPUs and memory.
+func (p *planFlags) registerCPUs(fs *pflag.FlagSet, unit string) {
 	fs.IntVarP(&p.cpus, "cpus-per-task", "c", 0, "CPUs per "+unit+" (default: an even share of the GPU-local CPUs)")
 	fs.StringVar(&p.memBind, "mem-bind", "preferred", "NUMA memory policy: preferred, bind or none")
 	fs.BoolVar(&p.shareGPUs, "share-gpus", false, "allow more "+unit+"s than GPUs; they take turns on them")

@@ -89,7 +89,13 @@ func asList(v any) []string {
 
 func loadSchema(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile("../../docs/report.schema.json")
+	return loadSchemaNamed(t, "report.schema.json")
+}
+
+// loadSchemaNamed reads docs/NAME.
+func loadSchemaNamed(t *testing.T, name string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,19 +216,11 @@ func (a *app) run(args []string) error {
 			return err
 		}
 	}
-	// Apps on a simulated node declare their GPU use here (nvml.SimulatedUsageEnv).
-	usageDir := ""
-	if o.common.simulate != "" && !o.flags.dryRun {
-		if usageDir, err = os.MkdirTemp("", "gpulaunch-usage-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(usageDir)
-	}
-	alloc, src, err := a.discoverWith(o.common, usageDir)
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer done()
 	if rank, err := a.oneRankOfSeveral(o, alloc); rank || err != nil {
 		if err != nil {
 			return err

@@ -42,6 +42,18 @@ func instance() int { n, _ := strconv.Atoi(os.Getenv("GPULAUNCH_INSTANCE")); ret
 // helper is the fake app.
 func helper(name string, args []string) int {
 	switch name {
+	case "scale-app": // scale_test.go: mark dir/started.G; wait for TERM/INT at G == args[1], fail at G == args[2], else print a throughput
+		g := strings.Count(os.Getenv("GPULAUNCH_GPUS"), ",") + 1
+		os.WriteFile(fmt.Sprintf("%s/started.%d", args[0], g), nil, 0o644)
+		if strconv.Itoa(g) == args[1] {
+			time.Sleep(time.Minute)
+		}
+		if len(args) > 2 && strconv.Itoa(g) == args[2] {
+			fmt.Println("out of memory")
+			return 3
+		}
+		fmt.Printf("throughput: %d samples/s\n", 100*g)
+		return 0
 	case "intrude": // another user's attempt on a queue over nodes (nodequeue_test.go)
 		return intrude(args[0], args[1], args[2])
 	case "exitn": // exit with args[instance]

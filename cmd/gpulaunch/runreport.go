@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -62,6 +61,11 @@ type instanceReport struct {
 	RSSPeak     uint64   `json:"rss_peak_bytes"`
 	CPUSeconds  float64  `json:"cpu_seconds"`
 	Warnings    []string `json:"warnings"`
+	// Series and Events are the instance's timeline (launcher.Series),
+	// for `gpulaunch report FILE --svg`.
+	Series        *launcher.Series `json:"series,omitempty"`
+	Events        []launcher.Event `json:"events,omitempty"`
+	EventsDropped int              `json:"events_dropped,omitempty"`
 }
 
 const reportSchemaVersion = 1
@@ -83,6 +87,7 @@ func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, out
 			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
 			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
 			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),
+			Series: o.Series, Events: o.Events, EventsDropped: o.EventsDropped,
 		}
 		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
 			m := o.GPUUtilMean
@@ -127,13 +132,7 @@ func writeReport(file string, r runReport) error {
 	if err != nil {
 		return err
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("--report: %w", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		_ = os.Remove(tmp)
+	if err := writeWhole(file, append(b, '\n')); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil

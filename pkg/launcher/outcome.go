@@ -63,6 +63,12 @@ type Outcome struct {
 	// Tasks and TasksFailed count what a slot of a task queue ran.
 	Tasks       int `json:"tasks,omitempty"`
 	TasksFailed int `json:"tasks_failed,omitempty"`
+	// Series and Events are its timeline, for the report's pictures;
+	// filled once the run is over (supervisor.outcomes). EventsDropped
+	// counts the events past the bound.
+	Series        *Series `json:"-"`
+	Events        []Event `json:"-"`
+	EventsDropped int     `json:"-"`
 }
 
 // Status renders the outcome as srun would: "0", "7", "SIGSEGV".

@@ -102,8 +102,14 @@ func (s *supervisor) fold(now time.Time, procs *procTable, usage []gpu.Usage, sm
 			for _, w := range sl.watch.observe(i, usage, tree.pids, sm.owner) {
 				s.log.Warn(w)
 				sl.watch.warnings = append(sl.watch.warnings, w)
+				sl.tl.event(now, "warning", w)
 			}
 		}
+		util, mem := -1.0, -1.0
+		if sl.watch.lastUtil >= 0 {
+			util, mem = float64(sl.watch.lastUtil), float64(sl.watch.lastMem)
+		}
+		sl.tl.buf.add(now.Sub(s.begun).Seconds(), util, mem, sl.cpuPercent, float64(sl.rss))
 		s.publish(i)
 		if s.policy.overMemoryCap(sl.rss, sl.endedBy) {
 			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(sl.rss), sizeString(s.policy.MemPerTask)))

@@ -34,6 +34,10 @@ type slot struct {
 	// after task (ForkExec is done with it when it returns).
 	env []string
 
+	// tl is the slot's timeline: its samples over the run, decimated, and
+	// its starts, exits and warnings.
+	tl timeline
+
 	// CPU time in seconds: of the slot's finished processes (from wait4,
 	// or their last sample if that saw more: orphans the kernel does not
 	// count), and of the current process tree as last sampled.

@@ -184,6 +184,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
+		s.slots[i].tl.begun = s.begun
 	}
 	return s, nil
 }
@@ -721,6 +722,9 @@ func (s *supervisor) publishCounts() {
 // tasks of a queue (whose message is then built only when read).
 func (s *supervisor) noteStart(i int) {
 	sl := &s.slots[i]
+	if !s.mode.manyStarts() {
+		sl.tl.event(sl.started, "start", fmt.Sprintf("pid %d", sl.pid))
+	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
 		return
@@ -737,6 +741,13 @@ func (s *supervisor) noteStart(i int) {
 
 // noteExit logs an exit, at the level of the mode's starts.
 func (s *supervisor) noteExit(i, pid int, e exitFacts) {
+	if !s.mode.manyStarts() {
+		detail := e.status()
+		if e.by != EndedItself {
+			detail += " (" + string(e.by) + ")"
+		}
+		s.slots[i].tl.event(e.started.Add(e.wall), "exit", detail)
+	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
 		return
@@ -788,6 +799,8 @@ func (s *supervisor) outcomes(verify bool) []Outcome {
 			}
 		}
 		outs[i] = s.slots[i].outcome(i)
+		tl := &s.slots[i].tl
+		outs[i].Series, outs[i].Events, outs[i].EventsDropped = tl.buf.series(), tl.events, tl.dropped
 	}
 	return outs
 }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/chart"
+)
+
+const pictureUsage = `Usage: gpulaunch report FILE (--svg OUT | --html OUT)
+
+Draws a run from its --report FILE: each instance's GPU utilisation and GPU
+memory over time, its starts, exits and warnings marked, and the summary table.
+--svg writes a picture, --html one self-contained page (the picture and the
+table). See docs/report.md.
+
+Examples:
+  gpulaunch -n 8 --report run.json -- python train.py
+  gpulaunch report run.json --svg run.svg
+  gpulaunch report run.json --html run.html
+`
+
+// report draws a run report (`gpulaunch report FILE --svg OUT`).
+func (a *app) report(args []string) error {
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	svgOut := fs.String("svg", "", "write the picture to OUT as SVG")
+	htmlOut := fs.String("html", "", "write a self-contained HTML page (the picture and the table) to OUT")
+	if done, err := a.parseFlags(fs, args, pictureUsage); done || err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() != 1:
+		return usagef("give one report file: gpulaunch report run.json --svg run.svg")
+	case (*svgOut == "") == (*htmlOut == ""):
+		return usagef("give --svg OUT or --html OUT (one of them)")
+	}
+	out := *svgOut + *htmlOut
+	r, err := readReport(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if err := checkWritable(out); err != nil {
+		return usagef("%s: %v: nothing was written", out, err)
+	}
+	var b strings.Builder
+	pic := runPicture(r)
+	if *svgOut != "" {
+		err = chart.RunSVG(pic, &b)
+	} else {
+		err = chart.RunHTML(pic, &b)
+	}
+	if err != nil {
+		return fmt.Errorf("drawing %s: %w", fs.Arg(0), err)
+	}
+	return writeWhole(out, []byte(b.String()))
+}
+
+// readReport reads a --report file, refusing what is not one.
+func readReport(path string) (runReport, error) {
+	var r runReport
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, usagef("%v", err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, usagef("%s is not a gpulaunch run report (%v): give the file a run's --report wrote", path, err)
+	}
+	if r.SchemaVersion != reportSchemaVersion {
+		return r, usagef("%s has schema_version %d; this gpulaunch reads %d: draw it with the gpulaunch that wrote it", path, r.SchemaVersion, reportSchemaVersion)
+	}
+	return r, nil
+}
+
+// runPicture turns a report into what chart draws.
+func runPicture(r runReport) chart.Run {
+	title := strings.Join(r.Command, " ") + "  on " + r.Host + ", " + r.Started.UTC().Format("2006-01-02 15:04 UTC")
+	if r.Launch.Nodes > 1 {
+		title += fmt.Sprintf(" (node %d of %d)", r.Launch.Node, r.Launch.Nodes)
+	}
+	pic := chart.Run{Title: title, Summary: pictureTable(r)}
+	for i, in := range r.Instances {
+		ci := chart.Instance{Label: fmt.Sprintf("instance %d", in.Instance)}
+		if i < len(r.Plan.Slots) && len(r.Plan.Slots[i].GPUs) > 0 {
+			var bus []string
+			for _, g := range r.Plan.Slots[i].GPUs {
+				bus = append(bus, g.Address())
+			}
+			ci.Label += " (" + strings.Join(bus, ",") + ")"
+		}
+		if s := in.Series; s != nil {
+			ci.T, ci.GPUUtil, ci.GPUMem = s.T, s.GPUUtil, s.GPUMem
+		}
+		if len(ci.T) == 0 {
+			ci.Label += ": no samples"
+		}
+		for _, e := range in.Events {
+			ci.Events = append(ci.Events, chart.Event{T: e.T, Kind: e.Kind})
+		}
+		pic.Instances = append(pic.Instances, ci)
+	}
+	return pic
+}
+
+// pictureTable is the summary beside the picture: narrower than the
+// run's own, to fit.
+func pictureTable(r runReport) []string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INST\tEXIT\tWALL\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM")
+	for _, in := range r.Instances {
+		exit := fmt.Sprint(in.ExitCode)
+		if in.Signal != "" {
+			exit = in.Signal
+		}
+		util := "-"
+		if in.GPUUtilMean != nil {
+			util = fmt.Sprintf("%.0f/%d", *in.GPUUtilMean, in.GPUUtilPeak)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", in.Instance, exit, (time.Duration(in.WallSeconds * float64(time.Second))).Round(time.Second),
+			in.Restarts, util, sizeOrDash(in.GPUMemPeak))
+	}
+	tw.Flush()
+	rows := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	rows = append(rows, "", fmt.Sprintf("exit status %d, wall %s", r.ExitCode, (time.Duration(r.WallSeconds*float64(time.Second))).Round(time.Second)))
+	if r.GPUTelemetry != "" {
+		rows = append(rows, "GPU use not measured: "+r.GPUTelemetry)
+	}
+	if n := len(r.Warnings); n > 0 {
+		rows = append(rows, fmt.Sprintf("%d warning(s): see the report's warnings", n))
+	}
+	return rows
+}
+
+func sizeOrDash(b uint64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+}
+
+// checkWritable says why path could not be written, before anything is.
+func checkWritable(path string) error {
+	c := writableCheck{dirs: map[string]error{}}
+	return c.file(filepath.Clean(path))
+}
+
+// writeWhole writes data to path whole or not at all: beside it, then
+// renamed over it.
+func writeWhole(path string, data []byte) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

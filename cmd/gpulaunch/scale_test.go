@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/scaling"
+)
+
+// amdahlApp is the test app of known scaling (scripts/amdahl-app.sh):
+// 1000 samples/s on one GPU, 1 / (0.1 + 0.9/G) times that on G.
+const amdahlApp = "../../scripts/amdahl-app.sh"
+
+func amdahlSpeedup(g int) float64 { return 1 / (0.1 + 0.9/float64(g)) }
+
+// scaleStudy runs gpulaunch scale with args and reads its --json.
+func scaleStudy(t *testing.T, args ...string) (scaling.Study, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	jsonFile, svgFile := filepath.Join(dir, "scale.json"), filepath.Join(dir, "scale.svg")
+	cmd := gpulaunch(t, append([]string{"scale", "--simulate", "dgx-h100", "--monitor-interval", "50ms", "--json", jsonFile, "--svg", svgFile}, args...)...)
+	cmd.Env = append(cmd.Env, "AMDAHL_SECONDS=0.2")
+	out, err := cmd.CombinedOutput()
+	var st scaling.Study
+	b, rerr := os.ReadFile(jsonFile)
+	if rerr != nil {
+		t.Fatalf("no --json: %v\n%s", rerr, out)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if errs := validate(loadSchemaNamed(t, "scale.schema.json"), v, "$"); len(errs) > 0 {
+		t.Fatalf("the study does not match docs/scale.schema.json:\n%s\n%s", strings.Join(errs, "\n"), b)
+	}
+	json.Unmarshal(b, &st)
+	svg, _ := os.ReadFile(svgFile)
+	d := xml.NewDecoder(strings.NewReader(string(svg)))
+	for {
+		if _, err := d.Token(); err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("--svg is not well-formed: %v", err)
+			}
+			break
+		}
+	}
+	if !strings.Contains(string(svg), "Parallel efficiency") {
+		t.Errorf("--svg lacks the efficiency panel")
+	}
+	return st, string(out), err
+}
+
+// The Amdahl app's speedups, as gpulaunch scale measures them, within 5%
+// of the model's, one process on G GPUs and N data-parallel instances.
+func TestScaleMeasuresAmdahl(t *testing.T) {
+	for _, by := range [][]string{{"-G", "1,2,4,8"}, {"-n", "1,2,4,8", "--ddp"}} {
+		t.Run(by[0], func(t *testing.T) {
+			st, out, err := scaleStudy(t, append(by, "--metric", `throughput: ([0-9.]+)`, "--unit", "samples/s", "--", amdahlApp)...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if len(st.Points) != 4 {
+				t.Fatalf("%d points\n%s", len(st.Points), out)
+			}
+			for _, p := range st.Points {
+				want := amdahlSpeedup(p.GPUs)
+				if p.Status != "ok" || p.Speedup == nil || math.Abs(*p.Speedup/want-1) > 0.05 || p.Efficiency == nil ||
+					math.Abs(*p.Efficiency-want/float64(p.GPUs)) > 0.05 {
+					t.Errorf("%d GPUs: %s, speedup %v efficiency %v; want %.3f, %.3f", p.GPUs, p.Status, p.Speedup, p.Efficiency, want, want/float64(p.GPUs))
+				}
+			}
+			for _, want := range []string{"EFFICIENCY", "59%", "verdict: beyond 4 GPU(s) efficiency drops below 60% (59% at 8): 4 GPU(s) is the efficient size"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// A regex that never matches: each size is "no metric", never 0, and the
+// study, not whole, exits 1.
+func TestScaleNoMetric(t *testing.T) {
+	st, out, err := scaleStudy(t, "-G", "1,2", "--metric", `latency: ([0-9.]+)`, "--", amdahlApp)
+	if exitStatus(err) != 1 {
+		t.Fatalf("exit %v\n%s", err, out)
+	}
+	for _, p := range st.Points {
+		if p.Status != "no metric" || p.Median != nil || p.Runs[0].Metric != nil || !strings.Contains(p.Runs[0].NoMetric, "never matched") {
+			t.Errorf("%d GPUs: %+v", p.GPUs, p)
+		}
+	}
+	if !strings.Contains(out, "no metric") || !strings.Contains(out, "nothing to compare") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
+// Ctrl-C stops the study and keeps the sizes done: exit 130, the JSON
+// and the plot written.
+func TestScaleInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	jsonFile := filepath.Join(dir, "scale.json")
+	cmd := gpulaunch(t, append([]string{"scale", "--simulate", "dgx-h100", "-G", "1,2,4", "--metric", `throughput: ([0-9]+)`, "--json", jsonFile, "--"},
+		helperArgs("scale-app", dir, "2")[1:]...)...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the 2-GPU run to start", func() bool { _, err := os.Stat(filepath.Join(dir, "started.2")); return err == nil })
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var st scaling.Study
+	b, _ := os.ReadFile(jsonFile)
+	json.Unmarshal(b, &st)
+	if exitStatus(err) != 130 || !st.Interrupted || len(st.Points) != 3 || st.Points[0].Status != "ok" || st.Points[1].Status != "interrupted" ||
+		len(st.Points[2].Runs) != 0 {
+		t.Fatalf("exit %v, study %+v\n%s", err, st, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "started.4")); err == nil {
+		t.Error("the 4-GPU size ran after Ctrl-C")
+	}
+}
+
+// Bad input: one line that says what and how to fix it, exit 2, nothing
+// started (the app would leave a mark).
+func TestScaleBadInput(t *testing.T) {
+	dir := t.TempDir()
+	app := append([]string{"--"}, helperArgs("scale-app", dir, "0")[1:]...)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-G", "1,2", "--metric", ""}, "--metric is empty"},
+		{[]string{"-G", "1,2", "--metric", "(throughput"}, "is not a regex"},
+		{[]string{"-G", "1,2", "--metric", "(a)(b)"}, "has 2 groups"},
+		{[]string{"-G", "1,2,16"}, "-G 16: "},
+		{[]string{"-n", "4,16"}, "-n 16: "},
+		{[]string{"-G", "1,2", "-n", "1,2"}, "one of them"},
+		{[]string{}, "give the sizes with -G"},
+		{[]string{"-G", "0,1"}, "not a count from 1"},
+		{[]string{"-G", "1,2", "--ddp"}, "--ddp is for -n"},
+		{[]string{"-G", "1,2", "--metric-mean"}, "give --metric"},
+		{[]string{"-G", "1,2", "--efficiency", "2"}, "--efficiency 2"},
+		{[]string{"-G", "1,2", "--json", "/nonexistent/dir/s.json"}, "does not exist"},
+		{[]string{"-G", "1,2", "--tmux"}, "--tmux is not for a study"},
+	} {
+		stdout, stderr, code := runCLI(t, nil, append(append([]string{"scale", "--simulate", "dgx-h100"}, tc.args...), app...)...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: ") || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q; want one error line with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if marks, _ := filepath.Glob(filepath.Join(dir, "started.*")); len(marks) > 0 {
+		t.Errorf("a refused study started something: %v", marks)
+	}
+}
+
+// gpulaunch report FILE --svg on a real simulated run with declared GPU
+// use: a well-formed SVG with one series per instance; --html a page.
+func TestReportPicture(t *testing.T) {
+	dir := t.TempDir()
+	report, svg, page := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.svg"), filepath.Join(dir, "run.html")
+	cmd := gpulaunch(t, "-n", "4", "--simulate", "dgx-h100", "--monitor-interval", "20ms", "--report", report, "--", amdahlApp)
+	cmd.Env = append(cmd.Env, "AMDAHL_SECONDS=2")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r runReport
+	b, _ := os.ReadFile(report)
+	json.Unmarshal(b, &r)
+	for _, in := range r.Instances {
+		if in.Series == nil || len(in.Series.T) == 0 || len(in.Events) < 2 {
+			t.Fatalf("instance %d: series %v, events %v", in.Instance, in.Series, in.Events)
+		}
+	}
+	for _, args := range [][]string{{"report", report, "--svg", svg}, {"report", report, "--html", page}} {
+		if _, stderr, code := runCLI(t, nil, args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, stderr)
+		}
+	}
+	doc, _ := os.ReadFile(svg)
+	d := xml.NewDecoder(strings.NewReader(string(doc)))
+	for {
+		if _, err := d.Token(); err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("not well-formed: %v", err)
+			}
+			break
+		}
+	}
+	for i := range 4 {
+		if n := strings.Count(string(doc), fmt.Sprintf(">instance %d (", i)); n != 1 {
+			t.Errorf("series of instance %d in the legend: %d", i, n)
+		}
+	}
+	if strings.Count(string(doc), ">instance ") != 4 {
+		t.Errorf("%d series, want 4", strings.Count(string(doc), ">instance "))
+	}
+	html, _ := os.ReadFile(page)
+	if !strings.HasPrefix(string(html), "<!DOCTYPE html>") || !strings.Contains(string(html), "<svg") {
+		t.Errorf("the page:\n%.200s", html)
+	}
+	for _, bad := range [][]string{{"report", report}, {"report", filepath.Join(dir, "none.json"), "--svg", svg}, {"report", svg, "--svg", svg + "2"}} {
+		if _, stderr, code := runCLI(t, nil, bad...); code != 2 || !strings.HasPrefix(stderr, "gpulaunch: error: ") {
+			t.Errorf("%v: exit %d, %q", bad, code, stderr)
+		}
+	}
+}
+
+// A size that fails is shown with its status and the study goes on;
+// --halt stops it there.
+func TestScaleFailedSize(t *testing.T) {
+	for _, halt := range []bool{false, true} {
+		dir := t.TempDir()
+		jsonFile := filepath.Join(dir, "scale.json")
+		args := []string{"scale", "--simulate", "dgx-h100", "-G", "1,2,4", "--metric", `throughput: ([0-9]+)`, "--json", jsonFile}
+		if halt {
+			args = append(args, "--halt")
+		}
+		out, err := gpulaunch(t, append(append(args, "--"), helperArgs("scale-app", dir, "0", "2")[1:]...)...).CombinedOutput()
+		var st scaling.Study
+		b, _ := os.ReadFile(jsonFile)
+		json.Unmarshal(b, &st)
+		ran4 := len(st.Points) == 3 && len(st.Points[2].Runs) == 1
+		if exitStatus(err) != 1 || len(st.Points) != 3 || st.Points[1].Status != "failed" || st.Points[1].Runs[0].ExitCode != 3 || ran4 == halt {
+			t.Errorf("--halt %v: exit %v, study %+v\n%s", halt, err, st.Points, out)
+		}
+		if !strings.Contains(string(out), "out of memory") {
+			t.Errorf("the failed size's last lines are not shown:\n%s", out)
+		}
+	}
+}

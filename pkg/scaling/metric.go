@@ -1,0 +1,90 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Metric reads a run's figure of merit from its output (--metric REGEX).
+// The rules:
+//  1. The regex is matched against each line of each instance's output;
+//     the figure is its first group (or the whole match without one),
+//     read as a number (a thousands separator "," is dropped).
+//  2. Of says which matches make the figure: "last", the last of instance
+//     0's (rank 0 prints a data-parallel job's figures, as the examples
+//     of every framework do); "mean", the mean of instance 0's (a figure
+//     per epoch); "sum", the sum over the instances of each one's last
+//     (independent instances, each printing its own throughput).
+//  3. No match, or a match that is not a number: no figure — never 0,
+//     which would read as "infinitely slow".
+type Metric struct {
+	re *regexp.Regexp
+	Of string // "last", "mean", "sum"
+}
+
+// NewMetric compiles a --metric regex; of is "last", "mean" or "sum".
+func NewMetric(expr, of string) (*Metric, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, errors.New("--metric is empty: give a regex that matches the figure in the output, its number in a group, e.g. 'throughput: ([0-9.]+)'")
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("--metric %q is not a regex (%v): e.g. 'throughput: ([0-9.]+)'", expr, err)
+	}
+	if re.NumSubexp() > 1 {
+		return nil, fmt.Errorf("--metric %q has %d groups: give one, around the number (other groups as (?:…))", expr, re.NumSubexp())
+	}
+	return &Metric{re: re, Of: of}, nil
+}
+
+// Reading is what one run's output gave: the matches per instance.
+type Reading struct {
+	m       *Metric
+	matches map[int][]float64
+	bad     string // the first match that was not a number
+}
+
+// NewReading starts reading a run's output.
+func (m *Metric) NewReading() *Reading { return &Reading{m: m, matches: map[int][]float64{}} }
+
+// Line takes one line of instance i's output.
+func (r *Reading) Line(i int, line string) {
+	sub := r.m.re.FindStringSubmatch(line)
+	if sub == nil {
+		return
+	}
+	text := sub[len(sub)-1]
+	x, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(text), ",", ""), 64)
+	if err != nil {
+		if r.bad == "" {
+			r.bad = text
+		}
+		return
+	}
+	r.matches[i] = append(r.matches[i], x)
+}
+
+// Figure is the run's figure (rule 2), or why there is none (rule 3).
+func (r *Reading) Figure() (float64, string) {
+	first := r.matches[0]
+	switch {
+	case r.m.Of == "sum" && len(r.matches) > 0:
+		sum := 0.0
+		for _, xs := range r.matches {
+			sum += xs[len(xs)-1]
+		}
+		return sum, ""
+	case r.m.Of == "mean" && len(first) > 0:
+		return *mean(first), ""
+	case r.m.Of == "last" && len(first) > 0:
+		return first[len(first)-1], ""
+	case r.bad != "":
+		return 0, fmt.Sprintf("the regex matched %q, which is not a number", r.bad)
+	case r.m.Of != "sum" && len(r.matches) > 0:
+		return 0, "only other instances than 0 printed it (--metric-sum adds every instance's)"
+	}
+	return 0, fmt.Sprintf("the output never matched %q", r.m.re.String())
+}

@@ -1,0 +1,260 @@
+// Package scaling holds the rules of a scaling study (`gpulaunch scale`):
+// how a run's output gives its figure of merit (Metric), and how the
+// figures at several GPU counts give speedup, efficiency and a verdict
+// (Analyse). It runs nothing: the CLI runs the points and hands their
+// figures here, so the rules are tested with figures alone.
+package scaling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Study is a whole study: what was measured and what it says. It is also
+// the study's JSON (docs/scale.schema.json).
+type Study struct {
+	SchemaVersion int      `json:"schema_version"`
+	Command       []string `json:"command"`
+	Host          string   `json:"host"`
+	Started       string   `json:"started"` // RFC 3339, UTC
+	// By is "gpus" (one process on G GPUs, -G) or "instances" (N
+	// instances of one GPU each, -n).
+	By   string `json:"by"`
+	DDP  bool   `json:"ddp"`
+	Weak bool   `json:"weak"`
+	// Metric is how the figure was read; nil: the inverse of the wall time.
+	Metric *MetricInfo `json:"metric"`
+	// Threshold is the efficiency below which a size is not worth it.
+	Threshold   float64 `json:"efficiency_threshold"`
+	Repeat      int     `json:"repeat"`
+	Points      []Point `json:"points"`
+	Verdict     string  `json:"verdict"`
+	Interrupted bool    `json:"interrupted"`
+}
+
+// MetricInfo says how the figure of merit was read from the output.
+type MetricInfo struct {
+	Regex string `json:"regex"`
+	Of    string `json:"of"` // "last", "mean" or "sum" (Metric.Of)
+	Unit  string `json:"unit"`
+	// LowerIsBetter: the figure is a time or a cost; speedup is then
+	// base / figure.
+	LowerIsBetter bool `json:"lower_is_better"`
+}
+
+// Point is one size of the study and what it gave.
+type Point struct {
+	GPUs            int   `json:"gpus"`
+	Instances       int   `json:"instances"`
+	GPUsPerInstance int   `json:"gpus_per_instance"`
+	Runs            []Run `json:"runs"`
+	// Status is "ok", "failed" (no run finished with status 0), "no
+	// metric" (runs finished but none printed the figure) or
+	// "interrupted" (stopped before any run finished).
+	Status string `json:"status"`
+	// The figure over the point's runs that gave one, and what it
+	// means; nil where unknown.
+	Median     *float64 `json:"metric_median"`
+	Min        *float64 `json:"metric_min"`
+	Max        *float64 `json:"metric_max"`
+	Speedup    *float64 `json:"speedup"`
+	Ideal      *float64 `json:"ideal_speedup"`
+	Efficiency *float64 `json:"efficiency"`
+	// GPUUtil and GPUMemPerGPU are the runs' means, from the sampler.
+	GPUUtil      *float64 `json:"gpu_util_mean_pct"`
+	GPUMemPerGPU *float64 `json:"gpu_mem_per_gpu_bytes"`
+}
+
+// Run is one run of a point.
+type Run struct {
+	Metric      *float64 `json:"metric"` // nil: no figure
+	WallSeconds float64  `json:"wall_seconds"`
+	ExitCode    int      `json:"exit_code"`
+	Interrupted bool     `json:"interrupted"`
+	// GPUUtil is the instances' mean GPU utilisation, GPUMemPerGPU their
+	// peak GPU memory over the point's GPUs; nil: not measured.
+	GPUUtil      *float64 `json:"gpu_util_mean_pct"`
+	GPUMemPerGPU *float64 `json:"gpu_mem_per_gpu_bytes"`
+	// NoMetric says why a run that finished gave no figure.
+	NoMetric string `json:"no_metric,omitempty"`
+}
+
+// Analyse fills in every point's figure, speedup and efficiency, and the
+// study's verdict. The rules, in order:
+//  1. A point's figure is the median of its runs that gave one (a run
+//     gives one when it finished with status 0 and the figure was read);
+//     its spread is their min and max. A point with none is "failed" when
+//     no run finished with status 0, "no metric" when some did but printed
+//     no figure, "interrupted" when the study was stopped in its first run.
+//  2. The baseline is the smallest point with a figure. Speedup is its
+//     figure over the baseline's — the other way round for a figure where
+//     lower is better (a time).
+//  3. The ideal speedup is the GPUs over the baseline's: strong scaling,
+//     and weak scaling of a throughput (work per second grows with the
+//     work). Weak scaling of the wall time (no --metric) is the exception:
+//     every GPU has the same work, so the ideal time stays the baseline's
+//     and the ideal speedup is 1.
+//  4. Efficiency is the speedup over the ideal.
+//  5. The verdict names the efficient size: the largest point before the
+//     efficiency first drops below Threshold, and says when a larger point
+//     is slower than a smaller one.
+func (s *Study) Analyse() {
+	base := -1
+	for i := range s.Points {
+		s.Points[i].settle()
+		if base < 0 && s.Points[i].Median != nil {
+			base = i
+		}
+	}
+	if base >= 0 {
+		for i := base; i < len(s.Points); i++ {
+			s.Points[i].compare(s.Points[base], s.idealGrows(), s.lowerBetter())
+		}
+	}
+	s.Verdict = s.verdict()
+}
+
+func (s *Study) lowerBetter() bool { return s.Metric != nil && s.Metric.LowerIsBetter }
+
+// idealGrows: the ideal speedup grows with the GPUs (rule 3).
+func (s *Study) idealGrows() bool { return !s.Weak || s.Metric != nil }
+
+// settle computes a point's figure and its means from its runs (rule 1).
+func (p *Point) settle() {
+	var figs, utils, mems []float64
+	finished, interrupted := false, len(p.Runs) > 0
+	for _, r := range p.Runs {
+		interrupted = interrupted && r.Interrupted
+		finished = finished || (r.ExitCode == 0 && !r.Interrupted)
+		if r.Metric != nil {
+			figs = append(figs, *r.Metric)
+		}
+		if r.GPUUtil != nil {
+			utils = append(utils, *r.GPUUtil)
+		}
+		if r.GPUMemPerGPU != nil {
+			mems = append(mems, *r.GPUMemPerGPU)
+		}
+	}
+	p.GPUUtil, p.GPUMemPerGPU = mean(utils), mean(mems)
+	switch {
+	case len(figs) > 0:
+		sort.Float64s(figs)
+		p.Status = "ok"
+		p.Median, p.Min, p.Max = ptr(median(figs)), ptr(figs[0]), ptr(figs[len(figs)-1])
+	case interrupted:
+		p.Status = "interrupted"
+	case finished:
+		p.Status = "no metric"
+	default:
+		p.Status = "failed"
+	}
+}
+
+// compare sets p's speedup, ideal and efficiency against base (rules 2-4).
+func (p *Point) compare(base Point, idealGrows, lowerBetter bool) {
+	if p.Median == nil || *base.Median == 0 || *p.Median == 0 {
+		return
+	}
+	speedup := *p.Median / *base.Median
+	if lowerBetter {
+		speedup = *base.Median / *p.Median
+	}
+	ideal := 1.0
+	if idealGrows {
+		ideal = float64(p.GPUs) / float64(base.GPUs)
+	}
+	p.Speedup, p.Ideal, p.Efficiency = ptr(speedup), ptr(ideal), ptr(speedup/ideal)
+}
+
+// verdict is rule 5's sentence.
+func (s *Study) verdict() string {
+	var ok []Point
+	for _, p := range s.Points {
+		if p.Efficiency != nil {
+			ok = append(ok, p)
+		}
+	}
+	switch len(ok) {
+	case 0:
+		return "no point gave a figure: nothing to compare (see each point's status)"
+	case 1:
+		return fmt.Sprintf("only %d GPU(s) gave a figure: nothing to compare", ok[0].GPUs)
+	}
+	var out string
+	last := ok[len(ok)-1]
+	efficient := ok[0]
+	for _, p := range ok[1:] {
+		if *p.Efficiency < s.Threshold {
+			out = fmt.Sprintf("beyond %d GPU(s) efficiency drops below %s (%s at %d): %d GPU(s) is the efficient size",
+				efficient.GPUs, pct(s.Threshold), pct(*p.Efficiency), p.GPUs, efficient.GPUs)
+			break
+		}
+		efficient = p
+	}
+	if out == "" {
+		out = fmt.Sprintf("scales to %d GPU(s): efficiency %s at %d (at least %s at every size)", last.GPUs, pct(*last.Efficiency), last.GPUs, pct(s.Threshold))
+	}
+	if slow := s.slower(ok); slow != "" {
+		out += "; " + slow
+	}
+	return out
+}
+
+// slower names the first point whose speedup is below a smaller point's.
+func (s *Study) slower(ok []Point) string {
+	for i := 1; i < len(ok); i++ {
+		for j := 0; j < i; j++ {
+			if *ok[i].Speedup < *ok[j].Speedup {
+				return fmt.Sprintf("%d GPU(s) are slower than %d (speedup %.2f against %.2f)", ok[i].GPUs, ok[j].GPUs, *ok[i].Speedup, *ok[j].Speedup)
+			}
+		}
+	}
+	return ""
+}
+
+func ptr(x float64) *float64 { return &x }
+
+func mean(xs []float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return ptr(sum / float64(len(xs)))
+}
+
+// median of sorted xs.
+func median(xs []float64) float64 {
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.0f%%", math.Round(100*x)) }
+
+// Sizes parses a list of GPU or instance counts ("1,2,4,8"): whole
+// numbers from 1, each once; they come back in increasing order.
+func Sizes(flag, list string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(list, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != strings.TrimSpace(f) {
+			return nil, fmt.Errorf("%s %q: %q is not a count from 1: give a list like 1,2,4,8", flag, list, f)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("%s %q: %d twice", flag, list, n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out, nil
+}
