@@ -43,11 +43,21 @@ echo
 echo "== launch: start and finish N instances of true (median of $R runs)"
 printf '  %-4s %14s %14s %8s\n' N gpulaunch 'sh: true &…' ratio
 for n in 8 64; do
+  "$GL" -n "$n" -G 0 -O -- /bin/true >/dev/null 2>&1 || { echo "  $GL -n $n -G 0 -O -- /bin/true fails: nothing to time"; exit 1; }
   g=$(for _ in $(seq "$R"); do time_us "$GL" -n "$n" -G 0 -O -- /bin/true; done | median)
   s=$(for _ in $(seq "$R"); do time_us sh -c "i=0; while [ \$i -lt $n ]; do /bin/true & i=\$((i+1)); done; wait"; done | median)
   awk -v n="$n" -v g="$g" -v s="$s" 'BEGIN { printf "  %-4s %11.1f ms %11.1f ms %7.2fx  (target <= 2x)\n", n, g/1000, s/1000, g/s }'
   if [ -n "$OLD" ]; then
-    o=$(for _ in $(seq "$R"); do time_us "$OLD" -n "$n" -G 0 -- /bin/true; done | median)
+    # the same run: -O where the old binary knows it (it came with the
+    # refusal of more instances than CPUs); a run that fails is not timed,
+    # or its refusal would read as a fast launch
+    oldO=-O
+    "$OLD" -n 1 -G 0 -O -- /bin/true >/dev/null 2>&1 || oldO=
+    if ! "$OLD" -n "$n" -G 0 $oldO -- /bin/true >/dev/null 2>&1; then
+      echo "  $n    before: not timed, '$OLD -n $n -G 0 $oldO -- /bin/true' fails"
+      continue
+    fi
+    o=$(for _ in $(seq "$R"); do time_us "$OLD" -n "$n" -G 0 $oldO -- /bin/true; done | median)
     awk -v n="$n" -v g="$g" -v o="$o" 'BEGIN { printf "  %-4s before %.1f ms: this one takes %.2fx its time\n", n, o/1000, g/o }'
   fi
 done
