@@ -67,7 +67,7 @@ func readReport(path string) (runReport, error) {
 	var r runReport
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return r, usagef("%v", err)
+		return r, usagef("cannot read the report: %v: give the file a run's --report FILE wrote", err)
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, usagef("%s is not a gpulaunch run report (%v): give the file a run's --report wrote", path, err)

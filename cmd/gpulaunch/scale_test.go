@@ -100,6 +100,9 @@ func TestScaleNoMetric(t *testing.T) {
 	if !strings.Contains(out, "no metric") || !strings.Contains(out, "nothing to compare") {
 		t.Errorf("table:\n%s", out)
 	}
+	if strings.Contains(out, "METRIC ()") || !strings.Contains(out, "METRIC ") {
+		t.Errorf("the header names no unit when --unit is not given:\n%s", out)
+	}
 }
 
 // Ctrl-C stops the study and keeps the sizes done: exit 130, the JSON

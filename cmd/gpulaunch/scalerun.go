@@ -282,8 +282,12 @@ func writeStudyTable(a *app, o *scaleOptions, st scaling.Study) {
 	if o.m != nil {
 		unit = o.unit
 	}
+	metric := "METRIC"
+	if u := strings.TrimSpace(unit); u != "" {
+		metric += " (" + u + ")" // no --unit: no empty "()"
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "GPUS\tINSTANCES\tMETRIC (%s)\tMIN..MAX\tSPEEDUP\tIDEAL\tEFFICIENCY\tGPU%%\tGPU MEM/GPU\tSTATUS\n", strings.TrimSpace(unit))
+	fmt.Fprintf(tw, "GPUS\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tIDEAL\tEFFICIENCY\tGPU%%\tGPU MEM/GPU\tSTATUS\n", metric)
 	for _, p := range st.Points {
 		fmt.Fprintf(tw, "%d\t%d×%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.GPUs, p.Instances, p.GPUsPerInstance, num(p.Median, "%.4g"),
 			spread(p), num(p.Speedup, "%.2f"), num(p.Ideal, "%.2g"), percent(p.Efficiency), num(p.GPUUtil, "%.0f"), bytesOrDash(p.GPUMemPerGPU), p.Status)
