@@ -99,11 +99,11 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 		return nil, err
 	}
 	var err error
-	list, flag := o.gpus, "-G"
+	list := o.gpus
 	if o.byInstances = o.ntasks != ""; o.byInstances {
-		list, flag = o.ntasks, "-n"
+		list = o.ntasks
 	}
-	if o.sizes, err = scaling.Sizes(flag, list); err != nil {
+	if o.sizes, err = scaling.Sizes(o.sizeFlag(), list); err != nil {
 		return nil, usageError{err.Error()}
 	}
 	if o.fs.Changed("metric") {
@@ -116,6 +116,14 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// sizeFlag is the flag the sizes came with: -n (instances) or -G (GPUs).
+func (o *scaleOptions) sizeFlag() string {
+	if o.byInstances {
+		return "-n"
+	}
+	return "-G"
 }
 
 // check refuses what a study cannot do.

@@ -43,7 +43,7 @@ func (a *app) scale(args []string) error {
 	}
 	defer done()
 	var points []scalePoint
-	flag := map[bool]string{false: "-G", true: "-n"}[o.byInstances]
+	flag := o.sizeFlag()
 	for _, size := range o.sizes {
 		if size > len(alloc.GPUs) {
 			return usagef("%s %d: the allocation has %d GPU(s) (%s): give sizes up to %d, or ask Slurm for more GPUs; nothing was started",
@@ -174,7 +174,7 @@ func gpuUse(outs []launcher.Outcome, insts []launcher.Instance) (util, memPerGPU
 
 // sayRun prints one run's line as the study goes.
 func (a *app) sayRun(o *scaleOptions, p scalePoint, round int, run scaling.Run) {
-	what := fmt.Sprintf("%s %d, run %d of %d", map[bool]string{false: "-G", true: "-n"}[o.byInstances], p.size, round+1, o.repeat)
+	what := fmt.Sprintf("%s %d, run %d of %d", o.sizeFlag(), p.size, round+1, o.repeat)
 	switch {
 	case run.Interrupted:
 		fmt.Fprintf(a.stderr, "gpulaunch scale: %s: interrupted; the study stops and keeps the sizes done\n", what)

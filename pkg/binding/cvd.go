@@ -82,37 +82,47 @@ func classify(e string) (kind, norm string, ok bool) {
 // names no device or is ambiguous; stop says why. A device named twice makes
 // CUDA see none, so Resolve then returns no device and says so.
 func (vd VisibleDevices) Resolve(visible []gpu.GPU) (gpus []gpu.GPU, stop string) {
-	stop = vd.Stop
-	seen := map[string]bool{}
-	for _, e := range vd.Entries {
-		var g gpu.GPU
-		var why string
+	lookup := func(e string) (gpu.GPU, string) {
 		switch vd.Kind {
-		case "index":
-			i, _ := strconv.Atoi(e)
-			if i >= len(visible) {
-				why = fmt.Sprintf("index %d is beyond the %d GPU(s) this process can open", i, len(visible))
-			} else {
-				g = visible[i]
-			}
 		case "GPU":
-			g, why = matchUUID("GPU-"+e, visible)
+			return matchUUID("GPU-"+e, visible)
 		case "MIG":
 			var migs []gpu.GPU
 			for _, v := range visible {
 				migs = append(migs, v.MIG...)
 			}
-			g, why = matchUUID("MIG-"+e, migs)
+			return matchUUID("MIG-"+e, migs)
 		}
+		i, _ := strconv.Atoi(e)
+		if i >= len(visible) {
+			return gpu.GPU{}, fmt.Sprintf("index %d is beyond the %d GPU(s) this process can open", i, len(visible))
+		}
+		return visible[i], ""
+	}
+	twice := func(e string, g gpu.GPU) string {
+		name := g.UUID
+		if vd.Kind == "index" {
+			name = "GPU " + e
+		}
+		return fmt.Sprintf("it names %s twice, and CUDA then sees no GPU at all", name)
+	}
+	return resolveInOrder(vd.Entries, vd.Stop, lookup, twice)
+}
+
+// resolveInOrder is the rule CUDA and HIP share for a visibility list:
+// the entries are looked up in order, the first that names no device
+// ends the list (its why is the stop), and a device named twice leaves
+// none (twice says so).
+func resolveInOrder(entries []string, stop string, lookup func(e string) (gpu.GPU, string), twice func(e string, g gpu.GPU) string) ([]gpu.GPU, string) {
+	var gpus []gpu.GPU
+	seen := map[string]bool{}
+	for _, e := range entries {
+		g, why := lookup(e)
 		if why != "" {
 			return gpus, why
 		}
 		if seen[g.UUID] {
-			name := g.UUID
-			if vd.Kind == "index" {
-				name = "GPU " + e
-			}
-			return nil, fmt.Sprintf("it names %s twice, and CUDA then sees no GPU at all", name)
+			return nil, twice(e, g)
 		}
 		seen[g.UUID] = true
 		gpus = append(gpus, g)

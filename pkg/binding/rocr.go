@@ -59,28 +59,17 @@ func ParseAMDVisible(value string) AMDVisible {
 // at the first entry that names no GPU or is ambiguous; a GPU named twice
 // leaves none, as for CUDA.
 func (v AMDVisible) Resolve(visible []gpu.GPU) (gpus []gpu.GPU, stop string) {
-	stop = v.Stop
-	seen := map[string]bool{}
-	for _, e := range v.Entries {
-		var g gpu.GPU
-		var why string
+	lookup := func(e string) (gpu.GPU, string) {
 		if strings.HasPrefix(e, "GPU-") {
-			g, why = matchUUID(e, visible)
-		} else if i, _ := strconv.Atoi(e); i >= len(visible) {
-			why = fmt.Sprintf("index %d is beyond the %d GPU(s) visible", i, len(visible))
-		} else {
-			g = visible[i]
+			return matchUUID(e, visible)
 		}
-		if why != "" {
-			return gpus, why
+		if i, _ := strconv.Atoi(e); i < len(visible) {
+			return visible[i], ""
 		}
-		if seen[g.UUID] {
-			return nil, fmt.Sprintf("it names %s twice", e)
-		}
-		seen[g.UUID] = true
-		gpus = append(gpus, g)
+		return gpu.GPU{}, fmt.Sprintf("index %s is beyond the %d GPU(s) visible", e, len(visible))
 	}
-	return gpus, stop
+	twice := func(e string, _ gpu.GPU) string { return fmt.Sprintf("it names %s twice", e) }
+	return resolveInOrder(v.Entries, v.Stop, lookup, twice)
 }
 
 func isDigits(s string) bool {

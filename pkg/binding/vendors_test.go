@@ -82,10 +82,7 @@ func simulated(t testing.TB, name string, env Env, hide ...int) Allocation {
 	}
 	node := top.Node("simulated " + name)
 	for _, i := range hide {
-		node.GPUs[i].Hidden = true
-		for k := range node.GPUs[i].Tiles {
-			node.GPUs[i].Tiles[k].Hidden = true
-		}
+		node.GPUs[i].Hide()
 	}
 	w, err := ReadWorld(nil, node, env, "h")
 	if err != nil {

@@ -178,6 +178,19 @@ func (g GPU) split(n int) []GPU {
 	return tiles
 }
 
+// Hide marks g not openable by this process, and its tiles and MIG
+// devices with it: a device cgroup denies the card's device file, which
+// every part of the card is reached through.
+func (g *GPU) Hide() {
+	g.Hidden = true
+	for i := range g.Tiles {
+		g.Tiles[i].Hidden = true
+	}
+	for i := range g.MIG {
+		g.MIG[i].Hidden = true
+	}
+}
+
 // Flatten lists every schedulable device: each GPU, or instead its MIG
 // devices when MIG mode is on (a CUDA process can use one MIG device
 // only), or its tiles (Level Zero's FLAT hierarchy, the default, shows

@@ -267,3 +267,35 @@ func TestSimulatedUsageFromDeclarations(t *testing.T) {
 		t.Errorf("without a declaration directory: %v, want ErrNoTelemetry", err)
 	}
 }
+
+// countingNVML stands for NVML on a machine with one GPU, and counts how
+// often its inventory is read.
+type countingNVML struct{ reads *int }
+
+func (c countingNVML) Open(fs.FS) (Source, error) { return countingSource(c), nil }
+func (c countingNVML) Simulate(Topology, string) (Source, error) {
+	return nil, ErrNoLibrary
+}
+
+type countingSource struct{ reads *int }
+
+func (c countingSource) Inventory() (Node, error) {
+	*c.reads++
+	return Node{Backend: "nvml", Vendor: NVIDIA, GPUs: []GPU{{Index: 0, UUID: "GPU-1", BusID: "00000000:18:00.0"}}}, nil
+}
+func (c countingSource) Usage([]string) ([]Usage, error) { return nil, ErrNoTelemetry }
+func (c countingSource) Close() error                    { return nil }
+
+// Open reads a backend's inventory to choose it; the caller's Inventory
+// is that one, not a second pass over every GPU.
+func TestOpenReadsTheInventoryOnce(t *testing.T) {
+	reads := 0
+	src, err := Open(Options{Root: fstest.MapFS{}, NVML: countingNVML{&reads}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := src.Inventory()
+	if err != nil || len(node.GPUs) != 1 || reads != 1 {
+		t.Fatalf("inventory %+v %v read %d time(s), want once", node, err, reads)
+	}
+}

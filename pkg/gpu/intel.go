@@ -151,11 +151,6 @@ func (d intelDRM) Inventory() (Node, error) {
 		node.Warnings = append(node.Warnings, "no Intel GPU (no DRM device of vendor 0x8086 in /sys/class/drm, integrated graphics aside)")
 	}
 	probeHidden(node.GPUs, d.probe)
-	for i, g := range node.GPUs {
-		for t := range g.Tiles {
-			node.GPUs[i].Tiles[t].Hidden = g.Hidden
-		}
-	}
 	return node, nil
 }
 

@@ -87,7 +87,7 @@ func Open(o Options) (Source, error) {
 			closeAll(found)
 			return nil, err
 		case len(node.GPUs) > 0:
-			found = append(found, src)
+			found = append(found, inventoried{src, node})
 		case len(node.Warnings) > 0:
 			absent = append(absent, node.Warnings...)
 			src.Close()
@@ -140,6 +140,16 @@ func nvmlAbsent(o Options) string {
 	}
 	return ErrNoLibrary.Error()
 }
+
+// inventoried is a backend whose inventory Open has read to choose it:
+// that inventory is the one the caller gets, not a second pass over NVML
+// and sysfs at every start.
+type inventoried struct {
+	Source
+	node Node
+}
+
+func (s inventoried) Inventory() (Node, error) { return s.node, nil }
 
 func mixedVendors(found []Source) error {
 	var parts []string
@@ -252,7 +262,7 @@ func probeHidden(gpus []GPU, probe func(path string) error) {
 			continue
 		}
 		if err := probe(dev); err != nil && isPermission(err) {
-			gpus[i].Hidden = true
+			gpus[i].Hide()
 		}
 	}
 }

@@ -18,10 +18,7 @@ func vendorNode(t *testing.T, name string, env binding.Env, hide ...int) binding
 	}
 	node := top.Node("simulated " + name)
 	for _, i := range hide {
-		node.GPUs[i].Hidden = true
-		for k := range node.GPUs[i].Tiles {
-			node.GPUs[i].Tiles[k].Hidden = true
-		}
+		node.GPUs[i].Hide()
 	}
 	w, err := binding.ReadWorld(nil, node, env, "h")
 	if err != nil {
