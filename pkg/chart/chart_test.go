@@ -80,6 +80,24 @@ func TestRunSVG(t *testing.T) {
 	}
 }
 
+// The same run draws the same SVG, so that a picture kept in a
+// repository (docs/report-example.svg) changes only when the run does.
+func TestRunSVGIsStable(t *testing.T) {
+	var first, again bytes.Buffer
+	if err := RunSVG(sampleRun(), &first); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		again.Reset()
+		if err := RunSVG(sampleRun(), &again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first.Bytes(), again.Bytes()) {
+			t.Fatal("two drawings of one run differ")
+		}
+	}
+}
+
 // A run with no GPU telemetry and no samples still draws.
 func TestRunSVGWithoutSamples(t *testing.T) {
 	var svg bytes.Buffer

@@ -39,8 +39,13 @@ type Event struct {
 	Kind string // "start", "exit", "warning"
 }
 
-// eventGlyphs mark the events on the utilisation panel.
-var eventGlyphs = map[string]draw.GlyphDrawer{"start": draw.TriangleGlyph{}, "exit": draw.CrossGlyph{}, "warning": draw.RingGlyph{}}
+// eventGlyphs mark the events on the utilisation panel; eventKinds is
+// the order they are drawn and listed in (a map's would change the SVG
+// from one drawing to the next).
+var (
+	eventGlyphs = map[string]draw.GlyphDrawer{"start": draw.TriangleGlyph{}, "exit": draw.CrossGlyph{}, "warning": draw.RingGlyph{}}
+	eventKinds  = []string{"start", "exit", "warning"}
+)
 
 // RunSVG draws r: each instance's GPU utilisation (top) and GPU memory
 // (bottom) over time, one colour per instance, its starts, exits and
@@ -147,7 +152,7 @@ func addLine(p *plot.Plot, xys plotter.XYs, i int) error {
 // panel, each kind with its glyph, staggered by instance so that eight
 // instances' exits at one moment stay apart.
 func addEvents(p *plot.Plot, events []Event, div float64, i int) error {
-	for kind, glyph := range eventGlyphs {
+	for _, kind := range eventKinds {
 		var xys plotter.XYs
 		for _, e := range events {
 			if e.Kind == kind {
@@ -161,7 +166,7 @@ func addEvents(p *plot.Plot, events []Event, div float64, i int) error {
 		if err != nil {
 			return err
 		}
-		s.GlyphStyle = draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(3), Shape: glyph}
+		s.GlyphStyle = draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(3), Shape: eventGlyphs[kind]}
 		p.Add(s)
 	}
 	return nil
@@ -178,7 +183,7 @@ func drawLegend(c draw.Canvas, insts []Instance) {
 		line := &plotter.Line{LineStyle: sty}
 		l.Add(in.Label, line)
 	}
-	for _, kind := range []string{"start", "exit", "warning"} {
+	for _, kind := range eventKinds {
 		l.Add(kind, &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: color.Black, Radius: vg.Points(3), Shape: eventGlyphs[kind]}})
 	}
 	l.Draw(c)
@@ -197,8 +202,8 @@ func drawTable(c draw.Canvas, rows []string, n int) {
 	}
 }
 
-// RunHTML writes r as one self-contained page: the picture inline, and
-// the summary as an HTML table, for a browser.
+// RunHTML writes r as one self-contained page for a browser: the picture
+// inline, and below it the summary again as text, to copy from.
 func RunHTML(r Run, w io.Writer) error {
 	var svg strings.Builder
 	if err := RunSVG(r, &svg); err != nil {

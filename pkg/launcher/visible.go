@@ -2,7 +2,8 @@ package launcher
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,7 +107,7 @@ func zeMask(tiles []gpu.GPU, o EnvOptions) (string, error) {
 		}
 		perCard[c] = append(perCard[c], t)
 	}
-	for _, c := range sortedKeys(perCard) {
+	for _, c := range slices.Sorted(maps.Keys(perCard)) {
 		ts := perCard[c]
 		if len(ts) == tilesOn(c, o) {
 			entries = append(entries, strconv.Itoa(c))
@@ -129,13 +130,4 @@ func tilesOn(c int, o EnvOptions) int {
 		}
 	}
 	return n
-}
-
-func sortedKeys(m map[int][]gpu.GPU) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	return keys
 }

@@ -3,7 +3,9 @@ package scaling
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -40,15 +42,23 @@ func NewMetric(expr, of string) (*Metric, error) {
 	return &Metric{re: re, Of: of}, nil
 }
 
-// Reading is what one run's output gave: the matches per instance.
+// Reading is what one run's output gave: per instance, what rule 2
+// needs of its matches — a training loop that prints its throughput at
+// every step for days must not grow the reading with it.
 type Reading struct {
 	m       *Metric
-	matches map[int][]float64
+	matches map[int]*tally
 	bad     string // the first match that was not a number
 }
 
+// tally is one instance's matches: the last, their sum and count.
+type tally struct {
+	last, sum float64
+	n         int
+}
+
 // NewReading starts reading a run's output.
-func (m *Metric) NewReading() *Reading { return &Reading{m: m, matches: map[int][]float64{}} }
+func (m *Metric) NewReading() *Reading { return &Reading{m: m, matches: map[int]*tally{}} }
 
 // Line takes one line of instance i's output.
 func (r *Reading) Line(i int, line string) {
@@ -64,23 +74,28 @@ func (r *Reading) Line(i int, line string) {
 		}
 		return
 	}
-	r.matches[i] = append(r.matches[i], x)
+	t := r.matches[i]
+	if t == nil {
+		t = &tally{}
+		r.matches[i] = t
+	}
+	t.last, t.sum, t.n = x, t.sum+x, t.n+1
 }
 
 // Figure is the run's figure (rule 2), or why there is none (rule 3).
 func (r *Reading) Figure() (float64, string) {
-	first := r.matches[0]
+	first, byInst0 := r.matches[0]
 	switch {
 	case r.m.Of == "sum" && len(r.matches) > 0:
 		sum := 0.0
-		for _, xs := range r.matches {
-			sum += xs[len(xs)-1]
+		for _, i := range slices.Sorted(maps.Keys(r.matches)) { // one order, one rounding
+			sum += r.matches[i].last
 		}
 		return sum, ""
-	case r.m.Of == "mean" && len(first) > 0:
-		return *mean(first), ""
-	case r.m.Of == "last" && len(first) > 0:
-		return first[len(first)-1], ""
+	case r.m.Of == "mean" && byInst0:
+		return first.sum / float64(first.n), ""
+	case r.m.Of == "last" && byInst0:
+		return first.last, ""
 	case r.bad != "":
 		return 0, fmt.Sprintf("the regex matched %q, which is not a number", r.bad)
 	case r.m.Of != "sum" && len(r.matches) > 0:
