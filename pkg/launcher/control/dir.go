@@ -11,12 +11,11 @@
 package control
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
 )
 
 // Env is the environment the socket directory is chosen from.
@@ -40,7 +39,7 @@ func Dirs(env Env, uid int) []string {
 		dirs = append(dirs, d)
 	}
 	if x := env["XDG_RUNTIME_DIR"]; x != "" && filepath.IsAbs(x) {
-		if fi, err := os.Stat(x); err == nil && fi.IsDir() && ownedBy(fi, uid) {
+		if fi, err := os.Stat(x); err == nil && fi.IsDir() && privatedir.OwnedBy(fi, uid) {
 			add(filepath.Join(x, "gpulaunch"))
 		}
 	}
@@ -56,31 +55,5 @@ func Dirs(env Env, uid int) []string {
 // directory planted in a shared temp dir by someone else must not
 // receive the socket.
 func MakePrivateDir(dir string, uid int) error {
-	err := os.Mkdir(dir, 0o700)
-	if err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("creating the control socket directory: %w", err)
-	}
-	return CheckPrivateDir(dir, uid)
-}
-
-// CheckPrivateDir says why dir is not a private directory of uid.
-func CheckPrivateDir(dir string, uid int) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory (a symlink?): remove it", dir)
-	case !ownedBy(fi, uid):
-		return fmt.Errorf("%s belongs to uid %d, not to you (uid %d): someone else created it; remove it or set TMPDIR to a directory of yours", dir, fi.Sys().(*syscall.Stat_t).Uid, uid)
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s has mode %04o, open to others: run `chmod 700 %s`", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
-}
-
-func ownedBy(fi fs.FileInfo, uid int) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == uid
+	return privatedir.Make(dir, uid, "set TMPDIR to a directory of yours")
 }

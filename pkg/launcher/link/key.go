@@ -25,12 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
 )
 
 // Key is the content of a run's key file.
@@ -81,23 +82,11 @@ func KeyPath(dir, run string) string {
 	return filepath.Join(dir, "queue-"+clean+".key")
 }
 
-// privateDir creates dir 0700, or checks that an existing one is a real
-// directory of this user's that nobody else may enter.
+// privateDir creates the key directory 0700, or checks that an existing
+// one is a real directory of this user's that nobody else may enter.
 func privateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("creating the key directory: %w (set GPULAUNCH_KEY_DIR to a private directory every node sees)", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("the key directory %s is not a directory (a symlink?): remove it, or set GPULAUNCH_KEY_DIR", dir)
-	case int(fi.Sys().(*syscall.Stat_t).Uid) != os.Getuid():
-		return fmt.Errorf("the key directory %s belongs to uid %d, not to you: set GPULAUNCH_KEY_DIR to a directory of yours", dir, fi.Sys().(*syscall.Stat_t).Uid)
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("the key directory %s has mode %04o, open to others: run `chmod 700 %s`", dir, fi.Mode().Perm(), dir)
+	if err := privatedir.Make(dir, os.Getuid(), "set GPULAUNCH_KEY_DIR to a private directory every node sees"); err != nil {
+		return fmt.Errorf("the key directory: %w", err)
 	}
 	return nil
 }
