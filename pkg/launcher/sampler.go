@@ -99,7 +99,7 @@ func (s *supervisor) fold(now time.Time, procs *procTable, usage []gpu.Usage, sm
 		tree := procs.tree(sl.pid)
 		sl.sampled(now, tree.cpu(procs), tree.rss(procs))
 		if sm.gpus != nil {
-			for _, w := range sl.watch.observe(i, usage, tree.pids, sm.owner) {
+			for _, w := range sl.watch.observe(i, usage, tree.pids, sm.owner, now.Sub(sl.started)) {
 				s.log.Warn(w)
 				sl.watch.warnings = append(sl.watch.warnings, w)
 				sl.tl.event(now, "warning", w)

@@ -786,8 +786,8 @@ func (s *supervisor) closeThreads() {
 }
 
 // outcomes are the slots' outcomes once the run is over; verify: launch
-// verification judges an instance that ended before verifyAfter samples
-// on the samples it had.
+// verification judges an instance that ended before it was judged while
+// running (verifyAfter, verifyGrace) on the samples it had.
 func (s *supervisor) outcomes(verify bool) []Outcome {
 	outs := make([]Outcome, len(s.slots))
 	for i := range s.slots {

@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -12,10 +13,20 @@ type GPUUsage interface {
 	Usage(uuids []string) ([]gpu.Usage, error)
 }
 
-// verifyAfter is how many samples an instance gets before launch
-// verification judges it: long enough for a framework to create its CUDA
-// context, short enough to catch a wrong device within seconds.
-const verifyAfter = 3
+// Launch verification judges a running instance's idle GPUs once it has
+// had verifyAfter samples and run for verifyGrace, whichever is later; an
+// instance that ends sooner is judged at its end on the samples it had.
+// Samples alone were not enough: at the default 2 s interval three
+// samples are 6 s, and an ML app spends longer than that before its first
+// CUDA call (the framework's import, reading its data, building the
+// model), so it was told it ran on the CPU when it had not started yet;
+// at a test's 100 ms interval a loaded machine did the same to an app that
+// had not reached its first line. A wrong device is still caught at the
+// first sample that shows it (observe's foreign check).
+const (
+	verifyAfter = 3
+	verifyGrace = 60 * time.Second
+)
 
 // gpuWatch is one instance's GPU record across samples.
 type gpuWatch struct {
@@ -47,9 +58,9 @@ func newGPUWatch(uuids []string, env []string) *gpuWatch {
 }
 
 // observe folds one sample in: usage of every sampled GPU, the
-// instance's process tree, and which instance owns each GPU. It returns
-// warnings that are new.
-func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owner map[string]int) []string {
+// instance's process tree, which instance owns each GPU, and how long its
+// process has run. It returns warnings that are new.
+func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owner map[string]int, ran time.Duration) []string {
 	var fresh []string
 	util, n := 0, 0
 	var mem uint64
@@ -92,7 +103,7 @@ func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 		w.lastUtil = util / n
 	}
 	w.memPeak = max(w.memPeak, mem)
-	if w.samples >= verifyAfter {
+	if w.samples >= verifyAfter && ran >= verifyGrace {
 		fresh = append(fresh, w.verify(index)...)
 	}
 	return fresh

@@ -3,6 +3,7 @@ package launcher
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -42,7 +43,7 @@ func TestGPUWatch(t *testing.T) {
 			w := newGPUWatch([]string{"GPU-a"}, []string{"PATH=/bin", "ROCR_VISIBLE_DEVICES=GPU-a"})
 			var got []string
 			for _, s := range tc.samples {
-				got = append(got, w.observe(0, s, tree, owner)...)
+				got = append(got, w.observe(0, s, tree, owner, verifyGrace)...)
 			}
 			got = append(got, w.verify(0)...)
 			if len(got) != len(tc.warnings) {
@@ -57,5 +58,21 @@ func TestGPUWatch(t *testing.T) {
 				t.Errorf("mean %.2f, want %.2f", m, tc.mean)
 			}
 		})
+	}
+}
+
+// An idle GPU is judged while the instance runs only after verifyGrace,
+// however many samples came before: an app that has not reached its first
+// CUDA call yet is not told it runs on the CPU.
+func TestGPUWatchWaitsForTheGrace(t *testing.T) {
+	idle := []gpu.Usage{{UUID: "GPU-a"}}
+	w := newGPUWatch([]string{"GPU-a"}, nil)
+	for i := 0; i < 10; i++ {
+		if got := w.observe(0, idle, map[int]bool{}, nil, verifyGrace-time.Second); len(got) != 0 {
+			t.Fatalf("sample %d, before the grace: %q", i, got)
+		}
+	}
+	if got := w.observe(0, idle, map[int]bool{}, nil, verifyGrace); len(got) != 1 || !strings.Contains(got[0], "no process of it used its GPU") {
+		t.Fatalf("after the grace: %q", got)
 	}
 }
