@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // writeFile writes content to dir/name and returns the path.
@@ -273,7 +275,7 @@ func TestQueueJoblogLock(t *testing.T) {
 	waitFor(t, "the first task to start", func() bool { _, err := os.Stat(started); return err == nil })
 	before, _ := os.ReadFile(log)
 	second := filepath.Join(dir, "second")
-	args := []string{"-n", "1", "-G", "0", "--joblog", log, "--resume", "--each-line", in, "--", "touch", second}
+	args := []string{"-n", "1", "-G", "0", "--joblog", log, "--resume", "--each-line", in, "--", "sh", "-c", `touch "$0"`, second}
 	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, args...)
 	want := fmt.Sprintf("pid %d, since ", owner.Process.Pid)
 	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--joblog "+log+" is locked by host ") || !strings.Contains(stderr, want) {
@@ -318,4 +320,24 @@ func TestQueueResumeRefusesAnotherSweepsJoblog(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "all 2 tasks are done") {
 		t.Errorf("this sweep's own joblog: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// FuzzShellJoin: the Command a joblog records for an --each-line task
+// (shellJoin) splits back into the task's argv (launcher.SplitWords), and
+// is the same command to --resume (launcher.SameCommand).
+func FuzzShellJoin(f *testing.F) {
+	f.Add("./app", "--lr", "0.1")
+	f.Add("echo", "a b", "it's")
+	f.Add("x", "", "$HOME|*")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		args := []string{a, b, c}
+		cmd := shellJoin(args)
+		got, err := launcher.SplitWords(cmd)
+		if err != nil || !slices.Equal(got, args) {
+			t.Fatalf("%q joined as %q splits into %q, %v", args, cmd, got, err)
+		}
+		if !strings.ContainsAny(cmd, "\t\n") && !launcher.SameCommand(cmd, cmd) {
+			t.Fatalf("%q is not the same command as itself", cmd)
+		}
+	})
 }
