@@ -36,6 +36,8 @@ Examples:
   gpulaunch -n 2 -G 2 --gpu-visibility all -- ./app  # two GPUs each, all GPUs visible
   gpulaunch --each-line params.txt --joblog j.log --resume -- ./train --lr {}
                                                      # a task queue: a run per line, slots = GPUs
+  gpulaunch --colsep , --each-line grid.csv -o 'out/{#}.log' -- ./train --lr {1} --bs {2}
+                                                     # GNU parallel's replacement strings, columns
   srun -N 2 --ntasks-per-node=1 gpulaunch -n 4 --ddp -- python train.py
                                                      # 8 ranks over 2 nodes, MASTER_ADDR/PORT set`
 
@@ -62,9 +64,9 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&r.label, "label", "l", false, "prefix every output line with its instance number")
-	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file")
+	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
 	fs.StringVarP(&r.error, "error", "e", "", "stderr to this file pattern (same patterns)")
-	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends")
+	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
 	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
 	fs.StringVarP(&r.wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
 	fs.IntVar(&r.restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")

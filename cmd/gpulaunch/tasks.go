@@ -35,12 +35,12 @@ type taskFlags struct {
 }
 
 func (tf *taskFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&tf.tasks, "tasks", "", "run the commands of FILE (- for stdin), one per line, on the slots as they free up (a task queue)")
-	fs.StringVar(&tf.eachLine, "each-line", "", "a task per non-blank line of FILE (- for stdin): COMMAND with GNU parallel's {} the line, {.} {/} {//} {/.} it without extension, directory, or both, {#} the task number, {%} the slot (from 1), {N} column N (--colsep); without any, the line is appended")
-	fs.StringVar(&tf.colsep, "colsep", "", "--each-line: split each line into columns at the regular expression REGEX, as GNU parallel's --colsep: {1} {2} … {-1}, each with the modifiers of {} ({2.}); without a replacement string the columns are appended as arguments")
+	fs.StringVar(&tf.tasks, "tasks", "", "run the commands of `FILE` (- for stdin), one per line, on the slots as they free up (a task queue)")
+	fs.StringVar(&tf.eachLine, "each-line", "", "a task per non-blank line of `FILE` (- for stdin): COMMAND with GNU parallel's replacement strings: {} the line, {.} without its extension, {/} without its directory, {//} its directory, {/.} both, {#} the task number, {%} the slot (from 1), {N} column N (--colsep); without any, the line is appended; others ({= … =}, {+/}) are refused")
+	fs.StringVar(&tf.colsep, "colsep", "", "--each-line: split each line into columns at the regular expression `REGEX` (Go's syntax), as GNU parallel's --colsep: {1} {2} … {-1} are the columns, each with the modifiers of {} ({2.} {2/}); without a replacement string the columns are appended as arguments")
 	fs.BoolVar(&tf.shell, "shell", false, "--tasks: run each line with /bin/sh -c (pipes, redirections, variables)")
-	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in FILE, in GNU parallel's joblog format")
-	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records (run the rest)")
+	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in `FILE`, in GNU parallel's joblog format; one sweep at a time owns FILE (a lock: a second is refused, naming the owner)")
+	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records (run the rest); a joblog whose commands are another sweep's is refused")
 	fs.BoolVar(&tf.resumeFailed, "resume-failed", false, "skip the tasks the --joblog records as succeeded (rerun its failures, run the rest)")
 	fs.IntVar(&tf.retries, "retries", 1, "run a failing task up to N times in all, as GNU parallel's --retries, before it counts as failed")
 	fs.StringVar(&tf.halt, "halt", "never", "stop early as GNU parallel: now|soon,fail=N|P% (success=, done= too)")
