@@ -153,6 +153,7 @@ func TestQueueDocumentedOutputPatterns(t *testing.T) {
 		{"%t.log", map[string]string{"1.log": "1\n", "2.log": "2\n", "3.log": "3\n"}},
 		{"%3t-%j.log", map[string]string{"001-none.log": "1\n", "002-none.log": "2\n", "003-none.log": "3\n"}},
 		{"sweep.log", map[string]string{"sweep.log": "1\n2\n3\n"}},
+		{"%n-%s-%%-{%}-{#}.log", map[string]string{"0-none-%-1-1.log": "1\n", "0-none-%-1-2.log": "2\n", "0-none-%-1-3.log": "3\n"}},
 	} {
 		dir := t.TempDir()
 		in := writeFile(t, t.TempDir(), "in", "1\n2\n3\n")

@@ -189,7 +189,7 @@ func checkArgv(argv []string) error {
 
 // taskFiles are what a queue's task files are named from, here.
 func (o *runOptions) taskFiles(l *launch) taskFiles {
-	return taskFiles{out: o.flags.output, err: o.flags.error, names: l.names, appendAll: o.flags.openMode == string(launcher.OpenAppend)}
+	return newTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(launcher.OpenAppend))
 }
 
 // openMode is how output files are opened: --open-mode, else truncate,

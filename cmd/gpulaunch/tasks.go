@@ -274,9 +274,17 @@ func lineError(err error, what, src string, n int, line string) error {
 type taskFiles struct {
 	out, err string
 	names    launcher.Names
-	// appendAll: --open-mode append was given, so that even a task's own
-	// files keep what they held.
-	appendAll bool
+	// ownOut and ownErr: the pattern names the task (namesTask), and
+	// --open-mode append was not given, so that each try of a task starts
+	// its file afresh.
+	ownOut, ownErr bool
+}
+
+// newTaskFiles are the task files of the -o and -e patterns; appendAll:
+// --open-mode append, which keeps even a task's own files.
+func newTaskFiles(out, err string, names launcher.Names, appendAll bool) taskFiles {
+	return taskFiles{out: out, err: err, names: names,
+		ownOut: !appendAll && namesTask(out, names), ownErr: !appendAll && namesTask(err, names)}
 }
 
 // forSlot completes a task handed to slot (from 0): an --each-line
@@ -302,30 +310,34 @@ func forSlot(t launcher.Task, slot int, tf taskFiles) launcher.Task {
 		}
 		t.Args, t.Command = args, strings.ReplaceAll(t.Command, "{%}", s)
 	}
-	t.Stdout, t.OwnStdout = taskFile(tf.out, t.Seq, slot, tf.names)
-	t.Stderr, t.OwnStderr = taskFile(tf.err, t.Seq, slot, tf.names)
-	t.OwnStdout = t.OwnStdout && !tf.appendAll
-	t.OwnStderr = t.OwnStderr && !tf.appendAll
+	t.Stdout, t.OwnStdout = taskFile(tf.out, t.Seq, slot, tf.names), tf.ownOut
+	t.Stderr, t.OwnStderr = taskFile(tf.err, t.Seq, slot, tf.names), tf.ownErr
 	return t
 }
 
-// taskFile is the file pattern pat names for task seq in slot (from 0),
-// and whether it is the task's own: a pattern that names the task (%t,
-// %3t, {#}) gives another task another file.
-func taskFile(pat string, seq, slot int, names launcher.Names) (string, bool) {
+// taskFile is the file pattern pat names for task seq in slot (from 0).
+func taskFile(pat string, seq, slot int, names launcher.Names) string {
 	if pat == "" {
-		return "", false
+		return ""
 	}
 	path, _ := launcher.ExpandPattern(queuePattern(pat, seq, slot), seq, names)
-	other, _ := launcher.ExpandPattern(queuePattern(pat, seq+1, slot), seq+1, names)
-	return path, path != other
+	return path
+}
+
+// namesTask: pat gives every task a file of its own (%t, %3t, {#}), as
+// two tasks in one slot get two files.
+func namesTask(pat string, names launcher.Names) bool {
+	return pat != "" && taskFile(pat, 1, 0, names) != taskFile(pat, 2, 0, names)
 }
 
 // queuePattern fills a queue's own parts of an -o/-e pattern: {#} the
 // task number, {%} the slot (from 1); srun's % letters are left to
 // ExpandPattern.
 func queuePattern(pat string, seq, slot int) string {
-	return strings.NewReplacer("{#}", strconv.Itoa(seq), "{%}", strconv.Itoa(slot+1)).Replace(pat)
+	if !strings.Contains(pat, "{") {
+		return pat
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(pat, "{#}", strconv.Itoa(seq)), "{%}", strconv.Itoa(slot+1))
 }
 
 // checkPattern refuses an -o/-e pattern (flag) that no run could expand,

@@ -27,7 +27,7 @@ import (
 // since), for the refusal to name; the lock, not that file, decides.
 type JoblogLock struct {
 	f       *os.File
-	owner   string // the owner file's path
+	owner   string // the owner file's path; "" when no lock is held
 	created bool   // the joblog did not exist before the lock made it
 }
 
@@ -72,6 +72,7 @@ func LockJoblog(path, host string, pid int, now time.Time) (*JoblogLock, error) 
 		f.Close()
 		return nil, &ErrJoblogLocked{Path: path, Owner: readOwner(l.owner)}
 	case errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL):
+		l.owner = "" // no lock, so no owner to name
 		return l, fmt.Errorf("%w (%v)", ErrLockUnsupported, err)
 	case err != nil:
 		l.Release(false)
@@ -102,7 +103,9 @@ func (l *JoblogLock) Release(started bool) {
 	if l == nil || l.f == nil {
 		return
 	}
-	os.Remove(l.owner)
+	if l.owner != "" {
+		os.Remove(l.owner)
+	}
 	if l.created && !started {
 		os.Remove(l.f.Name())
 	}

@@ -19,9 +19,9 @@ type TaskInput struct {
 	Slot int `json:"slot,omitempty"`
 }
 
-// Supported lists the replacement strings FillTemplate knows, for the
+// supported lists the replacement strings FillTemplate knows, for the
 // message that refuses another.
-const Supported = "{} {.} {/} {//} {/.} {#} {%}, and {N} {N.} {N/} {N//} {N/.} for column N (from 1; -N from the end; columns with --colsep)"
+const supported = "{} {.} {/} {//} {/.} {#} {%}, and {N} {N.} {N/} {N//} {N/.} for column N (from 1; -N from the end; columns with --colsep)"
 
 // TemplateError is a replacement string that cannot be filled. Line says
 // whether it depends on the input line (a column the line lacks) rather
@@ -99,7 +99,7 @@ func fillWord(a string, in TaskInput) (string, bool, error) {
 		b.WriteString(a[:i])
 		rest := a[i:]
 		if perl := perlExpression(rest); perl != "" {
-			return "", false, &TemplateError{Text: perl, Why: "a Perl expression, which gpulaunch does not run; it supports " + Supported}
+			return "", false, &TemplateError{Text: perl, Why: "a Perl expression, which gpulaunch does not run; it supports " + supported}
 		}
 		end := strings.IndexByte(rest, '}')
 		if end < 0 || !replacementLike(rest[1:end]) {
@@ -154,7 +154,7 @@ func replacement(body string, in TaskInput) (string, error) {
 	digits := strings.TrimLeft(body, "-0123456789")
 	pos, err := strconv.Atoi(body[:len(body)-len(digits)])
 	if err != nil || pos == 0 {
-		return "", &TemplateError{Text: "{" + body + "}", Why: "not a replacement string gpulaunch knows; it supports " + Supported}
+		return "", &TemplateError{Text: "{" + body + "}", Why: "not a replacement string gpulaunch knows; it supports " + supported}
 	}
 	col, err := column(in, pos, body)
 	if err != nil {
@@ -163,7 +163,7 @@ func replacement(body string, in TaskInput) (string, error) {
 	if v, ok := modified(col, digits); ok {
 		return v, nil
 	}
-	return "", &TemplateError{Text: "{" + body + "}", Why: "not a replacement string gpulaunch knows; it supports " + Supported}
+	return "", &TemplateError{Text: "{" + body + "}", Why: "not a replacement string gpulaunch knows; it supports " + supported}
 }
 
 // column is the line's column pos, from 1, or from the end when negative
