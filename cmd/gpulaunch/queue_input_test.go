@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -341,4 +342,48 @@ func FuzzShellJoin(f *testing.F) {
 			t.Fatalf("%q is not the same command as itself", cmd)
 		}
 	})
+}
+
+// The replacement strings gpulaunch fills agree with GNU parallel's, run
+// on the same lines (where parallel is installed: the testbed installs
+// it). The table tests of launcher.FillTemplate hold the same values for
+// machines without it.
+func TestReplacementStringsAgreeWithGNUParallel(t *testing.T) {
+	if _, err := exec.LookPath("parallel"); err != nil {
+		t.Skip("GNU parallel is not installed")
+	}
+	dir := t.TempDir()
+	lines := writeFile(t, dir, "lines", "data/run.1.json\n.bashrc\na/b/\n/\na//b//\nx y\na.b/c\nnoext\na.\n")
+	cols := writeFile(t, dir, "cols", "a.b,c/d.e\nx,y\n/p/q.r,s\n")
+	for _, tc := range []struct {
+		input  string
+		colsep string
+		argv   []string
+	}{
+		{lines, "", []string{"echo", "{}", "[{.}]", "[{/}]", "[{//}]", "[{/.}]", "{#}", "{%}", "{1}", "{1.}", "{-1/}", "{a}", "{print}"}},
+		{lines, "", []string{"echo", "x"}},
+		{lines, "", []string{"echo", "{#}"}},
+		{cols, ",", []string{"echo", "{2}", "{1.}", "{-1/}", "{2//}", "{1/.}", "{-2}"}},
+		{cols, ",", []string{"echo", "x"}},
+	} {
+		sep := []string{}
+		if tc.colsep != "" {
+			sep = []string{"--colsep", tc.colsep}
+		}
+		pArgs := append(append([]string{"--will-cite", "-k", "-j", "1"}, sep...), tc.argv...)
+		want, err := exec.Command("parallel", append(pArgs, "::::", tc.input)...).Output()
+		if err != nil {
+			t.Fatalf("parallel %q: %v", pArgs, err)
+		}
+		gArgs := append(append([]string{"-n", "1", "-G", "0", "--monitor-interval", "0"}, sep...), append([]string{"--each-line", tc.input, "--"}, tc.argv...)...)
+		cmd := gpulaunch(t, gArgs...)
+		cmd.Stderr = nil
+		got, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("gpulaunch %q: %v", gArgs, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%q (--colsep %q):\ngpulaunch:\n%s\nparallel:\n%s", tc.argv, tc.colsep, got, want)
+		}
+	}
 }
