@@ -147,8 +147,8 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.req, err = o.shape.request(o.fs, false); err != nil {
 		return nil, err
 	}
-	for flag, pat := range map[string]string{"-o": o.flags.output, "-e": o.flags.error} {
-		if err := checkPattern(flag, pat, o.tasks.queueMode()); err != nil {
+	for _, f := range [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}} {
+		if err := checkPattern(f[0], f[1], o.tasks.queueMode()); err != nil {
 			return nil, err
 		}
 	}

@@ -136,15 +136,15 @@ func (a *app) readLines(what, name string, stdin io.Reader) ([]string, error) {
 	}
 	switch err := sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
-		return nil, usagef("%s %s line %d is longer than 1 MiB, the most a task line may hold: is it the right file?", what, name, len(lines)+1)
+		return nil, usagef("%s %s line %d is longer than 1 MiB, the most a task line may hold: is it the right file? Nothing was started", what, name, len(lines)+1)
 	case err != nil:
 		return nil, usagef("%s %s: reading it failed after line %d: %v: nothing was started", what, name, len(lines), pathless(err))
 	}
 	return lines, nil
 }
 
-// openInput opens a file the queue reads (--tasks, --each-line, a resumed
-// --joblog), or says in one line what is wrong with it and what to do.
+// openInput opens the queue's input (--tasks, --each-line), or says in
+// one line what is wrong with it and what to do.
 func openInput(what, name string) (*os.File, error) {
 	fi, err := os.Stat(name)
 	switch {
@@ -363,8 +363,12 @@ func skipDone(tasks []launcher.Task, tf taskFlags) ([]launcher.Task, int, error)
 		return tasks, 0, nil
 	}
 	done, err := launcher.ReadJoblog(tf.joblog)
-	if err != nil {
-		return nil, 0, usagef("--joblog %v", pathless(err))
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, 0, usagef("--joblog %s: %v: nothing was started", tf.joblog, pe.Err)
+	case err != nil:
+		return nil, 0, usagef("--joblog %v", err)
 	}
 	var left []launcher.Task
 	for _, t := range tasks {
