@@ -144,10 +144,10 @@ func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*launcher.Feed, *
 		return nil, nil, err
 	}
 	log.Info(fmt.Sprintf("node %d of %d joined the queue held by node 0", g.Rank, g.Size))
-	names, out, errPat := l.names, o.flags.output, o.flags.error
+	files := o.taskFiles(l)
 	f := &launcher.Feed{Tries: o.tasks.retries, Host: g.Host,
 		ForSlot: func(t launcher.Task, slot int) launcher.Task {
-			return forSlot(t, g.Ranks(slot).Rank, out, errPat, names)
+			return forSlot(t, g.Ranks(slot).Rank, files)
 		}}
 	return f, w, nil
 }

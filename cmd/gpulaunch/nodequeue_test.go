@@ -124,6 +124,10 @@ func TestQueueOverTwoNodes(t *testing.T) {
 	node, nout := qn.start(1, qn.keys)
 	waitFor(t, "node 1 to join", func() bool { return strings.Contains(hout.String(), "node 1 (node1) joined the queue") })
 	waitFor(t, "node 1 to start tasks", func() bool { return qn.ranOn("node1") == 2 })
+	// the holder owns the joblog (both were given it; node 1 never locks it)
+	if b, _ := os.ReadFile(filepath.Join(qn.dir, "joblog.owner")); !strings.Contains(string(b), fmt.Sprintf("pid %d,", holder.Process.Pid)) {
+		t.Errorf("the joblog's owner is %q, want the holder (pid %d)", b, holder.Process.Pid)
+	}
 	qn.release()
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v\n%s", err, hout)

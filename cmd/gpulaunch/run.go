@@ -36,6 +36,8 @@ Examples:
   gpulaunch -n 2 -G 2 --gpu-visibility all -- ./app  # two GPUs each, all GPUs visible
   gpulaunch --each-line params.txt --joblog j.log --resume -- ./train --lr {}
                                                      # a task queue: a run per line, slots = GPUs
+  gpulaunch --colsep , --each-line grid.csv -o 'out/{#}.log' -- ./train --lr {1} --bs {2}
+                                                     # GNU parallel's replacement strings, columns
   srun -N 2 --ntasks-per-node=1 gpulaunch -n 4 --ddp -- python train.py
                                                      # 8 ranks over 2 nodes, MASTER_ADDR/PORT set`
 
@@ -62,9 +64,9 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&r.label, "label", "l", false, "prefix every output line with its instance number")
-	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file")
+	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
 	fs.StringVarP(&r.error, "error", "e", "", "stderr to this file pattern (same patterns)")
-	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends")
+	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
 	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
 	fs.StringVarP(&r.wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
 	fs.IntVar(&r.restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
@@ -145,9 +147,9 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.req, err = o.shape.request(o.fs, false); err != nil {
 		return nil, err
 	}
-	for _, pat := range []string{o.flags.output, o.flags.error} {
-		if _, err := launcher.ExpandPattern(pat, 0, launcher.Names{}); err != nil {
-			return nil, usageError{err.Error()}
+	for _, f := range [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}} {
+		if err := checkPattern(f[0], f[1], o.tasks.queueMode()); err != nil {
+			return nil, err
 		}
 	}
 	// srun's: without -e, stderr goes where -o sends stdout
@@ -183,6 +185,11 @@ func checkArgv(argv []string) error {
 		}
 	}
 	return nil
+}
+
+// taskFiles are what a queue's task files are named from, here.
+func (o *runOptions) taskFiles(l *launch) taskFiles {
+	return newTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(launcher.OpenAppend))
 }
 
 // openMode is how output files are opened: --open-mode, else truncate,
@@ -296,6 +303,12 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 	if err != nil {
 		return err
 	}
+	lock, err := a.lockJoblog(o, l, log)
+	if err != nil {
+		return err
+	}
+	begun := false // the joblog was opened for this run: a joblog the lock made stays
+	defer func() { lock.Release(begun) }()
 	var queue *launcher.Queue
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
 		if queue, err = a.newQueue(o, l, tasks); queue == nil && err == nil {
@@ -320,6 +333,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 			srv.Close(0)
 			return usagef("--joblog: %v: nothing was started", err)
 		}
+		begun = true
 		defer queue.Joblog.Close()
 	}
 	peers, err := a.openPeers(o, l, queue, log)
@@ -332,6 +346,36 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 		return err
 	}
 	return a.supervise(o, l, insts, runQueue{queue, peers}, board, srv, con, tmux, log)
+}
+
+// lockJoblog makes this sweep the owner of its joblog before it reads it
+// (launcher.JoblogLock): a second sweep on the same joblog is refused,
+// naming the owner. Only where the queue is kept: on one node, or on the
+// holder of a queue over several. nil: no joblog, or no lock on this
+// file system (a warning says so and the run goes on, as parallel's).
+func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*launcher.JoblogLock, error) {
+	path := o.tasks.joblog
+	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" {
+		return nil, nil
+	}
+	if err := (writableCheck{dirs: map[string]error{}}).file(path); err != nil {
+		return nil, usagef("--joblog %s: %v: nothing was started", path, err)
+	}
+	host := l.names.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	lock, err := launcher.LockJoblog(path, host, os.Getpid(), time.Now())
+	var locked *launcher.ErrJoblogLocked
+	switch {
+	case errors.As(err, &locked):
+		return nil, usagef("--joblog %v: wait for it to end, or give this sweep its own --joblog; nothing was started", err)
+	case errors.Is(err, launcher.ErrLockUnsupported):
+		log.Warn(fmt.Sprintf("--joblog %s: %v: another sweep on the same joblog would not be refused (docs/tasks.md, \"The joblog lock\")", path, err))
+	case err != nil:
+		return nil, usagef("--joblog %s: %v: nothing was started", path, pathless(err))
+	}
+	return lock, nil
 }
 
 // warnBeforeStart says what the user should know before the instances
@@ -363,14 +407,14 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 		fmt.Fprintf(a.stderr, "gpulaunch: all %d tasks are done by the --joblog %s: nothing to run\n", len(tasks), o.tasks.joblog)
 		return nil, nil
 	}
-	names, out, errPat := l.names, o.flags.output, o.flags.error
+	files := o.taskFiles(l)
 	// The joblog's Host is ":", as GNU parallel writes for the local
 	// machine: a resume by parallel itself matches it.
 	// {%} is the slot's number over every node of the launch, from 1.
 	g := l.group
 	q := &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
 		ForSlot: func(t launcher.Task, slot int) launcher.Task {
-			return forSlot(t, g.Ranks(slot).Rank, out, errPat, names)
+			return forSlot(t, g.Ranks(slot).Rank, files)
 		}}
 	return q, nil
 }

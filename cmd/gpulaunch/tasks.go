@@ -2,9 +2,13 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,14 +29,18 @@ type taskFlags struct {
 	resumeFailed bool
 	retries      int
 	halt         string
+	colsep       string
+	// cols is --colsep compiled; nil without it.
+	cols *regexp.Regexp
 }
 
 func (tf *taskFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&tf.tasks, "tasks", "", "run the commands of FILE (- for stdin), one per line, on the slots as they free up (a task queue)")
-	fs.StringVar(&tf.eachLine, "each-line", "", "a task per line of FILE (- for stdin): COMMAND with {} the line, {#} the task number, {%} the slot (from 1)")
+	fs.StringVar(&tf.tasks, "tasks", "", "run the commands of `FILE` (- for stdin), one per line, on the slots as they free up (a task queue)")
+	fs.StringVar(&tf.eachLine, "each-line", "", "a task per non-blank line of `FILE` (- for stdin): COMMAND with GNU parallel's replacement strings: {} the line, {.} without its extension, {/} without its directory, {//} its directory, {/.} both, {#} the task number, {%} the slot (from 1), {N} column N (--colsep); without any, the line is appended; others ({= … =}, {+/}) are refused")
+	fs.StringVar(&tf.colsep, "colsep", "", "--each-line: split each line into columns at the regular expression `REGEX` (Go's syntax), as GNU parallel's --colsep: {1} {2} … {-1} are the columns, each with the modifiers of {} ({2.} {2/}); without a replacement string the columns are appended as arguments")
 	fs.BoolVar(&tf.shell, "shell", false, "--tasks: run each line with /bin/sh -c (pipes, redirections, variables)")
-	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in FILE, in GNU parallel's joblog format")
-	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records (run the rest)")
+	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in `FILE`, in GNU parallel's joblog format; one sweep at a time owns FILE (a lock: a second is refused, naming the owner)")
+	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records (run the rest); a joblog whose commands are another sweep's is refused")
 	fs.BoolVar(&tf.resumeFailed, "resume-failed", false, "skip the tasks the --joblog records as succeeded (rerun its failures, run the rest)")
 	fs.IntVar(&tf.retries, "retries", 1, "run a failing task up to N times in all, as GNU parallel's --retries, before it counts as failed")
 	fs.StringVar(&tf.halt, "halt", "never", "stop early as GNU parallel: now|soon,fail=N|P% (success=, done= too)")
@@ -41,9 +49,9 @@ func (tf *taskFlags) register(fs *pflag.FlagSet) {
 func (tf taskFlags) queueMode() bool { return tf.tasks != "" || tf.eachLine != "" }
 
 // check says what is wrong with the queue flags, before anything starts.
-func (tf taskFlags) check(fs *pflag.FlagSet, argv []string) error {
+func (tf *taskFlags) check(fs *pflag.FlagSet, argv []string) error {
 	if !tf.queueMode() {
-		for _, name := range []string{"shell", "joblog", "resume", "resume-failed", "retries", "halt"} {
+		for _, name := range []string{"shell", "joblog", "resume", "resume-failed", "retries", "halt", "colsep"} {
 			if fs.Changed(name) {
 				return usagef("--%s belongs to a task queue: give --tasks FILE or --each-line FILE", name)
 			}
@@ -67,6 +75,10 @@ func (tf taskFlags) check(fs *pflag.FlagSet, argv []string) error {
 		return usagef("--retries %d: cannot be negative", tf.retries)
 	case tf.retries == 0:
 		return usagef("--retries 0: GNU parallel reads 0 as \"try forever\", which a queue on GPUs should not do; give the number of tries in all (--retries 3: at most 3 runs of a task)")
+	case fs.Changed("colsep") && tf.eachLine == "":
+		return usagef("--colsep splits --each-line's input lines into columns; a --tasks line is a whole command: give --each-line FILE -- COMMAND {1} {2}")
+	case fs.Changed("colsep") && tf.colsep == "":
+		return usagef("--colsep \"\": give the regular expression that separates the columns (--colsep ',' or --colsep '\\t')")
 	case fs.Changed("ddp"):
 		return usagef("--ddp makes a run's instances one distributed job; the tasks of a queue are independent of each other: drop --ddp, or run the job with -n N --ddp")
 	}
@@ -76,16 +88,42 @@ func (tf taskFlags) check(fs *pflag.FlagSet, argv []string) error {
 			return usagef("--%s is for runs of N instances; a task queue has %s", name, hint)
 		}
 	}
+	return tf.compileColsep()
+}
+
+// compileColsep reads --colsep, a Go regular expression (RE2: parallel's
+// are Perl's, which agree for the usual ',' '\t' ' +' '[;:]').
+func (tf *taskFlags) compileColsep() error {
+	if tf.colsep == "" {
+		return nil
+	}
+	re, err := regexp.Compile(tf.colsep)
+	if err != nil {
+		return usagef("--colsep %q: not a regular expression (%v): give one such as ',' or '\\t' or ' +'", tf.colsep, regexpWhy(err))
+	}
+	if re.MatchString("") {
+		return usagef("--colsep %q matches the empty string, so it would split between every character: give one that matches the separator (' +', not ' *')", tf.colsep)
+	}
+	tf.cols = re
 	return nil
 }
 
-// readLines reads the task input, from a file or stdin.
-func (a *app) readLines(name string, stdin io.Reader) ([]string, error) {
+// regexpWhy is a regexp error without Go's "error parsing regexp: " prefix.
+func regexpWhy(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
+	}
+	return err.Error()
+}
+
+// readLines reads the task input, from a file or stdin (what, the flag).
+func (a *app) readLines(what, name string, stdin io.Reader) ([]string, error) {
 	var r io.Reader = stdin
 	if name != "-" {
-		f, err := os.Open(name)
+		f, err := openInput(what, name)
 		if err != nil {
-			return nil, usagef("%v: nothing was started", err)
+			return nil, err
 		}
 		defer f.Close()
 		r = f
@@ -96,24 +134,61 @@ func (a *app) readLines(name string, stdin io.Reader) ([]string, error) {
 	for sc.Scan() {
 		lines = append(lines, strings.TrimSuffix(sc.Text(), "\r"))
 	}
-	if err := sc.Err(); err != nil {
-		return nil, usagef("reading %s: %v", name, err)
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return nil, usagef("%s %s line %d is longer than 1 MiB, the most a task line may hold: is it the right file? Nothing was started", what, name, len(lines)+1)
+	case err != nil:
+		return nil, usagef("%s %s: reading it failed after line %d: %v: nothing was started", what, name, len(lines), pathless(err))
 	}
 	return lines, nil
 }
 
+// openInput opens the queue's input (--tasks, --each-line), or says in
+// one line what is wrong with it and what to do.
+func openInput(what, name string) (*os.File, error) {
+	fi, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, usagef("%s %s: no such file: check the path; nothing was started", what, name)
+	case errors.Is(err, fs.ErrPermission):
+		return nil, usagef("%s %s: a directory on its path is not searchable by you: nothing was started", what, name)
+	case err != nil:
+		return nil, usagef("%s %s: %v: nothing was started", what, name, pathless(err))
+	case fi.IsDir():
+		return nil, usagef("%s %s is a directory: give the file that holds one task per line; nothing was started", what, name)
+	}
+	f, err := os.Open(name)
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return nil, usagef("%s %s is not readable by you (chmod u+r %s): nothing was started", what, name, name)
+	case err != nil:
+		return nil, usagef("%s %s: %v: nothing was started", what, name, pathless(err))
+	}
+	return f, nil
+}
+
+// pathless is an OS error without Go's "open NAME: " wrapping, for a
+// message that names the file itself.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // buildTasks turns the input into tasks, each command resolved, so that a
-// bad line stops the queue before anything starts. --tasks: blank lines
-// and # comments are not tasks; --each-line: blank lines are not. Task
-// numbers count tasks, so they stay the same from run to run of the same
-// input, which --resume relies on.
+// bad line stops the queue before anything starts. Blank lines — empty or
+// only blanks, as GNU parallel's -r — are not tasks; for --tasks neither
+// are # comments. Task numbers count tasks, so they stay the same from run
+// to run of the same input, which --resume relies on.
 func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launcher.Task, error) {
 	src := tf.tasks + tf.eachLine
 	what := "--tasks"
 	if tf.eachLine != "" {
 		what = "--each-line"
 	}
-	lines, err := a.readLines(src, stdin)
+	lines, err := a.readLines(what, src, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -131,37 +206,25 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 		if strings.IndexByte(line, 0) >= 0 {
 			return nil, usagef("%s %s line %d holds a NUL byte, which no program argument can carry: remove it (is the file binary?)", what, src, n+1)
 		}
-		var args []string
-		switch {
-		case tf.tasks != "":
-			trimmed := strings.TrimSpace(line)
-			if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-				continue
-			}
-			if tf.shell {
-				args = []string{"/bin/sh", "-c", line}
-				break
-			}
-			if args, err = launcher.SplitWords(line); err != nil {
-				return nil, usagef("%s %s line %d: %v: add --shell to run each line with /bin/sh -c, or quote it: %s", what, src, n+1, err, line)
-			}
-		default:
-			if line == "" {
-				continue
-			}
-			args = templateArgs(argv, line, len(tasks)+1)
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || tf.tasks != "" && strings.HasPrefix(trimmed, "#") {
+			continue
 		}
-		path, err := resolve(args[0])
+		t, err := lineTask(tf, argv, line, len(tasks)+1)
+		if err != nil {
+			return nil, lineError(err, what, src, n+1, line)
+		}
+		if len(t.Args) == 0 || t.Args[0] == "" {
+			return nil, usagef("%s %s line %d: the command is an empty word: give the program to run", what, src, n+1)
+		}
+		path, err := resolve(t.Args[0])
 		if ce, ok := err.(commandError); ok {
 			return nil, commandError{ce.code, fmt.Sprintf("%s %s line %d: %s", what, src, n+1, ce.msg)}
 		} else if err != nil {
 			return nil, err
 		}
-		cmd := line
-		if tf.eachLine != "" {
-			cmd = shellJoin(args)
-		}
-		tasks = append(tasks, launcher.Task{Seq: len(tasks) + 1, Path: path, Args: args, Command: cmd})
+		t.Path = path
+		tasks = append(tasks, t)
 	}
 	if len(tasks) == 0 {
 		return nil, usagef("%s %s holds no task", what, src)
@@ -169,89 +232,155 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 	return tasks, nil
 }
 
-// templateArgs fills an --each-line COMMAND for one input line: {} is the
-// line (one argument, never split), {#} the task number; without {} the
-// line is the last argument, as in parallel. {%} waits for the slot.
-func templateArgs(argv []string, line string, seq int) []string {
-	out := make([]string, len(argv))
-	used := false
-	for i, a := range argv {
-		used = used || strings.Contains(a, "{}")
-		out[i] = fillTemplate(a, line, seq)
-	}
-	if !used {
-		out = append(out, line)
-	}
-	return out
-}
-
-// fillTemplate replaces {} and {#} in one pass, so that a line holding
-// "{#}" stays as it is.
-func fillTemplate(a, line string, seq int) string {
-	if !strings.Contains(a, "{") {
-		return a
-	}
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(a, '{')
-		if i < 0 {
-			b.WriteString(a)
-			return b.String()
+// lineTask is the task of one input line, numbered seq, its program not
+// yet resolved: a --tasks line split into words (or given to the shell),
+// or --each-line's COMMAND filled from the line (FillTemplate; {%} waits
+// for the slot).
+func lineTask(tf taskFlags, argv []string, line string, seq int) (launcher.Task, error) {
+	t := launcher.Task{Seq: seq, Command: line}
+	var err error
+	switch {
+	case tf.tasks != "" && tf.shell:
+		t.Args = []string{"/bin/sh", "-c", line}
+	case tf.tasks != "":
+		t.Args, err = launcher.SplitWords(line)
+	default:
+		in := launcher.TaskInput{Line: line, Seq: seq}
+		if tf.cols != nil {
+			in.Cols = tf.cols.Split(line, -1)
 		}
-		b.WriteString(a[:i])
-		switch rest := a[i:]; {
-		case strings.HasPrefix(rest, "{}"):
-			b.WriteString(line)
-			a = rest[2:]
-		case strings.HasPrefix(rest, "{#}"):
-			b.WriteString(strconv.Itoa(seq))
-			a = rest[3:]
-		default:
-			b.WriteByte('{')
-			a = rest[1:]
+		if t.Args, err = launcher.FillTemplate(argv, in); err == nil {
+			t.Template, t.Input, t.Command = argv, &in, shellJoin(t.Args)
 		}
 	}
+	return t, err
 }
 
-// forSlot fills {%} (the slot, from 1 like parallel's) into a task handed
-// to slot, and names its output files: in the -o and -e patterns %t and
-// {#} are the task number, {%} the slot. A pattern with neither %t nor
-// {#} names one file for every task, which they share line by line.
-func forSlot(t launcher.Task, slot int, outPat, errPat string, names launcher.Names) launcher.Task {
+// lineError says what is wrong with an input line, or with --each-line's
+// COMMAND, in one line with the fix.
+func lineError(err error, what, src string, n int, line string) error {
+	var te *launcher.TemplateError
+	switch {
+	case errors.As(err, &te) && te.Line:
+		return usagef("%s %s line %d: %v", what, src, n, err)
+	case errors.As(err, &te):
+		return usagef("--each-line COMMAND: %v", err)
+	}
+	return usagef("%s %s line %d: %v: add --shell to run each line with /bin/sh -c, or quote it: %s", what, src, n, err, line)
+}
+
+// taskFiles are what a queue's task files are named from: the -o and -e
+// patterns and the names they expand.
+type taskFiles struct {
+	out, err string
+	names    launcher.Names
+	// ownOut and ownErr: the pattern names the task (namesTask), and
+	// --open-mode append was not given, so that each try of a task starts
+	// its file afresh.
+	ownOut, ownErr bool
+}
+
+// newTaskFiles are the task files of the -o and -e patterns; appendAll:
+// --open-mode append, which keeps even a task's own files.
+func newTaskFiles(out, err string, names launcher.Names, appendAll bool) taskFiles {
+	return taskFiles{out: out, err: err, names: names,
+		ownOut: !appendAll && namesTask(out, names), ownErr: !appendAll && namesTask(err, names)}
+}
+
+// forSlot completes a task handed to slot (from 0): an --each-line
+// COMMAND is filled again from its template with {%} (the slot, from 1,
+// like parallel's) — never the filled text, so a line holding "{%}"
+// stays —, a --tasks line gets {%} as before, and the task's files are
+// named: in the -o and -e patterns %t and {#} are the task number, {%}
+// the slot. A pattern that names the task gives the task files of its
+// own, which each try starts afresh; one without names a file that every
+// task (or every task of a slot) shares line by line.
+func forSlot(t launcher.Task, slot int, tf taskFiles) launcher.Task {
 	s := strconv.Itoa(slot + 1)
-	args := make([]string, len(t.Args))
-	for i, a := range t.Args {
-		args[i] = strings.ReplaceAll(a, "{%}", s)
-	}
-	t.Args, t.Command = args, strings.ReplaceAll(t.Command, "{%}", s)
-	file := func(pat string) string {
-		if pat == "" {
-			return ""
+	if t.Template != nil && t.Input != nil {
+		in := *t.Input
+		in.Slot = slot + 1
+		if args, err := launcher.FillTemplate(t.Template, in); err == nil {
+			t.Args, t.Command = args, shellJoin(args)
 		}
-		pat = strings.ReplaceAll(strings.ReplaceAll(pat, "{#}", strconv.Itoa(t.Seq)), "{%}", s)
-		path, _ := launcher.ExpandPattern(pat, t.Seq, names)
-		return path
+	} else {
+		args := make([]string, len(t.Args))
+		for i, a := range t.Args {
+			args[i] = strings.ReplaceAll(a, "{%}", s)
+		}
+		t.Args, t.Command = args, strings.ReplaceAll(t.Command, "{%}", s)
 	}
-	t.Stdout, t.Stderr = file(outPat), file(errPat)
+	t.Stdout, t.OwnStdout = taskFile(tf.out, t.Seq, slot, tf.names), tf.ownOut
+	t.Stderr, t.OwnStderr = taskFile(tf.err, t.Seq, slot, tf.names), tf.ownErr
 	return t
 }
 
-// skipDone leaves out what an earlier run finished, by its joblog.
+// taskFile is the file pattern pat names for task seq in slot (from 0).
+func taskFile(pat string, seq, slot int, names launcher.Names) string {
+	if pat == "" {
+		return ""
+	}
+	path, _ := launcher.ExpandPattern(queuePattern(pat, seq, slot), seq, names)
+	return path
+}
+
+// namesTask: pat gives every task a file of its own (%t, %3t, {#}), as
+// two tasks in one slot get two files.
+func namesTask(pat string, names launcher.Names) bool {
+	return pat != "" && taskFile(pat, 1, 0, names) != taskFile(pat, 2, 0, names)
+}
+
+// queuePattern fills a queue's own parts of an -o/-e pattern: {#} the
+// task number, {%} the slot (from 1); srun's % letters are left to
+// ExpandPattern.
+func queuePattern(pat string, seq, slot int) string {
+	if !strings.Contains(pat, "{") {
+		return pat
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(pat, "{#}", strconv.Itoa(seq)), "{%}", strconv.Itoa(slot+1))
+}
+
+// checkPattern refuses an -o/-e pattern (flag) that no run could expand,
+// before anything starts: in a queue {#} and {%} are the task and slot.
+func checkPattern(flag, pat string, queue bool) error {
+	if queue {
+		pat = queuePattern(pat, 1, 0)
+	} else if strings.Contains(pat, "{#}") || strings.Contains(pat, "{%}") {
+		return usagef("%s %q: {#} and {%%} name a task queue's task and slot (--tasks, --each-line); a run's instance is %%t", flag, pat)
+	}
+	if _, err := launcher.ExpandPattern(pat, 0, launcher.Names{}); err != nil {
+		return usagef("%s: %v", flag, err)
+	}
+	return nil
+}
+
+// skipDone leaves out what an earlier run finished, by its joblog. A
+// record that would skip a task must name the command this sweep runs at
+// that number: a joblog of another sweep (another input, another
+// COMMAND) is refused rather than read as "done".
 func skipDone(tasks []launcher.Task, tf taskFlags) ([]launcher.Task, int, error) {
 	if !tf.resume && !tf.resumeFailed {
 		return tasks, 0, nil
 	}
 	done, err := launcher.ReadJoblog(tf.joblog)
-	if err != nil {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, 0, usagef("--joblog %s: %v: nothing was started", tf.joblog, pe.Err)
+	case err != nil:
 		return nil, 0, usagef("--joblog %v", err)
 	}
 	var left []launcher.Task
 	for _, t := range tasks {
 		e, ran := done[t.Seq]
-		if ran && (tf.resume || e.Exit == 0 && e.Signal == 0) {
+		if !ran || !tf.resume && (e.Exit != 0 || e.Signal != 0) {
+			left = append(left, t)
 			continue
 		}
-		left = append(left, t)
+		if !launcher.SameCommand(e.Command, t.Command) {
+			return nil, 0, usagef("--joblog %s records task %d as %q, but this sweep's task %d is %q: the joblog is another sweep's; give this sweep its own --joblog, or drop --resume to start the file afresh",
+				tf.joblog, t.Seq, e.Command, t.Seq, t.Command)
+		}
 	}
 	return left, len(tasks) - len(left), nil
 }

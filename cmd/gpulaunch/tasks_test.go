@@ -412,7 +412,7 @@ func TestQueueBadInput(t *testing.T) {
 		{[]string{"-n", "1", "-G", "0", "--tasks", pipe}, exitUsage, "--tasks " + pipe + " line 2: '|' (a shell feature): add --shell"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", missing}, 127, "line 2: no-such-program-xyz: command not found in PATH: nothing was started"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", empty}, exitUsage, "holds no task"},
-		{[]string{"-n", "1", "-G", "0", "--tasks", dir + "/nope"}, exitUsage, "no such file or directory: nothing was started"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", dir + "/nope"}, exitUsage, ": no such file: check the path; nothing was started"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", good, "--", "true"}, exitUsage, "no COMMAND follows"},
 		{[]string{"-n", "1", "-G", "0", "--each-line", good}, exitUsage, "--each-line FILE needs a COMMAND"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", good, "--each-line", good, "--", "true"}, exitUsage, "use one"},
@@ -435,26 +435,5 @@ func TestQueueBadInput(t *testing.T) {
 	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--tasks", good, "--joblog", log, "--resume")
 	if code != 0 || !strings.Contains(stderr, "all 1 tasks are done by the --joblog") {
 		t.Errorf("resume of a finished queue: %d %q", code, stderr)
-	}
-}
-
-func TestTemplateArgs(t *testing.T) {
-	cases := []struct {
-		name string
-		argv []string
-		line string
-		want []string
-	}{
-		{"line as one argument", []string{"app", "--in", "{}"}, "a b", []string{"app", "--in", "a b"}},
-		{"inside an argument, with the task number", []string{"app", "x{}-{#}.out"}, "in", []string{"app", "xin-7.out"}},
-		{"a line holding {#} stays as it is", []string{"echo", "{}"}, "{#}", []string{"echo", "{#}"}},
-		{"other braces untouched, {%} left for the slot", []string{"awk", "{print}", "{%}"}, "f", []string{"awk", "{print}", "{%}", "f"}},
-		{"without {} the line is the last argument", []string{"app", "-v"}, "f.txt", []string{"app", "-v", "f.txt"}},
-		{"a lone brace at the end", []string{"app", "x{"}, "f", []string{"app", "x{", "f"}},
-	}
-	for _, tc := range cases {
-		if got := templateArgs(tc.argv, tc.line, 7); strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }

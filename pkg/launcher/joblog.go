@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,9 +112,11 @@ func (j *Joblog) Close() error {
 	return j.f.Close()
 }
 
-// JoblogEntry is what a resume needs of an earlier record.
+// JoblogEntry is what a resume needs of an earlier record: how the task
+// ended, and its Command column, to tell a joblog of another sweep.
 type JoblogEntry struct {
 	Exit, Signal int
+	Command      string
 }
 
 // ReadJoblog reads the records of an earlier run, by task number; a task
@@ -128,6 +131,9 @@ func ReadJoblog(path string) (map[int]JoblogEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory: give the joblog file", path)
+	}
 	out := map[int]JoblogEntry{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -149,7 +155,46 @@ func ReadJoblog(path string) (map[int]JoblogEntry, error) {
 		if err := errors.Join(err1, err2, err3); err != nil || seq < 1 {
 			return nil, fmt.Errorf("%s line %d: Seq, Exitval and Signal must be numbers: %q", path, n, line)
 		}
-		out[seq] = JoblogEntry{Exit: exit, Signal: sig}
+		out[seq] = JoblogEntry{Exit: exit, Signal: sig, Command: f[8]}
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: reading it failed: %w", path, err)
+	}
+	return out, nil
+}
+
+// SameCommand says whether a joblog's Command column (recorded) is the
+// command planned for the same task number: equal once tabs and newlines
+// are blanks (the joblog writes them so); or equal word for word, for a
+// joblog that GNU parallel wrote with its own quoting (a\ b for 'a b');
+// a "{%}" planned (the slot, not known before the task starts) matches
+// any slot number.
+func SameCommand(recorded, planned string) bool {
+	planned = strings.NewReplacer("\n", " ", "\t", " ").Replace(planned)
+	if matchSlot(recorded, planned) {
+		return true
+	}
+	rw, err1 := SplitWords(recorded)
+	pw, err2 := SplitWords(planned)
+	if err1 != nil || err2 != nil || len(rw) != len(pw) {
+		return false
+	}
+	for i := range rw {
+		if !matchSlot(rw[i], pw[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchSlot: s is pattern with each "{%}" a slot number.
+func matchSlot(s, pattern string) bool {
+	if !strings.Contains(pattern, "{%}") {
+		return s == pattern
+	}
+	parts := strings.Split(pattern, "{%}")
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, "[0-9]+") + "$").MatchString(s)
 }

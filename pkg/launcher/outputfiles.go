@@ -22,8 +22,9 @@ const (
 // lineMux: lines of different instances or tasks land whole, as srun
 // writes a file pattern without %t (one file holding every task's
 // output). The first open of a path in the run truncates it (OpenTruncate)
-// and every later one appends, so that a restart, a retry or the next
-// task naming the same file adds to it. A file is closed when the last
+// and every later one appends, so that a restart or the next task naming
+// the same file adds to it; a queue task's own file is started afresh by
+// each of its tries (acquire's fresh). A file is closed when the last
 // job writing it ends; per-task files of a long queue do not pile up.
 //
 // Its lock is a leaf: it is taken on slot threads without the
@@ -49,14 +50,18 @@ func newOutputFiles(mode OpenMode, broken func(path string, err error)) *outputF
 }
 
 // acquire opens path for one more stream, or shares it when it is open
-// already; release gives the stream's share back.
-func (o *outputFiles) acquire(path string) (mux *lineMux, release func(), err error) {
+// already; release gives the stream's share back. fresh: the file is the
+// job's own (a queue task's file, Task.OwnStdout): a path not open now is
+// emptied whatever the mode and whoever opened it before, so that a
+// retry, or a --resume's rerun of a task gpulaunch ended, starts it
+// afresh instead of after the killed attempt's partial output.
+func (o *outputFiles) acquire(path string, fresh bool) (mux *lineMux, release func(), err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	of := o.open[path]
 	if of == nil {
 		flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		if o.mode != OpenAppend && !o.opened[path] {
+		if fresh || o.mode != OpenAppend && !o.opened[path] {
 			flags |= os.O_TRUNC
 		}
 		f, err := os.OpenFile(path, flags, 0o644)

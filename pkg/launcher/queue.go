@@ -22,6 +22,16 @@ type Task struct {
 	Command string
 	// Stdout and Stderr are this task's files; "" is the console.
 	Stdout, Stderr string
+	// OwnStdout and OwnStderr: the file is this task's alone (its
+	// pattern names the task), so that every try, and a resume's rerun,
+	// starts it afresh instead of appending to an earlier attempt's
+	// output. A file tasks share keeps appending.
+	OwnStdout, OwnStderr bool `json:",omitempty"`
+	// Template and Input are an --each-line task's COMMAND and what it is
+	// filled from (FillTemplate): filled again, in one pass, once the
+	// slot ({%}) is known. Nil for a --tasks line.
+	Template []string   `json:",omitempty"`
+	Input    *TaskInput `json:",omitempty"`
 }
 
 // Queue runs tasks on the run's instances, which become slots: each slot

@@ -135,7 +135,7 @@ func TestJoblogRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[2] != (JoblogEntry{}) || got[3] != (JoblogEntry{Signal: 9}) {
+	if len(got) != 3 || got[2] != (JoblogEntry{Command: "app 2"}) || got[3] != (JoblogEntry{Signal: 9, Command: "app 3"}) {
 		t.Errorf("ReadJoblog = %+v (task 2 counts by its last record)", got)
 	}
 	if b, _ := os.ReadFile(path); strings.Count(string(b), "Seq\t") != 1 {
@@ -208,5 +208,31 @@ func TestAfterTaskExit(t *testing.T) {
 				t.Errorf("record %+v for exit %+v", *v.record, tc.exit)
 			}
 		})
+	}
+}
+
+// SameCommand tells this sweep's task from another sweep's in a joblog's
+// Command column, and takes GNU parallel's quoting and a filled-in slot
+// for the same command.
+func TestSameCommand(t *testing.T) {
+	for _, tc := range []struct {
+		recorded, planned string
+		same              bool
+	}{
+		{"./app --lr 0.1", "./app --lr 0.1", true},
+		{"./app --lr 0.1", "./app --lr 0.2", false},
+		{`echo a\ b`, `echo 'a b'`, true},
+		{"app a b", "app 'a b'", false},
+		{"app gpu3 x", "app gpu{%} x", true},
+		{"app gpu12", "app gpu{%}", true},
+		{"app gpu", "app gpu{%}", false},
+		{"app 21", "app {%}1", true},
+		{"app a b", "app\ta\nb", true},
+		{"sort x | uniq", "sort x | uniq", true},
+		{"sort x | uniq", "sort y | uniq", false},
+	} {
+		if got := SameCommand(tc.recorded, tc.planned); got != tc.same {
+			t.Errorf("SameCommand(%q, %q) = %v", tc.recorded, tc.planned, got)
+		}
 	}
 }

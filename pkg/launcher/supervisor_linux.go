@@ -50,10 +50,11 @@ func (s *supervisor) forkJob(i int, j job, env []string, fork forkFunc) (*proces
 // -l wherever they go, as srun labels them in its files too.
 func (s *supervisor) openStreams(j job, ring *Ring) (out [2]*stream, err error) {
 	paths := [2]string{j.stdout, j.stderr}
+	own := [2]bool{j.task.OwnStdout, j.task.OwnStderr}
 	for k, path := range paths {
 		sink, release := []*lineMux{s.stdout, s.stderr}[k], func() {}
 		if path != "" {
-			if sink, release, err = s.files.acquire(path); err != nil {
+			if sink, release, err = s.files.acquire(path, own[k]); err != nil {
 				closeStreams(out[:k])
 				return out, err
 			}

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,4 +45,31 @@ func TestSplitWords(t *testing.T) {
 			t.Errorf("SplitWords(%q) = %q, %v; want %q", tc.line, got, err, tc.want)
 		}
 	}
+}
+
+// FuzzSplitWords: no line makes SplitWords panic; the words it gives,
+// each single-quoted and joined, split back into the same words; and any
+// words, quoted and joined, split back into themselves.
+func FuzzSplitWords(f *testing.F) {
+	for _, s := range []string{"python train.py --lr 0.1", `app 'two words' "and more" a\ b`, `a "b\"c" 'd'\''e'`, "app | tee", "{1..3} ~x !", ""} {
+		f.Add(s, "a b", "it's")
+	}
+	quote := func(words []string) string {
+		out := make([]string, len(words))
+		for i, w := range words {
+			out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		return strings.Join(out, " ")
+	}
+	f.Fuzz(func(t *testing.T, line, a, b string) {
+		if words, err := SplitWords(line); err == nil {
+			again, err := SplitWords(quote(words))
+			if err != nil || !slices.Equal(again, words) {
+				t.Fatalf("%q: %q, quoted and split again: %q, %v", line, words, again, err)
+			}
+		}
+		if got, err := SplitWords(quote([]string{a, b})); err != nil || !slices.Equal(got, []string{a, b}) {
+			t.Fatalf("%q %q quoted and split: %q, %v", a, b, got, err)
+		}
+	})
 }
