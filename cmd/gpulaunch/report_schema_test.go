@@ -6,58 +6,184 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
-// validate checks a decoded JSON value against the subset of JSON Schema
-// docs/report.schema.json uses: type (one or a list), enum, required,
-// properties, additionalProperties false, items.
-func validate(schema map[string]any, v any, at string) []string {
-	var errs []string
-	if t, ok := schema["type"]; ok {
-		var types []string
-		switch t := t.(type) {
-		case string:
-			types = []string{t}
-		case []any:
-			for _, x := range t {
-				types = append(types, x.(string))
-			}
-		}
-		if !slices.Contains(types, jsonType(v)) && !(jsonType(v) == "integer" && slices.Contains(types, "number")) {
-			return []string{fmt.Sprintf("%s: %s, want %v", at, jsonType(v), types)}
+// validateAgainstSchema fails t unless data, JSON that gpulaunch wrote, is
+// valid against docs/NAME.schema.json (NAME: report, scale, info, plan,
+// status). Every test that makes gpulaunch write JSON calls it, so that a
+// nil slice written as null, or a field the schema does not know, fails
+// the test of the run that wrote it.
+func validateAgainstSchema(t *testing.T, name string, data []byte) {
+	t.Helper()
+	errs, err := schemaErrors(name, data)
+	if err != nil {
+		t.Fatalf("%s JSON: %v\n%s", name, err, data)
+	}
+	if len(errs) > 0 {
+		t.Fatalf("does not match docs/%s.schema.json:\n  %s\n%s", name, strings.Join(errs, "\n  "), data)
+	}
+}
+
+// validateFileAgainstSchema is validateAgainstSchema of a file gpulaunch wrote.
+func validateFileAgainstSchema(t *testing.T, name, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("gpulaunch wrote no %s JSON: %v", name, err)
+	}
+	validateAgainstSchema(t, name, data)
+}
+
+// schemaErrors are the ways data breaks docs/NAME.schema.json; err when
+// data is not one JSON document or the schema cannot be read.
+func schemaErrors(name string, data []byte) (errs []string, err error) {
+	s, err := readSchema(name)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON document")
+	}
+	c := schemaCheck{root: s}
+	c.check(s, v, "$")
+	return c.errs, nil
+}
+
+func readSchema(name string) (map[string]any, error) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", name+".schema.json"))
+	if err != nil {
+		return nil, err
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("docs/%s.schema.json: %w", name, err)
+	}
+	return s, nil
+}
+
+// schemaCheck validates against the subset of JSON Schema (2020-12) the
+// docs' schemas use. A keyword outside it is an error, not ignored: a
+// schema must never seem to forbid what this validator lets through.
+type schemaCheck struct {
+	root map[string]any
+	errs []string
+}
+
+// schemaKeywords are the keywords check implements (the first five are
+// annotations: nothing to check).
+var schemaKeywords = []string{"$schema", "$id", "title", "description", "$comment", "$defs",
+	"$ref", "type", "enum", "const", "minimum", "required", "properties", "additionalProperties", "items"}
+
+func (c *schemaCheck) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+func (c *schemaCheck) check(schema map[string]any, v any, at string) {
+	for k := range schema {
+		if !slices.Contains(schemaKeywords, k) {
+			c.fail("%s: the schema uses %q, which this validator does not implement", at, k)
 		}
 	}
-	if enum, ok := schema["enum"].([]any); ok && !slices.ContainsFunc(enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
-		errs = append(errs, fmt.Sprintf("%s: %v not in %v", at, v, enum))
+	if ref, ok := schema["$ref"].(string); ok {
+		c.check(c.resolve(ref, at), v, at)
+	}
+	if t, ok := schema["type"]; ok && !typeAllowed(t, v) {
+		c.fail("%s: %s, want %v", at, jsonType(v), t)
+		return
+	}
+	if enum, ok := schema["enum"].([]any); ok && !slices.ContainsFunc(enum, func(e any) bool { return sameJSON(e, v) }) {
+		c.fail("%s: %v not in %v", at, v, enum)
+	}
+	if want, ok := schema["const"]; ok && !sameJSON(want, v) {
+		c.fail("%s: %v, want %v", at, v, want)
+	}
+	if min, ok := schema["minimum"].(float64); ok {
+		if x, isNum := v.(float64); isNum && x < min {
+			c.fail("%s: %v below the minimum %v", at, x, min)
+		}
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		for _, r := range asList(schema["required"]) {
-			if _, ok := v[r]; !ok {
-				errs = append(errs, fmt.Sprintf("%s: missing %q", at, r))
-			}
-		}
-		props, _ := schema["properties"].(map[string]any)
-		for k, x := range v {
-			p, ok := props[k].(map[string]any)
-			if !ok {
-				if schema["additionalProperties"] == false {
-					errs = append(errs, fmt.Sprintf("%s: unexpected %q", at, k))
-				}
-				continue
-			}
-			errs = append(errs, validate(p, x, at+"."+k)...)
-		}
+		c.object(schema, v, at)
 	case []any:
 		if items, ok := schema["items"].(map[string]any); ok {
 			for i, x := range v {
-				errs = append(errs, validate(items, x, fmt.Sprintf("%s[%d]", at, i))...)
+				c.check(items, x, fmt.Sprintf("%s[%d]", at, i))
 			}
 		}
 	}
-	return errs
+}
+
+func (c *schemaCheck) object(schema map[string]any, v map[string]any, at string) {
+	if req, ok := schema["required"].([]any); ok {
+		for _, r := range req {
+			if _, ok := v[r.(string)]; !ok {
+				c.fail("%s: missing %q", at, r)
+			}
+		}
+	}
+	props, _ := schema["properties"].(map[string]any)
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if p, ok := props[k].(map[string]any); ok {
+			c.check(p, v[k], at+"."+k)
+			continue
+		}
+		switch extra := schema["additionalProperties"].(type) {
+		case bool:
+			if !extra {
+				c.fail("%s: unexpected %q", at, k)
+			}
+		case map[string]any:
+			c.check(extra, v[k], at+"."+k)
+		}
+	}
+}
+
+// resolve finds a local reference, "#/$defs/NAME".
+func (c *schemaCheck) resolve(ref, at string) map[string]any {
+	defs, _ := c.root["$defs"].(map[string]any)
+	s, ok := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+	if !strings.HasPrefix(ref, "#/$defs/") || !ok {
+		c.fail("%s: $ref %q names no definition in $defs", at, ref)
+		return map[string]any{}
+	}
+	return s
+}
+
+func typeAllowed(t any, v any) bool {
+	var types []string
+	switch t := t.(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, x := range t {
+			types = append(types, x.(string))
+		}
+	}
+	got := jsonType(v)
+	return slices.Contains(types, got) || (got == "integer" && slices.Contains(types, "number"))
+}
+
+func sameJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }
 
 func jsonType(v any) string {
@@ -79,46 +205,47 @@ func jsonType(v any) string {
 	return "object"
 }
 
-func asList(v any) []string {
-	var out []string
-	for _, x := range v.([]any) {
-		out = append(out, x.(string))
-	}
-	return out
-}
-
-func loadSchema(t *testing.T) map[string]any {
-	t.Helper()
-	return loadSchemaNamed(t, "report.schema.json")
-}
-
-// loadSchemaNamed reads docs/NAME.
-func loadSchemaNamed(t *testing.T, name string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile("../../docs/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s map[string]any
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// The validator itself must reject what the schema forbids.
+// The validator rejects what each schema forbids, and a schema keyword it
+// does not implement.
 func TestSchemaValidatorRejects(t *testing.T) {
-	s := loadSchema(t)
-	for name, doc := range map[string]string{
-		"missing field":    `{"schema_version": 1}`,
-		"wrong type":       `{"schema_version": "1", "host": "", "command": [], "started": "", "wall_seconds": 0, "exit_code": 0, "monitor_interval_seconds": 0, "plan": {}, "instances": [], "warnings": []}`,
-		"unexpected field": `{"schema_version": 1, "host": "", "command": [], "started": "", "wall_seconds": 0, "exit_code": 0, "monitor_interval_seconds": 0, "plan": {"gpu_backend": "", "request": {"instances": 1, "gpus_per_instance": 1, "cpus_per_instance": 0, "mem_policy": "", "share_gpus": false}, "allowed_cpus": "", "slots": [], "locality": 1, "warnings": null}, "instances": [], "warnings": [], "extra": 1}`,
+	short := `{"schema_version": 1, "host": "", "command": [], "started": "", "wall_seconds": 0, "exit_code": 0, "monitor_interval_seconds": 0,
+		"plan": {"gpu_backend": "", "request": {"instances": 1, "gpus_per_instance": 1, "cpus_per_instance": 0, "mem_policy": "preferred", "share_gpus": false},
+		"allowed_cpus": "", "slots": [], "locality": 1, "warnings": []},
+		"launch": {"node": 0, "nodes": 1, "world_size": 1, "node_from": "", "hosts": [], "rendezvous": null}, "instances": [], "warnings": []}`
+	if errs, err := schemaErrors("report", []byte(short)); err != nil || len(errs) > 0 {
+		t.Fatalf("a valid report is refused: %v %q", err, errs)
+	}
+	for _, tc := range []struct{ name, schema, doc string }{
+		{"missing field", "report", `{"schema_version": 1}`},
+		{"wrong type", "report", strings.Replace(short, `"schema_version": 1`, `"schema_version": "1"`, 1)},
+		{"unexpected field", "report", strings.TrimSuffix(short, "}") + `, "extra": 1}`},
+		{"null for a list", "report", strings.Replace(short, `"instances": []`, `"instances": null`, 1)},
+		{"a series of nulls", "report", strings.Replace(short, `"instances": []`, `"instances": [{"instance": 0, "rank": 0, "host": "", "pid": 1, "gpus": [], "cpus": "",
+			"wall_seconds": 0, "exit_code": 0, "signal": "", "ended_by": "", "restarts": 0, "gpu_util_mean_pct": null, "gpu_util_peak_pct": 0,
+			"gpu_mem_peak_bytes": 0, "rss_peak_bytes": 0, "cpu_seconds": 0, "warnings": [],
+			"series": {"t_seconds": null, "gpu_util_pct": null, "gpu_mem_bytes": null, "cpu_pct": null, "rss_bytes": null}}]`, 1)},
+		{"not in the enum", "scale", `{"schema_version": 1, "command": [], "host": "", "started": "", "by": "nodes", "ddp": false, "weak": false, "metric": null,
+			"efficiency_threshold": 0.6, "repeat": 1, "points": [], "verdict": "", "interrupted": false}`},
+		{"a point without its list of runs", "scale", `{"schema_version": 1, "command": [], "host": "", "started": "", "by": "gpus", "ddp": false, "weak": false, "metric": null,
+			"efficiency_threshold": 0.6, "repeat": 1, "points": [{"gpus": 1, "instances": 1, "gpus_per_instance": 1, "runs": null, "status": "not run",
+			"metric_median": null, "metric_min": null, "metric_max": null, "speedup": null, "ideal_speedup": null, "efficiency": null,
+			"gpu_util_mean_pct": null, "gpu_mem_per_gpu_bytes": null}], "verdict": "", "interrupted": true}`},
+		{"two documents", "report", short + short},
 	} {
-		var v any
-		json.Unmarshal([]byte(doc), &v)
-		if errs := validate(s, v, "$"); len(errs) == 0 {
-			t.Errorf("%s: accepted", name)
+		errs, err := schemaErrors(tc.schema, []byte(tc.doc))
+		if err == nil && len(errs) == 0 {
+			t.Errorf("%s: accepted", tc.name)
 		}
+	}
+	c := schemaCheck{root: map[string]any{}}
+	c.check(map[string]any{"pattern": "^a"}, "b", "$")
+	if len(c.errs) == 0 {
+		t.Error("a keyword the validator does not implement passes silently")
+	}
+	c = schemaCheck{root: map[string]any{}}
+	c.check(map[string]any{"$ref": "#/$defs/none"}, "b", "$")
+	if len(c.errs) == 0 {
+		t.Error("a $ref to nothing passes")
 	}
 }
 
@@ -135,13 +262,7 @@ func TestRunReportMatchesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	if errs := validate(loadSchema(t), v, "$"); len(errs) > 0 {
-		t.Fatalf("report does not match docs/report.schema.json:\n%s\n%s", strings.Join(errs, "\n"), b)
-	}
+	validateAgainstSchema(t, "report", b)
 	var r runReport
 	json.Unmarshal(b, &r)
 	i0 := r.Instances[0]
@@ -156,5 +277,85 @@ func TestRunReportMatchesSchema(t *testing.T) {
 	}
 	if len(r.Plan.Slots) != 3 || r.ExitCode != 0 || len(r.Warnings) < 2 {
 		t.Errorf("plan slots %d, exit %d, warnings %q", len(r.Plan.Slots), r.ExitCode, r.Warnings)
+	}
+}
+
+// Runs of every shape write a report valid against its schema: one too
+// short to sample (its series empty lists, not null), a failed one, a
+// queue, one without GPUs, one without telemetry, one on a node file.
+func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
+	dir := t.TempDir()
+	lines := filepath.Join(dir, "lines")
+	os.WriteFile(lines, []byte("a\nb\nc\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		exit int
+	}{
+		{"short", []string{"-n", "2", "--simulate", "dgx-h100", "--", "true"}, 0},
+		{"failed", []string{"-n", "2", "--simulate", "dgx-h100", "--", "false"}, 1},
+		{"queue", []string{"--each-line", lines, "--simulate", "lumi-g", "--", "echo"}, 0},
+		{"failed queue", []string{"--each-line", lines, "-n", "2", "-G", "0", "--", "false"}, 3}, // GNU parallel's: the failed tasks
+		{"no GPU", []string{"-n", "2", "-G", "0", "--", "true"}, 0},
+		{"telemetry off", []string{"-n", "1", "--simulate", "aurora", "--monitor-interval", "0", "--", "true"}, 0},
+		{"node file", []string{"-n", "2", "--node-file", nodeFile(t, 2), "--", "true"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			cmd := gpulaunch(t, append([]string{"--report", file}, tc.args...)...)
+			cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			if exitStatus(err) != tc.exit {
+				t.Fatalf("exit %v, want %d\n%s", err, tc.exit, out)
+			}
+			validateFileAgainstSchema(t, "report", file)
+		})
+	}
+}
+
+// A run ended by Ctrl-C still writes a valid report: exit 130, its
+// instances ended by the signal.
+func TestInterruptedRunReportMatchesSchema(t *testing.T) {
+	dir := t.TempDir()
+	file, mk := filepath.Join(dir, "run.json"), marker(t)
+	cmd := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "--monitor-interval", "50ms", "--report", file}, helperArgs("sleep", "60s", mk)...)...)
+	cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir())
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// the marker is on gpulaunch's command line and on both instances
+	waitFor(t, "both instances running", func() bool { return len(liveWithMarker(mk)) == 3 })
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); exitStatus(err) != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, out.String())
+	}
+	validateFileAgainstSchema(t, "report", file)
+	var r runReport
+	b, _ := os.ReadFile(file)
+	json.Unmarshal(b, &r)
+	if r.ExitCode != 130 || len(r.Instances) != 2 || r.Instances[0].EndedBy != string(launcher.EndedSignalled) {
+		t.Errorf("exit %d, instances %+v", r.ExitCode, r.Instances)
+	}
+}
+
+// A queue over two nodes: each node writes its own report (its host in
+// the name), both valid.
+func TestQueueOverTwoNodesReportsMatchSchema(t *testing.T) {
+	qn := newQueueNodes(t, 2, 6)
+	report := filepath.Join(qn.dir, "run.json")
+	holder, hout := qn.start(0, qn.keys, "--report", report)
+	node, nout := qn.start(1, qn.keys, "--report", report)
+	waitFor(t, "node 1 to join", func() bool { return strings.Contains(hout.String(), "node 1 (node1) joined the queue") })
+	qn.release()
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v\n%s", err, hout)
+	}
+	if err := node.Wait(); err != nil {
+		t.Fatalf("node 1: %v\n%s", err, nout)
+	}
+	for _, host := range []string{"node0", "node1"} {
+		validateFileAgainstSchema(t, "report", filepath.Join(qn.dir, "run."+host+".json"))
 	}
 }

@@ -33,13 +33,7 @@ func scaleStudy(t *testing.T, args ...string) (scaling.Study, string, error) {
 	if rerr != nil {
 		t.Fatalf("no --json: %v\n%s", rerr, out)
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	if errs := validate(loadSchemaNamed(t, "scale.schema.json"), v, "$"); len(errs) > 0 {
-		t.Fatalf("the study does not match docs/scale.schema.json:\n%s\n%s", strings.Join(errs, "\n"), b)
-	}
+	validateAgainstSchema(t, "scale", b)
 	json.Unmarshal(b, &st)
 	svg, _ := os.ReadFile(svgFile)
 	d := xml.NewDecoder(strings.NewReader(string(svg)))
