@@ -359,3 +359,49 @@ func TestQueueOverTwoNodesReportsMatchSchema(t *testing.T) {
 		validateFileAgainstSchema(t, "report", filepath.Join(qn.dir, "run."+host+".json"))
 	}
 }
+
+// `gpulaunch report` draws run reports only: a scaling study, a plan, an
+// info or a status document is refused in one line that says what it is
+// and where its picture comes from; exit 2, nothing written.
+func TestReportRefusesOtherJSON(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(data), 0o644)
+		return p
+	}
+	plan, _, _ := runCLI(t, nil, "plan", "--simulate", "dgx-h100", "-n", "2", "--json")
+	info, _, _ := runCLI(t, nil, "info", "--simulate", "dgx-h100", "--json")
+	study := `{"schema_version": 1, "command": ["app"], "host": "h", "started": "2026-01-01T00:00:00Z", "by": "gpus", "ddp": false, "weak": false, "metric": null,
+		"efficiency_threshold": 0.6, "repeat": 1, "points": [], "verdict": "", "interrupted": false}`
+	status := `{"run": {"pid": 1, "host": "h", "command": ["app"], "started": "2026-01-01T00:00:00Z", "monitor_interval": "2s", "finished": false},
+		"taken": "2026-01-01T00:00:00Z", "instances": []}`
+	for _, tc := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"a scaling study", write("study.json", study), []string{"study.json is a scaling study", "gpulaunch scale", "--svg"}},
+		{"a plan", write("plan.json", plan), []string{"plan.json is a plan", "plan --json"}},
+		{"an info", write("info.json", info), []string{"info.json is", "info --json"}},
+		{"a status", write("status.json", status), []string{"status.json is", "status --json"}},
+		{"other JSON", write("other.json", `{"name": "x"}`), []string{"other.json is not a gpulaunch run report", "--report FILE"}},
+		{"a list", write("list.json", `[1, 2]`), []string{"list.json is not a gpulaunch run report"}},
+		{"broken JSON", write("broken.json", "{\n  \"schema_version\": 1,\n  oops\n}"), []string{"broken.json is not a gpulaunch run report", "line 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, "x.svg")
+			_, stderr, code := runCLI(t, nil, "report", tc.file, "--svg", out)
+			if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: ") {
+				t.Fatalf("exit %d, want 2 and one error line: %q", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("%q lacks %q", stderr, w)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a picture was written")
+			}
+		})
+	}
+}
