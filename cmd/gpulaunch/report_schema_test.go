@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
@@ -404,4 +405,106 @@ func TestReportRefusesOtherJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// info --json and plan --json, for nodes of every vendor, MIG devices,
+// Intel tiles, a node file, no GPU at all and a Slurm step, are valid
+// against docs/info.schema.json and docs/plan.schema.json; so is a run's
+// --dry-run --json.
+func TestInfoAndPlanJSONMatchSchemas(t *testing.T) {
+	dir := t.TempDir()
+	mig := filepath.Join(dir, "mig.json")
+	os.WriteFile(mig, []byte(`{"name": "mig-node", "cpu_layout": {"sockets": 2, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 2},
+		"gpus": [{"pci": "0000:18:00.0", "numa": 0, "memory_mib": 81559},
+		{"pci": "0000:9a:00.0", "numa": null, "mig": [{"uuid": "MIG-11111111-1111-1111-1111-111111111111", "name": "1g.10gb", "memory_mib": 9856},
+		{"uuid": "MIG-22222222-2222-2222-2222-222222222222", "name": "1g.10gb", "memory_mib": 9856}]}]}`), 0o644)
+	step := binding.Env{"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "2",
+		"SLURM_STEP_NODELIST": "vm", "CUDA_VISIBLE_DEVICES": "0,1", "SLURM_JOB_GPUS": "0,1", "SLURM_STEP_GPUS": "0,1"}
+	var nodes [][]string
+	for _, n := range []string{"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "perlmutter-gpu", "lumi-g", "mi300a", "aurora"} {
+		nodes = append(nodes, []string{"--simulate", n})
+	}
+	nodes = append(nodes, []string{"--simulate", mig}, []string{"--node-file", nodeFile(t, 2)})
+	for _, node := range nodes {
+		for _, tc := range []struct {
+			schema     string
+			args, tail []string
+		}{
+			{"info", []string{"info", "--json"}, nil},
+			{"plan", []string{"plan", "--json", "-n", "2"}, nil},
+			{"plan", []string{"plan", "--json", "-n", "1", "-G", "2", "--mem-bind", "none"}, nil},
+			{"plan", []string{"plan", "--json", "-n", "2", "-G", "0", "-c", "1"}, nil},
+			{"plan", []string{"plan", "--json", "-n", "4", "--share-gpus", "-O"}, nil},
+			{"plan", []string{"--dry-run", "--json", "-n", "2"}, []string{"--", "/bin/sh"}},
+		} {
+			args := append(append(append([]string{}, tc.args...), node...), tc.tail...)
+			stdout, stderr, code := runCLI(t, nil, args...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s", args, code, stderr)
+			}
+			t.Run(strings.Join(args, " "), func(t *testing.T) { validateAgainstSchema(t, tc.schema, []byte(stdout)) })
+		}
+	}
+	for _, tc := range []struct {
+		name, schema string
+		env          binding.Env
+		args         []string
+	}{
+		{"no GPU", "info", nil, []string{"info", "--json"}},
+		{"no GPU", "plan", nil, []string{"plan", "--json", "-n", "2", "-G", "0"}},
+		{"a Slurm step", "info", step, []string{"info", "--json", "--simulate", "dgx-h100"}},
+		{"a Slurm step", "plan", step, []string{"plan", "--json", "-n", "2", "--simulate", "dgx-h100"}},
+		{"Intel cards", "info", binding.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"}, []string{"info", "--json", "--simulate", "aurora"}},
+	} {
+		t.Run(tc.name+" "+tc.schema, func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, tc.env, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			validateAgainstSchema(t, tc.schema, []byte(stdout))
+		})
+	}
+}
+
+// status --json of a run (GPUs, one instance exited) and of a queue (its
+// counts, each slot's task) is valid against docs/status.schema.json.
+func TestStatusJSONMatchesSchema(t *testing.T) {
+	t.Run("run", func(t *testing.T) {
+		r := startLiveRun(t, nil, "-n", "2", "--simulate", "dgx-h100", "--monitor-interval", "50ms", "--",
+			"sh", "-c", `[ "$GPULAUNCH_INSTANCE" = 0 ] && exit 3; exec sleep 60`)
+		var out string
+		waitFor(t, "instance 0 exited, instance 1 running", func() bool {
+			var snap launcher.Snapshot
+			o, _, code := r.client(t, "status", "--json", "--pid", r.pid())
+			if code != 0 || json.Unmarshal([]byte(o), &snap) != nil || len(snap.Instances) != 2 {
+				return false
+			}
+			out = o
+			return snap.Instances[0].State == launcher.StateExited && snap.Instances[1].State == launcher.StateRunning
+		})
+		validateAgainstSchema(t, "status", []byte(out))
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		r.wait(t)
+	})
+	t.Run("queue", func(t *testing.T) {
+		dir := t.TempDir()
+		lines := filepath.Join(dir, "lines")
+		os.WriteFile(lines, []byte("1\n2\n3\n"), 0o644)
+		r := startLiveRun(t, nil, "--each-line", lines, "-n", "2", "-G", "0", "--", "sh", "-c", `while [ ! -e "$1/go" ]; do sleep 0.01; done`, "task", dir)
+		var out string
+		waitFor(t, "both slots running a task", func() bool {
+			var snap launcher.Snapshot
+			o, _, code := r.client(t, "status", "--json", "--pid", r.pid())
+			if code != 0 || json.Unmarshal([]byte(o), &snap) != nil || snap.Queue == nil || snap.Queue.Running != 2 {
+				return false
+			}
+			out = o
+			return true
+		})
+		validateAgainstSchema(t, "status", []byte(out))
+		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+		if code := r.wait(t); code != 0 {
+			t.Errorf("the queue exited %d", code)
+		}
+	})
 }
