@@ -209,6 +209,7 @@ func TestReportPicture(t *testing.T) {
 	}
 	var r runReport
 	b, _ := os.ReadFile(report)
+	validateAgainstSchema(t, "report", b)
 	json.Unmarshal(b, &r)
 	for _, in := range r.Instances {
 		if in.Series == nil || len(in.Series.T) == 0 || len(in.Events) < 2 {
