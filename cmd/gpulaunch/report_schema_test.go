@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -516,5 +517,47 @@ func TestExecRefusesJSON(t *testing.T) {
 	stdout, stderr, code := runCLI(t, env, "exec", "--json", "-G", "0", "--dry-run")
 	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: --json") || !strings.Contains(stderr, "plan") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// --log-format json: every log line on stderr is one JSON object with a
+// level and a message (a run with a warning and a restart, a queue); what
+// is not a log line is the summary table, never a console log line.
+func TestLogFormatJSONLinesParse(t *testing.T) {
+	dir := t.TempDir()
+	lines := filepath.Join(dir, "lines")
+	os.WriteFile(lines, []byte("1\n2\n3\n"), 0o644)
+	consoleLine := regexp.MustCompile(`^(DEBUG|INFO|WARN|ERROR)\s`)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"run", []string{"-n", "2", "--simulate", "dgx-h100", "--restarts", "1", "--", "sh", "-c", `[ "$GPULAUNCH_INSTANCE" = 0 ] && exit 3; exit 0`}},
+		{"queue", []string{"--each-line", lines, "-n", "2", "-G", "0", "--", "sh", "-c", `exit $(($1 % 2))`, "task"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := gpulaunch(t, append([]string{"--log-format", "json", "-v"}, tc.args...)...)
+			cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir())
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			cmd.Run()
+			logs := 0
+			for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				if consoleLine.MatchString(l) {
+					t.Errorf("a console log line under --log-format json: %q", l)
+				}
+				if !strings.HasPrefix(l, "{") {
+					continue
+				}
+				var entry map[string]any
+				if err := json.Unmarshal([]byte(l), &entry); err != nil || entry["level"] == nil || entry["msg"] == nil {
+					t.Errorf("a log line is not a JSON object with level and msg (%v): %q", err, l)
+				}
+				logs++
+			}
+			if logs < 4 {
+				t.Errorf("%d JSON log lines; want the starts and exits at least:\n%s", logs, stderr.String())
+			}
+		})
 	}
 }
