@@ -233,6 +233,17 @@ func TestSchemaValidatorRejects(t *testing.T) {
 			"metric_median": null, "metric_min": null, "metric_max": null, "speedup": null, "ideal_speedup": null, "efficiency": null,
 			"gpu_util_mean_pct": null, "gpu_mem_per_gpu_bytes": null}], "verdict": "", "interrupted": true}`},
 		{"two documents", "report", short + short},
+		{"info without its GPUs", "info", `{"gpu_backend": "sysfs", "gpus": null, "gpu_reason": "", "devices_constrained": false, "cpus": "0-1", "step_cpus": "",
+			"mem_nodes": "0", "slurm": {"node_id": 0, "proc_id": 0, "local_id": 0, "gpus_on_node": -1}, "warnings": [],
+			"topology": {"cpus": "0-1", "sockets": 1, "numa_nodes": [0], "threads_per_core": 1}}`},
+		{"a GPU in a plan without its PCI address", "plan", `{"gpu_backend": "", "request": {"instances": 1, "gpus_per_instance": 1, "cpus_per_instance": 0,
+			"mem_policy": "preferred", "share_gpus": false}, "allowed_cpus": "0-1", "locality": 1, "warnings": [],
+			"slots": [{"instance": 0, "gpus": [{"uuid": "GPU-1", "index": 0, "minor": 0, "numa_node": 0, "local_cpus": "0-1"}], "cpus": "0-1", "local_cpus": 2, "mem_policy": "preferred", "mem_nodes": "0"}]}`},
+		{"a status with a state gpulaunch has not", "status", `{"run": {"pid": 1, "host": "h", "command": [], "started": "", "monitor_interval": "2s", "finished": false},
+			"taken": "", "instances": [{"instance": 0, "rank": 0, "state": "sleeping", "pid": 2, "gpus": "", "cpus": "0", "restarts": 0, "started": "", "wall_ns": 0,
+			"cpu_pct": 0, "cpu_seconds": 0, "rss_bytes": 0, "peak_rss_bytes": 0, "gpu_util_pct": -1, "gpu_mem_bytes": 0, "gpu_util_mean_pct": -1, "warnings": [], "output_bytes": 0}]}`},
+		{"a negative count in a queue", "status", `{"run": {"pid": 1, "host": "h", "command": [], "started": "", "monitor_interval": "2s", "finished": false},
+			"taken": "", "instances": [], "queue": {"total": 3, "skipped": 0, "done": -1, "failed": 0, "running": 0, "remaining": 3, "tasks_per_second": 0}}`},
 	} {
 		errs, err := schemaErrors(tc.schema, []byte(tc.doc))
 		if err == nil && len(errs) == 0 {
