@@ -295,7 +295,8 @@ func TestRunReportMatchesSchema(t *testing.T) {
 
 // Runs of every shape write a report valid against its schema: one too
 // short to sample (its series empty lists, not null), a failed one, a
-// queue, one without GPUs, one without telemetry, one on a node file.
+// queue, one without GPUs, one without telemetry, one on a node file,
+// instances ended by -K and by --timeout, and one restarted.
 func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
 	dir := t.TempDir()
 	lines := filepath.Join(dir, "lines")
@@ -312,6 +313,9 @@ func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
 		{"no GPU", []string{"-n", "2", "-G", "0", "--", "true"}, 0},
 		{"telemetry off", []string{"-n", "1", "--simulate", "aurora", "--monitor-interval", "0", "--", "true"}, 0},
 		{"node file", []string{"-n", "2", "--node-file", nodeFile(t, 2), "--", "true"}, 0},
+		{"killed by -K", []string{"-n", "2", "-G", "0", "-K", "--", "sh", "-c", `[ "$GPULAUNCH_INSTANCE" = 0 ] && exit 3; exec sleep 30`}, 3},
+		{"timed out", []string{"-n", "1", "-G", "0", "--timeout", "300ms", "--", "sleep", "30"}, 128 + 15},
+		{"restarted", []string{"-n", "1", "-G", "0", "--restarts", "2", "--", "false"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
