@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -357,14 +359,25 @@ func TestInterruptedRunReportMatchesSchema(t *testing.T) {
 	}
 }
 
-// A queue over two nodes: each node writes its own report (its host in
-// the name), both valid.
+// A queue over two nodes: each node's status while it runs, and the
+// report each node writes (its host in the name), are valid.
 func TestQueueOverTwoNodesReportsMatchSchema(t *testing.T) {
 	qn := newQueueNodes(t, 2, 6)
 	report := filepath.Join(qn.dir, "run.json")
 	holder, hout := qn.start(0, qn.keys, "--report", report)
 	node, nout := qn.start(1, qn.keys, "--report", report)
 	waitFor(t, "node 1 to join", func() bool { return strings.Contains(hout.String(), "node 1 (node1) joined the queue") })
+	for i, node := range []*exec.Cmd{holder, node} {
+		var out []byte
+		waitFor(t, "a node's status with its queue", func() bool {
+			st := exec.Command(os.Args[0], "status", "--json", "--pid", strconv.Itoa(node.Process.Pid))
+			st.Env = qn.env(i, qn.keys)
+			var err error
+			out, err = st.Output()
+			return err == nil && strings.Contains(string(out), `"queue"`)
+		})
+		validateAgainstSchema(t, "status", out)
+	}
 	qn.release()
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v\n%s", err, hout)
