@@ -76,7 +76,7 @@ func readReport(path string) (runReport, error) {
 		return r, usagef("%s is not a gpulaunch run report (%s): give the file a run's --report FILE wrote", path, jsonProblem(data, err))
 	}
 	if what, fix := jsonKind(fields); what != "" {
-		return r, usagef("%s is %s, not a run report: %s", path, what, fix)
+		return r, usagef("%s is %s: %s", path, what, fix)
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, usagef("%s is not a gpulaunch run report (%s): give the file a run's --report FILE wrote", path, jsonProblem(data, err))
@@ -110,13 +110,13 @@ func jsonKind(fields map[string]json.RawMessage) (what, fix string) {
 	case has("plan", "instances", "monitor_interval_seconds"):
 		return "", ""
 	case has("points", "verdict"):
-		return "a scaling study (gpulaunch scale --json)", "its picture is drawn by the study itself: `gpulaunch scale … --svg OUT`; `gpulaunch report` draws a run's --report FILE"
+		return "a scaling study (gpulaunch scale --json), not a run report", "its picture is drawn by the study itself: `gpulaunch scale … --svg OUT`; `gpulaunch report` draws a run's --report FILE"
 	case has("slots", "request"):
-		return "a plan (gpulaunch plan --json)", "a plan has nothing run to draw; run it with --report FILE and draw that"
+		return "a plan (gpulaunch plan --json), not a run report", "a plan has nothing run to draw; run it with --report FILE and draw that"
 	case has("gpu_reason", "topology"):
-		return "a node's description (gpulaunch info --json)", "it has nothing run to draw; give the file a run's --report FILE wrote"
+		return "a node's description (gpulaunch info --json), not a run report", "it has nothing run to draw; give the file a run's --report FILE wrote"
 	case has("run", "taken"):
-		return "a live run's status (gpulaunch status --json)", "draw the run's own --report FILE once it has ended"
+		return "a live run's status (gpulaunch status --json), not a run report", "draw the run's own --report FILE once it has ended"
 	}
 	return "not a gpulaunch run report (it has no \"plan\" and \"instances\")", "give the file a run's --report FILE wrote"
 }
