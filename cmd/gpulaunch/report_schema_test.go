@@ -303,11 +303,14 @@ func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
 	dir := t.TempDir()
 	lines := filepath.Join(dir, "lines")
 	os.WriteFile(lines, []byte("a\nb\nc\n"), 0o644)
+	commands := filepath.Join(dir, "commands")
+	os.WriteFile(commands, []byte("echo a\necho b\n"), 0o644)
 	for _, tc := range []struct {
 		name string
 		args []string
 		exit int
 	}{
+		{"a tasks file, no command", []string{"--tasks", commands, "-n", "2", "-G", "0"}, 0},
 		{"short", []string{"-n", "2", "--simulate", "dgx-h100", "--", "true"}, 0},
 		{"failed", []string{"-n", "2", "--simulate", "dgx-h100", "--", "false"}, 1},
 		{"queue", []string{"--each-line", lines, "--simulate", "lumi-g", "--", "echo"}, 0},
