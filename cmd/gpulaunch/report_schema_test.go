@@ -339,16 +339,19 @@ func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
 // instances ended by the signal.
 func TestInterruptedRunReportMatchesSchema(t *testing.T) {
 	dir := t.TempDir()
-	file, mk := filepath.Join(dir, "run.json"), marker(t)
-	cmd := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "--monitor-interval", "50ms", "--report", file}, helperArgs("sleep", "60s", mk)...)...)
+	file := filepath.Join(dir, "run.json")
+	cmd := gpulaunch(t, "-n", "2", "-G", "0", "--monitor-interval", "50ms", "--report", file, "--",
+		"sh", "-c", `touch "$1/up.$GPULAUNCH_INSTANCE"; exec sleep 60`, "app", dir)
 	cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir())
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// the marker is on gpulaunch's command line and on both instances
-	waitFor(t, "both instances running", func() bool { return len(liveWithMarker(mk)) == 3 })
+	waitFor(t, "both instances running", func() bool {
+		up, _ := filepath.Glob(filepath.Join(dir, "up.*"))
+		return len(up) == 2
+	})
 	cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); exitStatus(err) != 130 {
 		t.Fatalf("exit %v, want 130\n%s", err, out.String())
