@@ -52,6 +52,7 @@ func TestPlanSimulatedH100JSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	validateAgainstSchema(t, "plan", []byte(stdout))
 	var p planOut
 	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
 		t.Fatalf("plan --json does not parse: %v\n%s", err, stdout)
@@ -120,6 +121,7 @@ func TestInfoWithoutGPU(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &doc) != nil {
 		t.Fatalf("info --json exit %d, not JSON:\n%s", code, stdout)
 	}
+	validateAgainstSchema(t, "info", []byte(stdout))
 	if gpus, ok := doc["gpus"].([]any); !ok || len(gpus) != 0 || doc["gpu_reason"] == "" {
 		t.Fatalf("info --json gpus %v reason %v", doc["gpus"], doc["gpu_reason"])
 	}

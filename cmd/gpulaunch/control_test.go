@@ -89,6 +89,7 @@ func (r *liveRun) waitRunning(t *testing.T) launcher.Snapshot {
 		if code != 0 || json.Unmarshal([]byte(out), &snap) != nil {
 			return false
 		}
+		validateAgainstSchema(t, "status", []byte(out))
 		for _, in := range snap.Instances {
 			if in.State != launcher.StateRunning {
 				return false
@@ -422,6 +423,7 @@ func TestControlStatusShowsGPUTelemetry(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &snap) != nil {
 			return false
 		}
+		validateAgainstSchema(t, "status", []byte(out))
 		i0, i1 := snap.Instances[0], snap.Instances[1]
 		return i0.GPUUtil == 70 && i0.GPUMem == 2<<30 && warned(i1.Warnings, "not its own")
 	})

@@ -122,6 +122,7 @@ func TestSecondNodeOfAStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	validateAgainstSchema(t, "report", b)
 	for _, want := range []string{`"node": 1`, `"nodes": 2`, `"world_size": 4`, `"master_addr": "rack1-n00"`, `"rank": 3`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %s:\n%s", want, b)

@@ -184,6 +184,7 @@ func TestRunShortInstanceCPUFromTheKernel(t *testing.T) {
 		} `json:"instances"`
 	}
 	b, _ := os.ReadFile(report)
+	validateAgainstSchema(t, "report", b)
 	if err := json.Unmarshal(b, &r); err != nil || len(r.Instances) != 1 {
 		t.Fatalf("report: %v\n%s", err, b)
 	}

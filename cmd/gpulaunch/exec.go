@@ -58,11 +58,15 @@ func (a *app) exec(args []string) error {
 	fs.SetInterspersed(false)
 	c.register(fs)
 	e.register(fs)
+	_ = fs.MarkHidden("json") // exec writes no JSON: refused below with the command that does
 	if done, err := a.parseFlags(fs, args, execUsage); done || err != nil {
 		return err
 	}
 	if len(fs.Args()) == 0 && !e.dryRun {
 		return usagef("no command to exec: gpulaunch exec -- COMMAND [ARGS…]")
+	}
+	if c.json {
+		return usagef("--json: exec prints this rank's slot and environment as text (--dry-run); for JSON use `gpulaunch plan -n RANKS --json`")
 	}
 	if c.simulate != "" {
 		return usagef("exec binds this process on this machine; --simulate describes another one (try `gpulaunch plan --simulate %s -n RANKS`)", c.simulate)

@@ -259,7 +259,9 @@ type requestDoc struct {
 }
 
 func planJSON(a binding.Allocation, r binding.Request, p binding.Plan) planDoc {
+	// lists are lists, empty ones too: never null (docs/plan.schema.json)
 	warn := append(append([]string{}, a.Warnings...), p.Warnings...)
+	p.Slots = append([]binding.Slot{}, p.Slots...)
 	for i := range p.Slots {
 		if p.Slots[i].GPUs == nil {
 			p.Slots[i].GPUs = []gpu.GPU{}

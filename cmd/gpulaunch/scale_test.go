@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,13 +34,7 @@ func scaleStudy(t *testing.T, args ...string) (scaling.Study, string, error) {
 	if rerr != nil {
 		t.Fatalf("no --json: %v\n%s", rerr, out)
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	if errs := validate(loadSchemaNamed(t, "scale.schema.json"), v, "$"); len(errs) > 0 {
-		t.Fatalf("the study does not match docs/scale.schema.json:\n%s\n%s", strings.Join(errs, "\n"), b)
-	}
+	validateAgainstSchema(t, "scale", b)
 	json.Unmarshal(b, &st)
 	svg, _ := os.ReadFile(svgFile)
 	d := xml.NewDecoder(strings.NewReader(string(svg)))
@@ -122,13 +117,50 @@ func TestScaleInterrupted(t *testing.T) {
 	err := cmd.Wait()
 	var st scaling.Study
 	b, _ := os.ReadFile(jsonFile)
+	validateAgainstSchema(t, "scale", b)
 	json.Unmarshal(b, &st)
 	if exitStatus(err) != 130 || !st.Interrupted || len(st.Points) != 3 || st.Points[0].Status != "ok" || st.Points[1].Status != "interrupted" ||
-		len(st.Points[2].Runs) != 0 {
+		len(st.Points[2].Runs) != 0 || st.Points[2].Status != "not run" {
 		t.Fatalf("exit %v, study %+v\n%s", err, st, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "started.4")); err == nil {
 		t.Error("the 4-GPU size ran after Ctrl-C")
+	}
+}
+
+// Ctrl-C in the study's first size: that size is "interrupted", the sizes
+// never run are "not run" (not "failed") with an empty list of runs, and
+// the JSON is valid.
+func TestScaleInterruptedInItsFirstSize(t *testing.T) {
+	dir := t.TempDir()
+	jsonFile := filepath.Join(dir, "scale.json")
+	cmd := gpulaunch(t, append([]string{"scale", "--simulate", "dgx-h100", "-G", "1,2,4", "--metric", `throughput: ([0-9]+)`, "--json", jsonFile, "--"},
+		helperArgs("scale-app", dir, "1")[1:]...)...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the 1-GPU run to start", func() bool { _, err := os.Stat(filepath.Join(dir, "started.1")); return err == nil })
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	b, rerr := os.ReadFile(jsonFile)
+	if rerr != nil {
+		t.Fatalf("no --json: %v\n%s", rerr, out.String())
+	}
+	validateAgainstSchema(t, "scale", b)
+	var st scaling.Study
+	json.Unmarshal(b, &st)
+	if exitStatus(err) != 130 || len(st.Points) != 3 || st.Points[0].Status != "interrupted" {
+		t.Fatalf("exit %v, study %+v\n%s", err, st, out.String())
+	}
+	for _, p := range st.Points[1:] {
+		if p.Status != "not run" || p.Runs == nil || len(p.Runs) != 0 {
+			t.Errorf("%d GPUs: %q, runs %v; want \"not run\", []", p.GPUs, p.Status, p.Runs)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^2 .*not run$`).MatchString(out.String()) || strings.Contains(out.String(), "failed") {
+		t.Errorf("the table shows the sizes never run as failed:\n%s", out.String())
 	}
 }
 
@@ -177,6 +209,7 @@ func TestReportPicture(t *testing.T) {
 	}
 	var r runReport
 	b, _ := os.ReadFile(report)
+	validateAgainstSchema(t, "report", b)
 	json.Unmarshal(b, &r)
 	for _, in := range r.Instances {
 		if in.Series == nil || len(in.Series.T) == 0 || len(in.Events) < 2 {
@@ -231,7 +264,11 @@ func TestScaleFailedSize(t *testing.T) {
 		var st scaling.Study
 		b, _ := os.ReadFile(jsonFile)
 		json.Unmarshal(b, &st)
+		validateAgainstSchema(t, "scale", b)
 		ran4 := len(st.Points) == 3 && len(st.Points[2].Runs) == 1
+		if halt && st.Points[2].Status != "not run" {
+			t.Errorf("--halt: the size after the failed one is %q, want \"not run\"", st.Points[2].Status)
+		}
 		if exitStatus(err) != 1 || len(st.Points) != 3 || st.Points[1].Status != "failed" || st.Points[1].Runs[0].ExitCode != 3 || ran4 == halt {
 			t.Errorf("--halt %v: exit %v, study %+v\n%s", halt, err, st.Points, out)
 		}

@@ -108,12 +108,13 @@ func meanMeasured(a, b float64) float64 {
 	return (a + b) / 2
 }
 
-// series is the decimated series so far, with the point being made.
+// series is the decimated series so far, with the point being made. Its
+// columns are copies, and empty lists, never nil, when nothing was
+// sampled (a run shorter than the monitor interval, telemetry off): the
+// report's schema, and its readers, want a list.
 func (b *seriesBuf) series() *Series {
-	out := b.s
-	out.T = append([]float64(nil), b.s.T...)
-	out.CPU, out.RSS = append([]float64(nil), b.s.CPU...), append([]float64(nil), b.s.RSS...)
-	out.GPUUtil, out.GPUMem = append([]float64(nil), b.s.GPUUtil...), append([]float64(nil), b.s.GPUMem...)
+	out := Series{T: columnCopy(b.s.T), GPUUtil: columnCopy(b.s.GPUUtil), GPUMem: columnCopy(b.s.GPUMem),
+		CPU: columnCopy(b.s.CPU), RSS: columnCopy(b.s.RSS)}
 	if b.n > 0 {
 		tmp := seriesBuf{s: out}
 		tmp.push(b.bucket, b.n)
@@ -121,6 +122,9 @@ func (b *seriesBuf) series() *Series {
 	}
 	return &out
 }
+
+// columnCopy is a copy of a column, an empty one for none.
+func columnCopy(c []float64) []float64 { return append([]float64{}, c...) }
 
 // timeline is an instance's series and events, kept by its slot.
 type timeline struct {

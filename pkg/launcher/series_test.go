@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -39,5 +40,19 @@ func TestSeriesStaysSmall(t *testing.T) {
 	b.add(0, -1, -1, 0, 0)
 	if s := b.series(); s.GPUUtil[0] != -1 || s.GPUMem[0] != -1 {
 		t.Errorf("an unmeasured GPU: %v", s)
+	}
+}
+
+// A run too short to sample has a series of empty lists, never null: the
+// report's schema (docs/report.schema.json) and its readers want lists.
+func TestSeriesEmptyIsListsNotNull(t *testing.T) {
+	var b seriesBuf
+	data, err := json.Marshal(b.series())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"t_seconds":[],"gpu_util_pct":[],"gpu_mem_bytes":[],"cpu_pct":[],"rss_bytes":[]}`
+	if string(data) != want {
+		t.Errorf("empty series: %s, want %s", data, want)
 	}
 }

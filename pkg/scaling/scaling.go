@@ -49,10 +49,11 @@ type Point struct {
 	GPUs            int   `json:"gpus"`
 	Instances       int   `json:"instances"`
 	GPUsPerInstance int   `json:"gpus_per_instance"`
-	Runs            []Run `json:"runs"`
+	Runs            []Run `json:"runs"` // a list, empty when none ran: never null
 	// Status is "ok", "failed" (no run finished with status 0), "no
-	// metric" (runs finished but none printed the figure) or
-	// "interrupted" (stopped before any run finished).
+	// metric" (runs finished but none printed the figure), "interrupted"
+	// (stopped before any run finished) or "not run" (the study stopped,
+	// by Ctrl-C or --halt, before this size's turn).
 	Status string `json:"status"`
 	// The figure over the point's runs that gave one, and what it
 	// means; nil where unknown.
@@ -87,7 +88,8 @@ type Run struct {
 //     gives one when it finished with status 0 and the figure was read);
 //     its spread is their min and max. A point with none is "failed" when
 //     no run finished with status 0, "no metric" when some did but printed
-//     no figure, "interrupted" when the study was stopped in its first run.
+//     no figure, "interrupted" when the study was stopped in its first run,
+//     and "not run" when the study stopped before its turn (it has no run).
 //  2. The baseline is the smallest point with a figure. Speedup is its
 //     figure over the baseline's — the other way round for a figure where
 //     lower is better (a time).
@@ -123,6 +125,9 @@ func (s *Study) idealGrows() bool { return !s.Weak || s.Metric != nil }
 
 // settle computes a point's figure and its means from its runs (rule 1).
 func (p *Point) settle() {
+	if p.Runs == nil {
+		p.Runs = []Run{} // the JSON's list: empty, not null
+	}
 	var figs, utils, mems []float64
 	finished, interrupted := false, len(p.Runs) > 0
 	for _, r := range p.Runs {
@@ -140,6 +145,8 @@ func (p *Point) settle() {
 	}
 	p.GPUUtil, p.GPUMemPerGPU = mean(utils), mean(mems)
 	switch {
+	case len(p.Runs) == 0:
+		p.Status = "not run"
 	case len(figs) > 0:
 		sort.Float64s(figs)
 		p.Status = "ok"

@@ -58,12 +58,20 @@ func TestAnalyse(t *testing.T) {
 			[]float64{1, 7.2}, []float64{1, .9}, []string{"ok", "ok"}, "scales to 8"},
 		{"interrupted in its first run", Study{Threshold: 0.6, Points: []Point{{GPUs: 1, Runs: runs(1)}, {GPUs: 2, Runs: []Run{{Interrupted: true, ExitCode: 130}}}}},
 			[]float64{1, math.NaN()}, []float64{1, math.NaN()}, []string{"ok", "interrupted"}, "only 1"},
+		{"interrupted in its first size: the sizes after it never ran",
+			Study{Threshold: 0.6, Points: []Point{{GPUs: 1, Runs: []Run{{Interrupted: true, ExitCode: 130}}}, {GPUs: 2}, {GPUs: 4}}},
+			[]float64{math.NaN(), math.NaN(), math.NaN()}, []float64{math.NaN(), math.NaN(), math.NaN()}, []string{"interrupted", "not run", "not run"}, "no point gave a figure"},
+		{"stopped by --halt at a failed size", Study{Threshold: 0.6, Points: []Point{{GPUs: 1, Runs: runs(1)}, {GPUs: 2, Runs: failed}, {GPUs: 4}}},
+			[]float64{1, math.NaN(), math.NaN()}, []float64{1, math.NaN(), math.NaN()}, []string{"ok", "failed", "not run"}, "only 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.study
 			s.Analyse()
 			for i, p := range s.Points {
+				if p.Runs == nil {
+					t.Errorf("point %d: runs nil, written as null: want a list, empty when none ran", i)
+				}
 				if p.Status != tc.status[i] || !near(p.Speedup, tc.speedup[i]) || !near(p.Efficiency, tc.eff[i]) {
 					t.Errorf("point %d (%d GPUs): %s, speedup %v, efficiency %v; want %s %.3f %.3f", i, p.GPUs, p.Status, val(p.Speedup), val(p.Efficiency),
 						tc.status[i], tc.speedup[i], tc.eff[i])
