@@ -130,6 +130,8 @@ func (o *scaleOptions) sizeFlag() string {
 func (o *scaleOptions) check() error {
 	fs := o.fs
 	switch {
+	case o.run.quiet && o.common.verbose:
+		return usagef("-q/--quiet and -v/--verbose ask for less and more of gpulaunch's lines: give one of them")
 	case len(o.argv) == 0:
 		return usagef("no command to study: gpulaunch scale -G 1,2,4,8 -- COMMAND [ARGS…]")
 	case (o.gpus == "") == (o.ntasks == ""):

@@ -178,6 +178,7 @@ func (a *app) sayRun(o *scaleOptions, p scalePoint, round int, run scaling.Run) 
 	switch {
 	case run.Interrupted:
 		fmt.Fprintf(a.stderr, "gpulaunch scale: %s: interrupted; the study stops and keeps the sizes done\n", what)
+	case run.Metric != nil && o.run.quiet: // -q: the table on stdout is the result
 	case run.Metric != nil:
 		fmt.Fprintf(a.stderr, "gpulaunch scale: %s: %s in %.1f s\n", what, metricString(*run.Metric, o), run.WallSeconds)
 	default:
