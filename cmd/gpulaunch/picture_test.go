@@ -64,3 +64,27 @@ func TestReportPictureNodeFile(t *testing.T) {
 		t.Error("an empty GPU utilisation panel is drawn")
 	}
 }
+
+// A scaling study on a node file measures no GPU use: its utilisation
+// panel says so instead of standing empty, and the speedup's title names
+// the figure and its unit. With -q, only the table is printed.
+func TestScalePictureNotes(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "scale.svg")
+	cmd := gpulaunch(t, "scale", "-q", "-G", "1,2", "--node-file", nodeFile(t, 2), "--monitor-interval", "50ms",
+		"--metric", "throughput: ([0-9.]+)", "--unit", "samples/s", "--svg", svg, "--", amdahlApp)
+	cmd.Env = append(cmd.Env, "AMDAHL_SECONDS=0.2")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// -q: the table, no line per run
+	if !strings.Contains(string(out), "verdict:") || strings.Contains(string(out), "run 1 of 1") {
+		t.Errorf("scale -q printed:\n%s", out)
+	}
+	texts := strings.Join(svgTexts(t, svg), "\n")
+	for _, want := range []string{"Speedup of the figure (samples/s) over the smallest size", "GPU use not measured: a node file"} {
+		if !strings.Contains(texts, want) {
+			t.Errorf("no %q in the picture's texts:\n%s", want, texts)
+		}
+	}
+}

@@ -59,6 +59,9 @@ type scaleOptions struct {
 	sizes       []int
 	byInstances bool
 	m           *scaling.Metric
+	// gpuNote says why GPU use is not measured on this node ("" when it
+	// is), for the picture's utilisation panel.
+	gpuNote string
 }
 
 // scaleOnly are scale's own flags; every other flag it was given is a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,11 +144,40 @@ func TestStudySVG(t *testing.T) {
 	}
 }
 
+// A study whose runs measured no GPU use: its utilisation panel carries
+// the note, and the speedup's title names the figure and its unit.
+func TestStudySVGNotes(t *testing.T) {
+	s := Study{Title: "gpulaunch scale -G 1,2 -- ./amdahl", By: "GPUs (one process)", Threshold: 0.6, Verdict: "scales",
+		Figure: "the figure (samples/s)", GPUNote: "a node file or simulated node describes GPUs, not their use"}
+	for _, g := range []int{1, 2} {
+		s.Points = append(s.Points, StudyPoint{GPUs: g, Speedup: fp(float64(g)), Ideal: fp(float64(g)), Efficiency: fp(1), Status: "ok"})
+	}
+	var svg bytes.Buffer
+	if err := StudySVG(s, &svg); err != nil {
+		t.Fatal(err)
+	}
+	d := readSVG(t, svg.Bytes())
+	var texts []string
+	for _, tx := range d.Texts {
+		texts = append(texts, strings.ReplaceAll(tx.Text, "\u00a0", " "))
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"Speedup of the figure (samples/s) over the smallest size", "GPU use not measured: a node file"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in\n%s", want, all)
+		}
+	}
+	if bad := d.overflowing(); len(bad) > 0 {
+		t.Errorf("text past the edge:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
 // svgText is one <text> element of a picture.
 type svgText struct {
 	X, Size float64
 	Family  string
 	Text    string
+	Rotated bool // in a rotated group: an axis's label, which plot places
 }
 
 // svgDoc is what the tests read of a picture: its width, its texts, and
@@ -174,6 +204,7 @@ func readSVG(t *testing.T, doc []byte) svgDoc {
 	var d svgDoc
 	dec := xml.NewDecoder(bytes.NewReader(doc))
 	var cur *svgText
+	var rotated []bool // the open groups: rotated or not
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -188,10 +219,12 @@ func readSVG(t *testing.T, doc []byte) svgDoc {
 				attr[a.Name.Local] = a.Value
 			}
 			switch el.Name.Local {
+			case "g":
+				rotated = append(rotated, strings.Contains(attr["transform"], "rotate"))
 			case "svg":
 				d.Width, _ = strconv.ParseFloat(strings.TrimSuffix(attr["width"], "pt"), 64)
 			case "text":
-				cur = &svgText{Family: styleOf(attr["style"], "font-family")}
+				cur = &svgText{Family: styleOf(attr["style"], "font-family"), Rotated: slices.Contains(rotated, true)}
 				cur.X, _ = strconv.ParseFloat(attr["x"], 64)
 				cur.Size, _ = strconv.ParseFloat(strings.TrimSuffix(styleOf(attr["style"], "font-size"), "px"), 64)
 			case "path":
@@ -204,6 +237,9 @@ func readSVG(t *testing.T, doc []byte) svgDoc {
 				cur.Text += string(el)
 			}
 		case xml.EndElement:
+			if el.Name.Local == "g" && len(rotated) > 0 {
+				rotated = rotated[:len(rotated)-1]
+			}
 			if el.Name.Local == "text" && cur != nil {
 				d.Texts = append(d.Texts, *cur)
 				cur = nil
@@ -242,6 +278,9 @@ func glyphOf(attr map[string]string) (glyphBox, bool) {
 func (d svgDoc) overflowing() []string {
 	var out []string
 	for _, tx := range d.Texts {
+		if tx.Rotated {
+			continue
+		}
 		f := sans
 		if strings.Contains(tx.Family, "Mono") {
 			f = mono
