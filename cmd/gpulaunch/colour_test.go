@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,6 +133,25 @@ func TestSummaryColour(t *testing.T) {
 	}
 }
 
+// A queue's summary on a terminal: the slot's failed tasks in red.
+func TestQueueSummaryColour(t *testing.T) {
+	input := filepath.Join(t.TempDir(), "codes")
+	if err := os.WriteFile(input, []byte("0\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, terminal := range []bool{true, false} {
+		cmd := gpulaunch(t, "-n", "1", "-G", "0", "--monitor-interval", "0", "--each-line", input, "--", "sh", "-c", "exit {}")
+		cmd.Env = append(cmd.Env, "NO_COLOR=", "TERM=xterm")
+		out, code := stderrOn(t, cmd, terminal)
+		if code != 1 || !strings.Contains(out, "FAILED") {
+			t.Fatalf("exit %d, want 1 and a summary:\n%s", code, out)
+		}
+		if red := strings.Contains(out, "\x1b[31m1\x1b[0m"); red != terminal || (!terminal && strings.Contains(out, "\x1b[")) {
+			t.Errorf("terminal %v: one failed task in red: %v:\n%q", terminal, red, out)
+		}
+	}
+}
+
 // -q: no informational line and no summary; the warnings still print, and
 // the exit status is the run's.
 func TestQuietRun(t *testing.T) {
@@ -148,6 +168,21 @@ func TestQuietRun(t *testing.T) {
 	}
 	if !strings.Contains(out, "binding are not applied") {
 		t.Errorf("-q dropped the warning:\n%s", out)
+	}
+	// a queue: its summary's table and counts go too
+	input := filepath.Join(t.TempDir(), "codes")
+	if err := os.WriteFile(input, []byte("0\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	queue := gpulaunch(t, "-q", "-n", "1", "-G", "0", "--monitor-interval", "0", "--each-line", input, "--", "sh", "-c", "exit {}")
+	out, code = stderrOn(t, queue, false)
+	if code != 1 || !strings.Contains(out, "task 2 failed") {
+		t.Errorf("-q queue: exit %d (want 1), printed %q (want the failed task's warning)", code, out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "WARN") {
+			t.Errorf("-q queue printed %q", l)
+		}
 	}
 	if _, stderr, code := runCLI(t, nil, "-q", "-v", "-n", "1", "--", "true"); code != 2 || !strings.Contains(stderr, "-q/--quiet and -v/--verbose") {
 		t.Errorf("-q -v: exit %d, %q", code, stderr)

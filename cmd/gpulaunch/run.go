@@ -446,17 +446,17 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
-	summary := con.stderr
+	summary, paint := con.stderr, a.paint(a.stderr)
 	if quiet { // -q: the summary's warnings only
 		summary = &warningsOnly{w: con.stderr}
 	}
 	switch {
 	case rq.feed != nil:
 		code = rq.feed.ExitCode()
-		launcher.WriteFeedSummary(summary, rq.feed, insts, outs)
+		launcher.WriteFeedSummary(summary, rq.feed, insts, outs, paint)
 	case queue != nil:
 		code = queue.ExitCode()
-		launcher.WriteQueueSummary(summary, queue, insts, outs, time.Since(run.Started))
+		launcher.WriteQueueSummary(summary, queue, insts, outs, time.Since(run.Started), paint)
 		if lost, why := queue.Joblog.Lost(); lost > 0 {
 			// a --resume would run those tasks again: the run is not what
 			// its joblog says
@@ -465,14 +465,14 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		}
 	case quiet:
 		code = res.ExitCode()
-		launcher.WriteWarnings(a.stderr, outs, a.paint(a.stderr))
+		launcher.WriteWarnings(a.stderr, outs, paint)
 	default:
 		code = res.ExitCode()
 		if l.group.MultiNode() {
 			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,
 				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)
 		}
-		launcher.WriteSummary(a.stderr, insts, outs, a.paint(a.stderr))
+		launcher.WriteSummary(a.stderr, insts, outs, paint)
 	}
 	if l.report != "" {
 		if err := writeReport(l.report, buildReport(l, run, insts, outs, code)); err != nil {
