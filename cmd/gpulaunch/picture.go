@@ -131,7 +131,7 @@ func pictureTable(r runReport) []string {
 	rows := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	rows = append(rows, "", fmt.Sprintf("exit status %d, wall %s", r.ExitCode, (time.Duration(r.WallSeconds*float64(time.Second))).Round(time.Second)))
 	if r.GPUTelemetry != "" {
-		rows = append(rows, "GPU use not measured: "+r.GPUTelemetry)
+		rows = append(rows, "GPU use not measured: "+strings.TrimPrefix(r.GPUTelemetry, "no GPU telemetry: "))
 	}
 	if n := len(r.Warnings); n > 0 {
 		rows = append(rows, fmt.Sprintf("%d warning(s): see the report's warnings", n))
