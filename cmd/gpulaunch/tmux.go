@@ -86,10 +86,12 @@ func (a *app) openTmuxWindow(tmux, socket string, n int) error {
 }
 
 // topPaneHeight is the top pane's height in lines: its table (a header,
-// the command, the column names, a row per instance, a line or two of
-// warnings), at most half the window.
+// the command, the column names, a row per instance, a line of
+// warnings), then top's "has finished" and tmux's two-line notice of the
+// dead pane (remain-on-exit), which would otherwise scroll the header
+// out; at most half the window.
 func topPaneHeight(n, window int) int {
-	return max(5, min(n+6, window/2))
+	return max(5, min(n+8, window/2))
 }
 
 // tmuxGrid splits the area of pane0 (instance 0) into n panes, row by
