@@ -87,9 +87,10 @@ func (a *app) openTmuxWindow(tmux, socket string, n int) error {
 
 // topPaneHeight is the top pane's height in lines: its table (a header,
 // the command, the column names, a row per instance, a line of
-// warnings), then top's "has finished" and tmux's two-line notice of the
-// dead pane (remain-on-exit), which would otherwise scroll the header
-// out; at most half the window.
+// warnings), then top's "has finished" and room for tmux's notice of
+// the dead pane (remain-on-exit), which tmux writes after a line feed on
+// the pane's last line: seen in an 80x40 tmux, with two lines fewer it
+// scrolled the last rows' exits out; at most half the window.
 func topPaneHeight(n, window int) int {
 	return max(5, min(n+8, window/2))
 }

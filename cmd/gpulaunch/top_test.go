@@ -158,10 +158,10 @@ func TestTopShowsTheExits(t *testing.T) {
 	}
 }
 
-// The top pane keeps its whole last frame on screen after the run: the
+// The top pane has room for its whole last frame after the run: the
 // header, the command, the column names, every row, a warning, the
-// "has finished" line and tmux's notice of the dead pane (two lines);
-// never more than half the window.
+// "has finished" line and tmux's notice of the dead pane; never more
+// than half the window.
 func TestTopPaneHeight(t *testing.T) {
 	for _, tc := range []struct{ n, window, want int }{
 		{8, 40, 16}, {1, 40, 9}, {16, 40, 20}, {1, 6, 5},
