@@ -89,8 +89,9 @@ func (a *app) openTmuxWindow(tmux, socket string, n int) error {
 // the command, the column names, a row per instance, a line of
 // warnings), then top's "has finished" and room for tmux's notice of
 // the dead pane (remain-on-exit), which tmux writes after a line feed on
-// the pane's last line: seen in an 80x40 tmux, with two lines fewer it
-// scrolled the last rows' exits out; at most half the window.
+// the pane's last line, scrolling the pane by one (the header goes, seen
+// in an 80x40 tmux; the rows and their exits stay); at most half the
+// window.
 func topPaneHeight(n, window int) int {
 	return max(5, min(n+8, window/2))
 }
