@@ -1,6 +1,8 @@
 package launcher
 
 import (
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -42,5 +44,34 @@ func TestWallOfARestartedInstance(t *testing.T) {
 	b.rows[0] = row
 	if got := b.Snapshot().Instances[0].Wall; got != want {
 		t.Errorf("exited: status wall %v, want %v", got, want)
+	}
+}
+
+// The summary says what WALL is when an instance restarted, and paints
+// an instance's own failure red and an end gpulaunch caused yellow.
+func TestSummaryWallNoteAndPaint(t *testing.T) {
+	insts := []Instance{{Index: 0, Rank: 0}, {Index: 1, Rank: 1}, {Index: 2, Rank: 2}}
+	outs := []Outcome{
+		{Index: 0, Code: 3, Restarts: 1, Wall: 13500 * time.Millisecond},
+		{Index: 1, Code: -1, Signal: syscall.SIGTERM, EndedBy: EndedBadExit},
+		{Index: 2},
+	}
+	for _, paint := range []Paint{false, true} {
+		var b strings.Builder
+		WriteSummary(&b, insts, outs, paint)
+		out := b.String()
+		if !strings.Contains(out, "WALL: from an instance's first start to its last exit") || !strings.Contains(out, "13.5s") {
+			t.Errorf("paint %v: no WALL note or wall:\n%s", paint, out)
+		}
+		for _, want := range []string{sgrFail + "3" + sgrReset, sgrWarn + "SIGTERM" + sgrReset, sgrWarn + "kill-on-bad-exit" + sgrReset, sgrPlain + "0" + sgrReset} {
+			if strings.Contains(out, want) != bool(paint) {
+				t.Errorf("paint %v: %q present: %v\n%q", paint, want, !bool(paint), out)
+			}
+		}
+	}
+	var b strings.Builder
+	WriteSummary(&b, insts, outs[1:2], false)
+	if strings.Contains(b.String(), "WALL:") {
+		t.Errorf("a WALL note without a restart:\n%s", b.String())
 	}
 }
