@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,16 +24,17 @@ import (
 const statusUsage = `Usage: gpulaunch status [--json] [--pid PID | --socket PATH]
 
 The live instance table of a running gpulaunch on this node: state, pid,
-GPUs, CPUs, uptime, restarts, CPU %, RSS, GPU % and GPU memory from the last
-sample, last exit status, and launch-verification warnings. Without --pid or
---socket it finds the gpulaunch of the current job (SLURM_JOB_ID), or your
-only one outside a job.`
+GPUs, CPUs, wall time since the first start, restarts, CPU %, RSS, GPU % and
+GPU memory from the last sample, last exit status, and launch-verification
+warnings; on a terminal fitted to its width (docs/interactive.md). Without
+--pid or --socket it finds the gpulaunch of the current job (SLURM_JOB_ID),
+or your only one outside a job.`
 
 const topCommandUsage = `Usage: gpulaunch top [--interval D] [--pid PID | --socket PATH]
 
 The status table, refreshed every --interval (the run's monitor interval by
-default) while stdout is a terminal, until the run ends or Ctrl-C. Printed
-once otherwise.`
+default) while stdout is a terminal, until the run ends (its last frame shows
+every exit) or Ctrl-C. Printed once otherwise.`
 
 const logsUsage = `Usage: gpulaunch logs [-f] [--tail N] [--pid PID | --socket PATH] INSTANCE
 
@@ -152,7 +152,7 @@ func (a *app) status(args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(snap)
 	}
-	writeStatus(a.stdout, snap)
+	writeStatus(a.stdout, snap, termWidth(a.stdout), a.paint(a.stdout))
 	return nil
 }
 
@@ -177,7 +177,7 @@ func (a *app) top(args []string) error {
 		return err
 	}
 	if !isTerminal(a.stdout) {
-		writeStatus(a.stdout, snap)
+		writeStatus(a.stdout, snap, 0, false)
 		return nil
 	}
 	if every == 0 {
@@ -188,13 +188,20 @@ func (a *app) top(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// The run's last state, with every exit: asked for now and answered
+	// when the run ends, since the socket closes then and a refresh would
+	// find nobody.
+	final := make(chan launcher.Snapshot, 1)
+	go func() {
+		defer close(final)
+		if last, err := c.Final(ctx); err == nil && last.Run.Finished {
+			final <- last
+		}
+	}()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		// home, draw, clear what the last frame left below: no flicker
-		var b strings.Builder
-		writeStatus(&b, snap)
-		fmt.Fprintf(a.stdout, "\x1b[H%s\x1b[J", strings.ReplaceAll(b.String(), "\n", "\x1b[K\n"))
+		a.drawTop(snap)
 		if snap.Run.Finished {
 			fmt.Fprintf(a.stdout, "gpulaunch pid %d has finished.\n", snap.Run.PID)
 			return nil
@@ -202,15 +209,35 @@ func (a *app) top(args []string) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case last, ok := <-final:
+			if ok {
+				snap = last
+				continue
+			}
+			final = nil // no last state to wait for (a gpulaunch older than this client)
 		case <-tick.C:
 		}
 		next, err := c.Status()
 		if err != nil {
+			if final != nil { // the run ended between two frames: its last state comes
+				if last, ok := <-final; ok {
+					snap = last
+					continue
+				}
+			}
 			fmt.Fprintf(a.stdout, "gpulaunch pid %d has ended.\n", snap.Run.PID)
 			return nil
 		}
 		snap = next
 	}
+}
+
+// drawTop draws one frame of top: home, the table fitted to the terminal,
+// clear what the last frame left below: no flicker.
+func (a *app) drawTop(snap launcher.Snapshot) {
+	var b strings.Builder
+	writeStatus(&b, snap, termWidth(a.stdout), a.paint(a.stdout))
+	fmt.Fprintf(a.stdout, "\x1b[H%s\x1b[J", strings.ReplaceAll(b.String(), "\n", "\x1b[K\n"))
 }
 
 func (a *app) logs(args []string) error {
@@ -283,8 +310,10 @@ func (a *app) signal(args []string) error {
 	return nil
 }
 
-// writeStatus renders a snapshot as the live table.
-func writeStatus(w io.Writer, s launcher.Snapshot) {
+// writeStatus renders a snapshot as the live table, fitted to width
+// columns (0: no limit) by fitTable, its failure and warning cells
+// painted.
+func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint launcher.Paint) {
 	counts := map[string]int{}
 	for _, r := range s.Instances {
 		counts[r.State]++
@@ -313,44 +342,56 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 	if s.Run.Finished {
 		state = "finished"
 	}
-	fmt.Fprintf(w, "gpulaunch %s · %s · %d instances: %s · %s\n", where, state, len(s.Instances), strings.Join(parts, ", "), sampled)
-	fmt.Fprintf(w, "  %s\n", strings.Join(s.Run.Command, " "))
+	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %d instances: %s · %s", where, state, len(s.Instances), strings.Join(parts, ", "), sampled), width))
+	fmt.Fprintln(w, cutLine("  "+strings.Join(s.Run.Command, " "), width))
 	multiNode := s.Run.Nodes > 1
 	if multiNode && len(s.Instances) > 0 {
-		fmt.Fprintf(w, "node %d of %d: ranks %d..%d of %d (the other nodes' instances: gpulaunch status on each node)\n",
-			s.Run.Node, s.Run.Nodes, s.Instances[0].Rank, s.Instances[len(s.Instances)-1].Rank, s.Run.WorldSize)
+		fmt.Fprintln(w, cutLine(fmt.Sprintf("node %d of %d: ranks %d..%d of %d (the other nodes' instances: gpulaunch status on each node)",
+			s.Run.Node, s.Run.Nodes, s.Instances[0].Rank, s.Instances[len(s.Instances)-1].Rank, s.Run.WorldSize), width))
 	}
 	if q := s.Queue; q != nil {
-		fmt.Fprintf(w, "queue: %d/%d done, %d failed, %d running, %d left", q.Done, q.Total-q.Skipped, q.Failed, q.Running, q.Remaining)
+		line := fmt.Sprintf("queue: %d/%d done, %d failed, %d running, %d left", q.Done, q.Total-q.Skipped, q.Failed, q.Running, q.Remaining)
 		if q.Skipped > 0 {
-			fmt.Fprintf(w, " (%d done before, by the joblog)", q.Skipped)
+			line += fmt.Sprintf(" (%d done before, by the joblog)", q.Skipped)
 		}
 		if q.Halted != "" {
-			fmt.Fprintf(w, " · stopping: %s", q.Halted)
+			line += " · stopping: " + q.Halted
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, cutLine(line, width))
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// second is the column after the first, if any: a queue slot's task,
-	// or an instance's rank over several nodes
-	second := func(r launcher.InstanceStatus) string { return "" }
-	if s.Queue != nil {
-		// a queue's instances are slots; each row says which task it runs
-		fmt.Fprint(tw, "SLOT\tTASK\t")
-		second = func(r launcher.InstanceStatus) string {
-			if r.Task == 0 {
-				return "-\t"
+	cols := statusColumns(s)
+	fitTable(cols, width)
+	writeColumns(w, cols, paint)
+	for _, r := range s.Instances {
+		for _, m := range r.Warnings {
+			rest := 0 // the room after "warning: "; 0: no limit
+			if width > 0 {
+				rest = max(width-len("warning: "), 1)
 			}
-			return strconv.Itoa(r.Task) + "\t"
+			fmt.Fprintln(w, paint.Warn("warning:")+" "+cutLine(m, rest))
 		}
-	} else if multiNode {
-		fmt.Fprint(tw, "INSTANCE\tRANK\t")
-		second = func(r launcher.InstanceStatus) string { return strconv.Itoa(r.Rank) + "\t" }
-	} else {
-		fmt.Fprint(tw, "INSTANCE\t")
 	}
-	fmt.Fprintln(tw, "STATE\tPID\tGPU\tCPUS\tUPTIME\tRESTARTS\tCPU%\tRSS\tGPU%\tGPU MEM\tLAST EXIT")
-	var warnings []string
+}
+
+// statusColumns are the live table's columns, in order.
+func statusColumns(s launcher.Snapshot) []*column {
+	var cols []*column
+	add := func(name string, drop int) *column {
+		c := &column{Name: name, Drop: drop}
+		cols = append(cols, c)
+		return c
+	}
+	first := add("INSTANCE", 0)
+	var second *column
+	switch {
+	case s.Queue != nil: // a queue's instances are slots; each row says which task it runs
+		first.Name, second = "SLOT", add("TASK", 0)
+	case s.Run.Nodes > 1:
+		second = add("RANK", 0)
+	}
+	state, pidC, gpuC, cpusC := add("STATE", 0), add("PID", 2), add("GPU", 8), add("CPUS", 1)
+	wall, restarts, cpuC, rssC := add("WALL", 7), add("RESTARTS", 6), add("CPU%", 5), add("RSS", 4)
+	utilC, memC, exitC := add("GPU%", 0), add("GPU MEM", 3), add("LAST EXIT", 0)
 	for _, r := range s.Instances {
 		pid, up, cpu, rss, util, mem := "-", "-", "-", "-", "-", "-"
 		if r.PID > 0 {
@@ -365,18 +406,35 @@ func writeStatus(w io.Writer, s launcher.Snapshot) {
 				util, mem = strconv.Itoa(r.GPUUtil), humanBytes(r.GPUMem)
 			}
 		}
-		exit := r.Exit
-		if r.EndedBy != "" && exit != "" {
-			exit += " (" + string(r.EndedBy) + ")"
+		first.add(strconv.Itoa(r.Index), cellPlain)
+		switch {
+		case s.Queue != nil && r.Task == 0:
+			second.add("-", cellPlain)
+		case s.Queue != nil:
+			second.add(strconv.Itoa(r.Task), cellPlain)
+		case second != nil:
+			second.add(strconv.Itoa(r.Rank), cellPlain)
 		}
-		fmt.Fprintf(tw, "%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Index, second(r), r.State, pid, orDash(r.GPUs), orDash(r.CPUs),
-			up, r.Restarts, cpu, rss, util, mem, orDash(exit))
-		warnings = append(warnings, r.Warnings...)
+		state.add(r.State, cellPlain)
+		pidC.add(pid, cellPlain)
+		gpuC.add(orDash(r.GPUs), cellPlain)
+		cpusC.add(orDash(r.CPUs), cellPlain)
+		wall.add(up, cellPlain)
+		restarts.add(strconv.Itoa(r.Restarts), cellPlain)
+		cpuC.add(cpu, cellPlain)
+		rssC.add(rss, cellPlain)
+		utilC.add(util, cellPlain)
+		memC.add(mem, cellPlain)
+		exit, kind := r.Exit, cellPlain
+		switch {
+		case exit != "" && exit != "0" && r.EndedBy == "":
+			kind = cellFail
+		case exit != "" && r.EndedBy != "":
+			exit, kind = exit+" ("+string(r.EndedBy)+")", cellWarn
+		}
+		exitC.add(orDash(exit), kind)
 	}
-	tw.Flush()
-	for _, m := range warnings {
-		fmt.Fprintf(w, "warning: %s\n", m)
-	}
+	return cols
 }
 
 func humanBytes(b uint64) string {

@@ -17,10 +17,11 @@ import (
 
 const pictureUsage = `Usage: gpulaunch report FILE (--svg OUT | --html OUT)
 
-Draws a run from its --report FILE: each instance's GPU utilisation and GPU
-memory over time, its starts, exits and warnings marked, and the summary table.
---svg writes a picture, --html one self-contained page (the picture and the
-table). See docs/report.md.
+Draws a run from its --report FILE: each instance's starts, exits and
+warnings in a row of their own, its GPU utilisation, GPU memory, CPU use and
+resident memory over time (the GPU panels only when GPU use was measured), and
+the summary table. --svg writes a picture, --html one self-contained page
+holding the picture. See docs/report.md.
 
 Examples:
   gpulaunch -n 8 --report run.json -- python train.py
@@ -32,7 +33,7 @@ Examples:
 func (a *app) report(args []string) error {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	svgOut := fs.String("svg", "", "write the picture to OUT as SVG")
-	htmlOut := fs.String("html", "", "write a self-contained HTML page (the picture and the table) to OUT")
+	htmlOut := fs.String("html", "", "write a self-contained HTML page (the picture, with its table) to OUT")
 	if done, err := a.parseFlags(fs, args, pictureUsage); done || err != nil {
 		return err
 	}
@@ -156,7 +157,7 @@ func runPicture(r runReport) chart.Run {
 	if r.Launch.Nodes > 1 {
 		title += fmt.Sprintf(" (node %d of %d)", r.Launch.Node, r.Launch.Nodes)
 	}
-	pic := chart.Run{Title: title, Summary: pictureTable(r)}
+	pic := chart.Run{Title: title, Summary: pictureTable(r), GPUNote: r.GPUTelemetry}
 	for i, in := range r.Instances {
 		ci := chart.Instance{Label: fmt.Sprintf("instance %d", in.Instance)}
 		if i < len(r.Plan.Slots) && len(r.Plan.Slots[i].GPUs) > 0 {
@@ -167,7 +168,7 @@ func runPicture(r runReport) chart.Run {
 			ci.Label += " (" + strings.Join(bus, ",") + ")"
 		}
 		if s := in.Series; s != nil {
-			ci.T, ci.GPUUtil, ci.GPUMem = s.T, s.GPUUtil, s.GPUMem
+			ci.T, ci.GPUUtil, ci.GPUMem, ci.CPU, ci.RSS = s.T, s.GPUUtil, s.GPUMem, s.CPU, s.RSS
 		}
 		if len(ci.T) == 0 {
 			ci.Label += ": no samples"
@@ -202,7 +203,7 @@ func pictureTable(r runReport) []string {
 	rows := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	rows = append(rows, "", fmt.Sprintf("exit status %d, wall %s", r.ExitCode, (time.Duration(r.WallSeconds*float64(time.Second))).Round(time.Second)))
 	if r.GPUTelemetry != "" {
-		rows = append(rows, "GPU use not measured: "+r.GPUTelemetry)
+		rows = append(rows, "GPU use not measured: "+strings.TrimPrefix(r.GPUTelemetry, "no GPU telemetry: "))
 	}
 	if n := len(r.Warnings); n > 0 {
 		rows = append(rows, fmt.Sprintf("%d warning(s): see the report's warnings", n))

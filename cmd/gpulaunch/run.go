@@ -59,6 +59,7 @@ type runFlags struct {
 	tmux          bool
 	ranks         string
 	openMode      string
+	quiet         bool
 	ddp           ddpFlags
 }
 
@@ -80,6 +81,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often; 0 turns telemetry off")
 	fs.BoolVar(&r.tmux, "tmux", false, "inside tmux (smux): open a window with one pane per instance following its output, and one running gpulaunch top")
 	fs.StringVar(&r.ranks, "ranks", "global", "with one gpulaunch per node: global (RANK = node × N + instance) or local (each node a world of its own)")
+	fs.BoolVarP(&r.quiet, "quiet", "q", false, "print none of gpulaunch's own informational lines, summary or progress line; warnings and errors still print")
 	r.ddp.register(fs)
 }
 
@@ -168,6 +170,9 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 
 // checkCommand refuses what a command line asks and a run cannot do.
 func (o *runOptions) checkCommand() error {
+	if o.flags.quiet && o.common.verbose {
+		return usagef("-q/--quiet and -v/--verbose ask for less and more of gpulaunch's lines: give one of them")
+	}
 	if o.common.json && !o.flags.dryRun {
 		return usagef("--json: a run writes its summary as a table on stderr; for JSON give --report FILE (docs/report.md), or --dry-run --json for the plan")
 	}
@@ -213,7 +218,11 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	con := a.newConsole(o)
-	log, err := o.common.loggerAt(con.stderr, zap.InfoLevel)
+	level := zap.InfoLevel
+	if o.flags.quiet { // -q: warnings and errors only
+		level = zap.WarnLevel
+	}
+	log, err := o.common.loggerAt(con.stderr, level)
 	if err != nil {
 		return err
 	}
@@ -404,7 +413,9 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 		return nil, err
 	}
 	if len(todo) == 0 {
-		fmt.Fprintf(a.stderr, "gpulaunch: all %d tasks are done by the --joblog %s: nothing to run\n", len(tasks), o.tasks.joblog)
+		if !o.flags.quiet {
+			fmt.Fprintf(a.stderr, "gpulaunch: all %d tasks are done by the --joblog %s: nothing to run\n", len(tasks), o.tasks.joblog)
+		}
 		return nil, nil
 	}
 	files := o.taskFiles(l)
@@ -469,36 +480,43 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, rq 
 	if err != nil {
 		return err
 	}
-	return a.finish(l, insts, res, rq, con, board.Snapshot().Run)
+	return a.finish(l, insts, res, rq, con, board.Snapshot().Run, o.flags.quiet)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, rq runQueue, con *console, run launcher.RunInfo) error {
+func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, rq runQueue, con *console, run launcher.RunInfo, quiet bool) error {
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
+	summary, paint := con.stderr, a.paint(a.stderr)
+	if quiet { // -q: the summary's warnings only
+		summary = &warningsOnly{w: con.stderr}
+	}
 	switch {
 	case rq.feed != nil:
 		code = rq.feed.ExitCode()
-		launcher.WriteFeedSummary(con.stderr, rq.feed, insts, outs)
+		launcher.WriteFeedSummary(summary, rq.feed, insts, outs, paint)
 	case queue != nil:
 		code = queue.ExitCode()
-		launcher.WriteQueueSummary(con.stderr, queue, insts, outs, time.Since(run.Started))
+		launcher.WriteQueueSummary(summary, queue, insts, outs, time.Since(run.Started), paint)
 		if lost, why := queue.Joblog.Lost(); lost > 0 {
 			// a --resume would run those tasks again: the run is not what
 			// its joblog says
 			fmt.Fprintf(con.stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
 			code = 255
 		}
+	case quiet:
+		code = res.ExitCode()
+		launcher.WriteWarnings(a.stderr, outs, paint)
 	default:
 		code = res.ExitCode()
 		if l.group.MultiNode() {
 			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,
 				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)
 		}
-		launcher.WriteSummary(a.stderr, insts, outs)
+		launcher.WriteSummary(a.stderr, insts, outs, paint)
 	}
 	if l.report != "" {
 		if err := writeReport(l.report, buildReport(l, run, insts, outs, code)); err != nil {
@@ -524,7 +542,7 @@ func (a *app) newConsole(o *runOptions) *console {
 	// The line is drawn on stderr among the output on stdout: both must be
 	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
 	// pipe: the line would land in the job's output file.)
-	if o.tasks.queueMode() && !o.flags.dryRun && isTerminal(a.stdout) && isTerminal(a.stderr) {
+	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(a.stdout) && isTerminal(a.stderr) {
 		c.progress = &progressLine{term: a.stderr, started: time.Now()}
 		c.stdout, c.stderr = c.progress.wrap(a.stdout), c.progress.wrap(a.stderr)
 	}

@@ -59,6 +59,9 @@ type scaleOptions struct {
 	sizes       []int
 	byInstances bool
 	m           *scaling.Metric
+	// gpuNote says why GPU use is not measured on this node ("" when it
+	// is), for the picture's utilisation panel.
+	gpuNote string
 }
 
 // scaleOnly are scale's own flags; every other flag it was given is a
@@ -130,6 +133,8 @@ func (o *scaleOptions) sizeFlag() string {
 func (o *scaleOptions) check() error {
 	fs := o.fs
 	switch {
+	case o.run.quiet && o.common.verbose:
+		return usagef("-q/--quiet and -v/--verbose ask for less and more of gpulaunch's lines: give one of them")
 	case len(o.argv) == 0:
 		return usagef("no command to study: gpulaunch scale -G 1,2,4,8 -- COMMAND [ARGS…]")
 	case (o.gpus == "") == (o.ntasks == ""):

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 )
@@ -63,8 +65,29 @@ func (a *app) scale(args []string) error {
 		l.src, l.usageDir = src, usageDir
 		points = append(points, scalePoint{size: size, opts: ro, l: l})
 	}
+	o.gpuNote = gpuNote(points, src)
 	study := a.runStudy(o, points, log)
 	return a.reportStudy(o, study)
+}
+
+// gpuNote says why a study's runs measure no GPU use: telemetry off, or
+// a backend that cannot sample it (a node file, Intel's drivers, NVIDIA
+// without NVML); "" when they do.
+func gpuNote(points []scalePoint, src gpu.Source) string {
+	if len(points) == 0 {
+		return ""
+	}
+	l := points[0].l
+	if l.monitor == 0 {
+		return "telemetry off (--monitor-interval 0)"
+	}
+	if src == nil {
+		return "no GPU backend"
+	}
+	if _, err := src.Usage(uuids(l.alloc.GPUs)); errors.Is(err, gpu.ErrNoTelemetry) {
+		return strings.TrimPrefix(err.Error(), "no GPU telemetry: ")
+	}
+	return ""
 }
 
 // runStudy runs every size --repeat times, round after round, so that
@@ -178,6 +201,7 @@ func (a *app) sayRun(o *scaleOptions, p scalePoint, round int, run scaling.Run) 
 	switch {
 	case run.Interrupted:
 		fmt.Fprintf(a.stderr, "gpulaunch scale: %s: interrupted; the study stops and keeps the sizes done\n", what)
+	case run.Metric != nil && o.run.quiet: // -q: the table on stdout is the result
 	case run.Metric != nil:
 		fmt.Fprintf(a.stderr, "gpulaunch scale: %s: %s in %.1f s\n", what, metricString(*run.Metric, o), run.WallSeconds)
 	default:
@@ -330,7 +354,14 @@ func studyPicture(o *scaleOptions, st scaling.Study) chart.Study {
 	if o.byInstances {
 		by = "GPUs (one instance each)"
 	}
-	pic := chart.Study{Title: "gpulaunch scale: " + strings.Join(st.Command, " "), By: by, Threshold: st.Threshold, Verdict: st.Verdict}
+	pic := chart.Study{Title: "gpulaunch scale: " + strings.Join(st.Command, " "), By: by, Threshold: st.Threshold, Verdict: st.Verdict,
+		Figure: "1/wall time", GPUNote: o.gpuNote}
+	if m := st.Metric; m != nil {
+		pic.Figure = "the figure"
+		if m.Unit != "" {
+			pic.Figure += " (" + m.Unit + ")"
+		}
+	}
 	for _, p := range st.Points {
 		sp := chart.StudyPoint{GPUs: p.GPUs, Speedup: p.Speedup, Ideal: p.Ideal, Efficiency: p.Efficiency, Util: p.GPUUtil, Status: p.Status}
 		if p.Speedup != nil && p.Min != nil {

@@ -86,10 +86,14 @@ func (a *app) openTmuxWindow(tmux, socket string, n int) error {
 }
 
 // topPaneHeight is the top pane's height in lines: its table (a header,
-// the command, the column names, a row per instance, a line or two of
-// warnings), at most half the window.
+// the command, the column names, a row per instance, a line of
+// warnings), then top's "has finished" and room for tmux's notice of
+// the dead pane (remain-on-exit), which tmux writes after a line feed on
+// the pane's last line, scrolling the pane by one (the header goes, seen
+// in an 80x40 tmux; the rows and their exits stay); at most half the
+// window.
 func topPaneHeight(n, window int) int {
-	return max(5, min(n+6, window/2))
+	return max(5, min(n+8, window/2))
 }
 
 // tmuxGrid splits the area of pane0 (instance 0) into n panes, row by

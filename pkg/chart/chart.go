@@ -114,12 +114,6 @@ func maxOf(xs ...[]float64) float64 {
 	return m
 }
 
-// dims is the canvas size for a picture of n series: tall enough that
-// the legend's lines never overlap.
-func dims(n int) (vg.Length, vg.Length) {
-	return 30 * vg.Centimeter, vg.Length(math.Max(18, 10+0.6*float64(n))) * vg.Centimeter
-}
-
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
 // gridLines are the plot's light grid.

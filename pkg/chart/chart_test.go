@@ -7,8 +7,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // sampleRun is 8 instances over 10 minutes: ramps, a restart, a gap
@@ -25,6 +29,7 @@ func sampleRun() Run {
 				util = -1
 			}
 			in.T, in.GPUUtil, in.GPUMem = append(in.T, t), append(in.GPUUtil, util), append(in.GPUMem, float64(k)*1e8*(1+float64(i)/8))
+			in.CPU, in.RSS = append(in.CPU, 100+float64(i)), append(in.RSS, float64(k)*1e6)
 		}
 		in.Events = []Event{{0, "start"}, {600, "exit"}}
 		if i == 5 {
@@ -50,7 +55,7 @@ func wellFormed(t *testing.T, doc []byte) {
 }
 
 // A run's picture is an SVG with one legend entry per instance and the
-// summary, and its HTML page holds the same picture and the table.
+// summary, and its HTML page holds the same picture, its table once.
 func TestRunSVG(t *testing.T) {
 	r := sampleRun()
 	var svg bytes.Buffer
@@ -77,6 +82,10 @@ func TestRunSVG(t *testing.T) {
 	}
 	if !strings.HasPrefix(page.String(), "<!DOCTYPE html>") || !strings.Contains(page.String(), "<svg") || strings.Contains(page.String(), "<?xml") {
 		t.Errorf("page:\n%.300s", page.String())
+	}
+	// the table is the picture's: once on the page
+	if n := strings.Count(page.String(), "MEAN/PEAK"); n != 1 {
+		t.Errorf("the page holds the summary table %d times, want once", n)
 	}
 }
 
@@ -132,5 +141,270 @@ func TestStudySVG(t *testing.T) {
 	}
 	if out := os.Getenv("CHART_OUT"); out != "" {
 		os.WriteFile(out+"/study.svg", svg.Bytes(), 0o644)
+	}
+}
+
+// A study whose runs measured no GPU use: its utilisation panel carries
+// the note, and the speedup's title names the figure and its unit.
+func TestStudySVGNotes(t *testing.T) {
+	s := Study{Title: "gpulaunch scale -G 1,2 -- ./amdahl", By: "GPUs (one process)", Threshold: 0.6, Verdict: "scales",
+		Figure: "the figure (samples/s)", GPUNote: "a node file or simulated node describes GPUs, not their use"}
+	for _, g := range []int{1, 2} {
+		s.Points = append(s.Points, StudyPoint{GPUs: g, Speedup: fp(float64(g)), Ideal: fp(float64(g)), Efficiency: fp(1), Status: "ok"})
+	}
+	var svg bytes.Buffer
+	if err := StudySVG(s, &svg); err != nil {
+		t.Fatal(err)
+	}
+	d := readSVG(t, svg.Bytes())
+	var texts []string
+	for _, tx := range d.Texts {
+		texts = append(texts, strings.ReplaceAll(tx.Text, "\u00a0", " "))
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"Speedup of the figure (samples/s) over the smallest size", "GPU use not measured: a node file"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in\n%s", want, all)
+		}
+	}
+	if bad := d.overflowing(); len(bad) > 0 {
+		t.Errorf("text past the edge:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// svgText is one <text> element of a picture.
+type svgText struct {
+	X, Size float64
+	Family  string
+	Text    string
+	Rotated bool // in a rotated group: an axis's label, which plot places
+}
+
+// svgDoc is what the tests read of a picture: its width, its texts, and
+// its small paths (glyphs) by stroke colour.
+type svgDoc struct {
+	Width  float64
+	Texts  []svgText
+	Glyphs []glyphBox
+}
+
+// glyphBox is the bounding box of a glyph's paths.
+type glyphBox struct {
+	Colour                 string
+	MinX, MinY, MaxX, MaxY float64
+}
+
+func (a glyphBox) overlaps(b glyphBox) bool {
+	return a.MinX < b.MaxX && b.MinX < a.MaxX && a.MinY < b.MaxY && b.MinY < a.MaxY
+}
+
+// readSVG parses a picture as XML.
+func readSVG(t *testing.T, doc []byte) svgDoc {
+	t.Helper()
+	var d svgDoc
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	var cur *svgText
+	var rotated []bool // the open groups: rotated or not
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("not well-formed SVG: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range el.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch el.Name.Local {
+			case "g":
+				rotated = append(rotated, strings.Contains(attr["transform"], "rotate"))
+			case "svg":
+				d.Width, _ = strconv.ParseFloat(strings.TrimSuffix(attr["width"], "pt"), 64)
+			case "text":
+				cur = &svgText{Family: styleOf(attr["style"], "font-family"), Rotated: slices.Contains(rotated, true)}
+				cur.X, _ = strconv.ParseFloat(attr["x"], 64)
+				cur.Size, _ = strconv.ParseFloat(strings.TrimSuffix(styleOf(attr["style"], "font-size"), "px"), 64)
+			case "path":
+				if g, ok := glyphOf(attr); ok {
+					d.Glyphs = append(d.Glyphs, g)
+				}
+			}
+		case xml.CharData:
+			if cur != nil {
+				cur.Text += string(el)
+			}
+		case xml.EndElement:
+			if el.Name.Local == "g" && len(rotated) > 0 {
+				rotated = rotated[:len(rotated)-1]
+			}
+			if el.Name.Local == "text" && cur != nil {
+				d.Texts = append(d.Texts, *cur)
+				cur = nil
+			}
+		}
+	}
+	return d
+}
+
+func styleOf(style, key string) string {
+	for _, kv := range strings.Split(style, ";") {
+		if k, v, ok := strings.Cut(kv, ":"); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// glyphOf is a path's box when it is a glyph: stroked in a colour of the
+// palette, at most 10 pt across (series lines are longer).
+func glyphOf(attr map[string]string) (glyphBox, bool) {
+	g := glyphBox{Colour: styleOf(attr["style"], "stroke"), MinX: math.Inf(1), MinY: math.Inf(1), MaxX: math.Inf(-1), MaxY: math.Inf(-1)}
+	if g.Colour == "" || g.Colour == "#000000" || styleOf(attr["style"], "fill") != "none" {
+		return g, false
+	}
+	for _, part := range strings.FieldsFunc(attr["d"], func(r rune) bool { return strings.ContainsRune("MLZAC ", r) }) {
+		var x, y float64
+		if n, _ := fmt.Sscanf(part, "%f,%f", &x, &y); n == 2 {
+			g.MinX, g.MaxX, g.MinY, g.MaxY = math.Min(g.MinX, x), math.Max(g.MaxX, x), math.Min(g.MinY, y), math.Max(g.MaxY, y)
+		}
+	}
+	return g, g.MaxX-g.MinX <= 10 && g.MaxY-g.MinY <= 10
+}
+
+// fits says which texts of d run past its edges, measured in their font.
+func (d svgDoc) overflowing() []string {
+	var out []string
+	for _, tx := range d.Texts {
+		if tx.Rotated {
+			continue
+		}
+		f := sans
+		if strings.Contains(tx.Family, "Mono") {
+			f = mono
+		}
+		w := float64(textStyle(f, vg.Length(tx.Size)).Width(strings.ReplaceAll(tx.Text, "\u00a0", " ")))
+		if tx.X < 0 || tx.X+w > d.Width+0.5 {
+			out = append(out, fmt.Sprintf("%q at x %.0f, %.0f pt wide, on a %.0f pt canvas", tx.Text, tx.X, w, d.Width))
+		}
+	}
+	return out
+}
+
+// nodeFileRun is a run on a node file: GPU use not measured, CPU and RSS
+// sampled, and the summary's note as picture.go writes it.
+func nodeFileRun() Run {
+	r := Run{Title: "python train.py  on gpu07, 2026-11-23 18:00 UTC", GPUNote: "no GPU telemetry: a node file or simulated node describes GPUs, not their use"}
+	for i := range 2 {
+		in := Instance{Label: fmt.Sprintf("instance %d (0000:%02x:00.0)", i, 0x18+i)}
+		for k := range 20 {
+			in.T = append(in.T, 0.2*float64(k+1))
+			in.GPUUtil, in.GPUMem = append(in.GPUUtil, -1), append(in.GPUMem, -1)
+			in.CPU, in.RSS = append(in.CPU, 90+float64(i)), append(in.RSS, 3<<20)
+		}
+		in.Events = []Event{{0, "start"}, {4, "exit"}}
+		r.Instances = append(r.Instances, in)
+	}
+	r.Summary = []string{"INST  EXIT  WALL  RESTARTS  GPU% MEAN/PEAK  GPU MEM", "0     0     4s    0         -               -", "",
+		"exit status 0, wall 4s", "GPU use not measured: no GPU telemetry: a node file or simulated node describes GPUs, not their use"}
+	return r
+}
+
+// Rules of runPanels, each by its number.
+func TestRunPanelsRules(t *testing.T) {
+	titles := func(ps []panel) string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, p.Title)
+		}
+		return strings.Join(s, "|")
+	}
+	gpu, cpu := gpuUtilPanel.Title+"|"+gpuMemPanel.Title, cpuPanel.Title+"|"+rssPanel.Title
+	for _, tc := range []struct {
+		rule string
+		run  Run
+		want string
+	}{
+		{"1+2: GPU, CPU and RSS measured", sampleRun(), gpu + "|" + cpu},
+		{"1: GPU not measured, left out", nodeFileRun(), cpu},
+		{"3: no sample at all", Run{Instances: []Instance{{Label: "instance 0"}}}, gpuUtilPanel.Title},
+	} {
+		if got := titles(runPanels(tc.run)); got != tc.want {
+			t.Errorf("%s: panels %s, want %s", tc.rule, got, tc.want)
+		}
+	}
+}
+
+// A node-file run's picture draws the CPU % and RSS it has, says that
+// GPU use was not measured, and every line of it, the note included,
+// fits the picture.
+func TestRunSVGNodeFileRun(t *testing.T) {
+	var svg bytes.Buffer
+	if err := RunSVG(nodeFileRun(), &svg); err != nil {
+		t.Fatal(err)
+	}
+	d := readSVG(t, svg.Bytes())
+	if bad := d.overflowing(); len(bad) > 0 {
+		t.Errorf("text past the edge:\n%s", strings.Join(bad, "\n"))
+	}
+	texts := map[string]bool{}
+	for _, tx := range d.Texts {
+		texts[tx.Text] = true
+	}
+	for _, want := range []string{cpuPanel.Title, rssPanel.Title, cpuPanel.YLabel, "RSS (MiB)"} {
+		if !texts[want] {
+			t.Errorf("no %q", want)
+		}
+	}
+	if !strings.Contains(svg.String(), "GPU use not measured (a node file") {
+		t.Error("no note that GPU use was not measured")
+	}
+	if texts[gpuUtilPanel.Title] {
+		t.Error("an empty GPU utilisation panel is drawn")
+	}
+	if out := os.Getenv("CHART_OUT"); out != "" {
+		os.WriteFile(out+"/nodefile.svg", svg.Bytes(), 0o644)
+	}
+}
+
+// Eight instances that start and exit at one moment: no two instances'
+// event glyphs overlap.
+func TestRunSVGEventsApart(t *testing.T) {
+	var svg bytes.Buffer
+	if err := RunSVG(sampleRun(), &svg); err != nil {
+		t.Fatal(err)
+	}
+	d := readSVG(t, svg.Bytes())
+	// a cross is two paths: one glyph per colour and place
+	var glyphs []glyphBox
+	perColour := map[string]int{}
+	for _, g := range d.Glyphs {
+		same := false
+		for _, h := range glyphs {
+			same = same || (h.Colour == g.Colour && h.overlaps(g))
+		}
+		if !same {
+			glyphs = append(glyphs, g)
+			perColour[g.Colour]++
+		}
+	}
+	// each instance's start and exit (an instance's own restart, a second
+	// after its exit, may share their place)
+	if len(perColour) != 8 {
+		t.Fatalf("event glyphs in %d colours, want 8: %v", len(perColour), glyphs)
+	}
+	for c, n := range perColour {
+		if n < 2 {
+			t.Errorf("colour %s: %d event glyph(s), want its start and exit", c, n)
+		}
+	}
+	for i, a := range glyphs {
+		for _, b := range glyphs[i+1:] {
+			if a.Colour != b.Colour && a.overlaps(b) {
+				t.Errorf("glyphs overlap: %v and %v", a, b)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -20,6 +21,11 @@ type Study struct {
 	Threshold float64 // the efficiency that is worth it
 	Points    []StudyPoint
 	Verdict   string
+	// Figure is what the speedup is of, with its unit: "the figure
+	// (samples/s)", "1/wall time".
+	Figure string
+	// GPUNote says why GPU use was not measured; "" when it was.
+	GPUNote string
 }
 
 // StudyPoint is one size: nil where the point gave no figure.
@@ -83,7 +89,13 @@ func studyPlots(s Study) ([]*plot.Plot, error) {
 	if s.By != "" {
 		x = s.By
 	}
-	speed := newPlot("Speedup", x, "speedup over the smallest size (×)")
+	// the figure and its unit in the title: an axis label that long
+	// would be taller than the panel
+	title := "Speedup"
+	if s.Figure != "" {
+		title = "Speedup of " + s.Figure + " over the smallest size"
+	}
+	speed := newPlot(title, x, "speedup over the smallest size (×)")
 	eff := newPlot("Parallel efficiency", x, "efficiency (%)")
 	util := newPlot("GPU utilisation", x, "mean GPU utilisation (%)")
 	var ticks []plot.Tick
@@ -142,7 +154,38 @@ func studyPlots(s Study) ([]*plot.Plot, error) {
 	if err := addSeries(util, "mean GPU utilisation", utils, 2, true); err != nil {
 		return nil, err
 	}
+	if len(utils) == 0 {
+		if err := addNote(util, utilNote(s), ticks); err != nil {
+			return nil, err
+		}
+	}
 	return []*plot.Plot{speed, eff, util}, nil
+}
+
+// utilNote is what an empty utilisation panel says instead of nothing.
+func utilNote(s Study) string {
+	if s.GPUNote != "" {
+		return "GPU use not measured: " + s.GPUNote
+	}
+	return "no size measured any GPU use"
+}
+
+// addNote writes note in the middle of p's data area, whose x axis has
+// ticks, wrapped to about half the panel's width.
+func addNote(p *plot.Plot, note string, ticks []plot.Tick) error {
+	x := 0.0
+	if len(ticks) > 0 {
+		x = (ticks[0].Value + ticks[len(ticks)-1].Value) / 2
+	}
+	sty := textStyle(sans, 11)
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: 50}}, Labels: []string{strings.Join(wrap(sty, note, 12*vg.Centimeter), "\n")}})
+	if err != nil {
+		return err
+	}
+	l.TextStyle = []text.Style{sty}
+	p.Add(l)
+	return nil
 }
 
 // addSeries draws xys on p as a line, with points when marked, in

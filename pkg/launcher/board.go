@@ -66,8 +66,11 @@ type InstanceStatus struct {
 	CPUs     string    `json:"cpus"`
 	Restarts int       `json:"restarts"`
 	Started  time.Time `json:"started"` // of the current or last process
-	// Wall is the current process's age, or the last one's run time.
-	Wall time.Duration `json:"wall_ns"`
+	// Wall is the time since the instance's first start: to now while
+	// it runs, to its last exit after (a restarted instance's whole time,
+	// as in the summary and the report).
+	Wall  time.Duration `json:"wall_ns"`
+	first time.Time     // the first start, from which a running row's Wall counts
 	// Exit is the last exit status ("0", "3", "SIGKILL"), "" while the first runs.
 	Exit    string `json:"exit,omitempty"`
 	EndedBy Ended  `json:"ended_by,omitempty"`
@@ -118,8 +121,8 @@ func (b *Board) Snapshot() Snapshot {
 		s.Queue = &q
 	}
 	for i, r := range b.rows {
-		if r.State != StateExited && r.State != StateRestarting && !r.Started.IsZero() {
-			r.Wall = s.Taken.Sub(r.Started)
+		if r.State != StateExited && r.State != StateRestarting && !r.first.IsZero() {
+			r.Wall = s.Taken.Sub(r.first)
 		}
 		r.Warnings = append([]string{}, r.Warnings...)
 		r.OutputBytes = b.rings[i].Total()

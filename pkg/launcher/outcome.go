@@ -124,8 +124,11 @@ func (r Result) ExitCode() int {
 	return code
 }
 
-// WriteSummary prints the end-of-run table.
-func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
+// WriteSummary prints the end-of-run table, its failure and warning
+// cells painted by paint. An instance's WALL runs from its first start to
+// its last exit, its restarts included; a line under the table says so
+// when one restarted.
+func WriteSummary(w io.Writer, insts []Instance, outs []Outcome, paint Paint) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// Across nodes an instance's RANK is not its number on this node.
 	ranks := false
@@ -138,15 +141,35 @@ func WriteSummary(w io.Writer, insts []Instance, outs []Outcome) {
 		}
 		return ""
 	}
-	fmt.Fprintln(tw, "INSTANCE\t"+map[bool]string{true: "RANK\t"}[ranks]+"PID\tGPU\tCPUS\tWALL\tEXIT\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\tENDED BY")
+	fmt.Fprintln(tw, "INSTANCE\t"+map[bool]string{true: "RANK\t"}[ranks]+"PID\tGPU\tCPUS\tWALL\t"+paint.Plain("EXIT")+"\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\t"+paint.Plain("ENDED BY"))
 	var warnings []string
+	restarted := false
 	for i, o := range outs {
+		failed := o.Code != 0 || o.Signal != 0
+		endedBy := paint.Plain("-")
+		if o.EndedBy != EndedItself {
+			endedBy = paint.Warn(string(o.EndedBy))
+		}
 		fmt.Fprintf(tw, "%d\t%s%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, rank(i), o.PID, orDash(insts[i].GPUs), orDash(insts[i].CPUs),
-			o.Wall.Round(time.Millisecond), o.Status(), o.Restarts, utilString(o, insts[i]), sizeString(o.GPUMemPeak), sizeString(o.PeakRSS), o.CPUSeconds, orDash(string(o.EndedBy)))
+			o.Wall.Round(time.Millisecond), paint.Exit(o.Status(), failed, o.EndedBy), o.Restarts, utilString(o, insts[i]), sizeString(o.GPUMemPeak), sizeString(o.PeakRSS), o.CPUSeconds, endedBy)
 		warnings = append(warnings, o.Warnings...)
+		restarted = restarted || o.Restarts > 0
 	}
 	tw.Flush()
-	writeWarnings(w, warnings)
+	if restarted {
+		fmt.Fprintln(w, "WALL: from an instance's first start to its last exit, its restarts and their back-off included")
+	}
+	writeWarnings(w, warnings, paint)
+}
+
+// WriteWarnings prints the outcomes' warnings alone: the summary's part
+// that -q keeps.
+func WriteWarnings(w io.Writer, outs []Outcome, paint Paint) {
+	var warnings []string
+	for _, o := range outs {
+		warnings = append(warnings, o.Warnings...)
+	}
+	writeWarnings(w, warnings, paint)
 }
 
 // utilString is the GPU% MEAN/PEAK column: "-" for an instance without
@@ -158,9 +181,9 @@ func utilString(o Outcome, inst Instance) string {
 	return fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
 }
 
-func writeWarnings(w io.Writer, warnings []string) {
+func writeWarnings(w io.Writer, warnings []string, paint Paint) {
 	for _, msg := range warnings {
-		fmt.Fprintf(w, "warning: %s\n", msg)
+		fmt.Fprintf(w, "%s %s\n", paint.Warn("warning:"), msg)
 	}
 }
 

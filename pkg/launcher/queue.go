@@ -267,9 +267,10 @@ func (q *Queue) record(t Task, e exitFacts) TaskRecord {
 }
 
 // WriteQueueSummary prints the end of a task queue: a row per slot, then
-// the tasks' counts and which failed.
-func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, wall time.Duration) {
-	warnings := writeSlotTable(w, insts, outs)
+// the tasks' counts and which failed; its failure and warning cells
+// painted by paint.
+func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, wall time.Duration, paint Paint) {
+	warnings := writeSlotTable(w, insts, outs, paint)
 	done := q.failed + q.succeeded
 	fmt.Fprintf(w, "tasks: %d of %d finished in %s", done, len(q.Tasks), wall.Round(time.Millisecond))
 	if wall > 0 && done > 0 {
@@ -295,22 +296,21 @@ func WriteQueueSummary(w io.Writer, q *Queue, insts []Instance, outs []Outcome, 
 	}
 	fmt.Fprintln(w)
 	writeNodeShares(w, q)
-	for _, msg := range warnings {
-		fmt.Fprintf(w, "warning: %s\n", msg)
-	}
+	writeWarnings(w, warnings, paint)
 }
 
 // writeSlotTable prints a row per slot and returns the slots' warnings.
-func writeSlotTable(w io.Writer, insts []Instance, outs []Outcome) []string {
+func writeSlotTable(w io.Writer, insts []Instance, outs []Outcome, paint Paint) []string {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tGPU\tCPUS\tTASKS\tFAILED\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS")
+	fmt.Fprintln(tw, "SLOT\tGPU\tCPUS\tTASKS\t"+paint.Plain("FAILED")+"\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS")
 	var warnings []string
 	for i, o := range outs {
 		util := "-"
 		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
 			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, orDash(insts[i].GPUs), orDash(insts[i].CPUs), o.Tasks, o.TasksFailed,
+		failed := paint.Exit(strconv.Itoa(o.TasksFailed), o.TasksFailed > 0, EndedItself)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, orDash(insts[i].GPUs), orDash(insts[i].CPUs), o.Tasks, failed,
 			util, sizeString(o.GPUMemPeak), sizeString(o.PeakRSS))
 		warnings = append(warnings, o.Warnings...)
 	}
@@ -320,12 +320,10 @@ func writeSlotTable(w io.Writer, insts []Instance, outs []Outcome) []string {
 
 // WriteFeedSummary prints the end of a node's share of a queue over
 // several nodes: its slots, then what it did.
-func WriteFeedSummary(w io.Writer, f *Feed, insts []Instance, outs []Outcome) {
-	warnings := writeSlotTable(w, insts, outs)
+func WriteFeedSummary(w io.Writer, f *Feed, insts []Instance, outs []Outcome, paint Paint) {
+	warnings := writeSlotTable(w, insts, outs, paint)
 	fmt.Fprintln(w, f.Summary())
-	for _, msg := range warnings {
-		fmt.Fprintf(w, "warning: %s\n", msg)
-	}
+	writeWarnings(w, warnings, paint)
 }
 
 // writeNodeShares says what each other node of a queue over several did,

@@ -19,6 +19,7 @@ type slot struct {
 	proc    *process    // the process running now; nil: none
 	pid     int         // its pid; 0 when none runs
 	started time.Time   // when the current or last process started
+	first   time.Time   // when the slot's first process started: its wall counts from there
 	endedBy Ended       // who is ending the current process: EndedItself until gpulaunch does
 	timer   *time.Timer // the current process's --timeout
 
@@ -74,6 +75,9 @@ func (s *slot) environ(j job, p Policy) []string {
 // began records the start of the slot's process p.
 func (s *slot) began(p *process, now time.Time) {
 	s.proc, s.pid, s.started = p, p.pid, now
+	if s.first.IsZero() {
+		s.first = now
+	}
 	s.out.PID = p.pid
 	s.rss, s.cpuPercent, s.sampledAt, s.sampledCPU, s.cpuNow = 0, 0, time.Time{}, 0, 0
 }
@@ -114,7 +118,10 @@ func (s *slot) ended(end reaped, now time.Time) exitFacts {
 	code, sig := exitOf(end.status)
 	e := exitFacts{code: code, signal: sig, by: s.endedBy, started: s.started, wall: now.Sub(s.started)}
 	s.proc, s.pid, s.exited = nil, 0, true
-	s.out.Wall, s.out.Code, s.out.Signal, s.out.EndedBy = e.wall, code, sig, s.endedBy
+	// The slot's wall is from its first start to this exit: a restarted
+	// instance's whole time, not its last attempt's (e.wall, the log's
+	// "exited … after" and a task's joblog runtime).
+	s.out.Wall, s.out.Code, s.out.Signal, s.out.EndedBy = now.Sub(s.first), code, sig, s.endedBy
 	s.endedBy = EndedItself
 	return e
 }
@@ -149,7 +156,7 @@ func (s *slot) outcome(index int) Outcome {
 func (s *slot) row(index int, r *InstanceStatus) {
 	o := s.outcome(index)
 	r.State, r.PID, r.Started, r.Restarts = s.state(), o.PID, s.started, s.job.try
-	r.Wall, r.Exit, r.EndedBy = o.Wall, "", o.EndedBy
+	r.Wall, r.Exit, r.EndedBy, r.first = o.Wall, "", o.EndedBy, s.first
 	if s.exited {
 		r.Exit = o.Status()
 	}

@@ -461,6 +461,9 @@ func (s *supervisor) notStarted(i int, err error) exitFacts {
 	s.log.Warn(fmt.Sprintf("%s could not start (%v): it counts as failed, with exit status %d", sl.job.name(i), err, exitNotStarted))
 	sl.started, sl.exited = now, true
 	sl.out.Wall, sl.out.Code, sl.out.Signal, sl.out.EndedBy = 0, exitNotStarted, 0, EndedItself
+	if !sl.first.IsZero() { // a restart that could not start: the wall runs from the first start
+		sl.out.Wall = now.Sub(sl.first)
+	}
 	return exitFacts{code: exitNotStarted, started: now, stopping: s.stopping || s.groupStopping, waitStarted: s.waitTimer != nil}
 }
 

@@ -89,6 +89,37 @@ func (c Client) Status() (launcher.Snapshot, error) {
 	return *resp.Status, nil
 }
 
+// Final is the run's last state, answered when the run has ended (the
+// socket closes then, so a later Status would find nobody), or when ctx
+// is cancelled. A gpulaunch older than this client answers at once: its
+// snapshot is then not Finished.
+func (c Client) Final(ctx context.Context) (launcher.Snapshot, error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	conn, err := d.DialContext(ctx, "unix", c.Path)
+	if err != nil {
+		return launcher.Snapshot{}, dialError(c.Path, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	b, _ := json.Marshal(Request{Op: OpStatus, Follow: true})
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return launcher.Snapshot{}, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return launcher.Snapshot{}, fmt.Errorf("%s: no last state (%v)", c.Path, err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return launcher.Snapshot{}, fmt.Errorf("%s: bad answer: %v", c.Path, err)
+	}
+	if resp.Error != "" || resp.Status == nil {
+		return launcher.Snapshot{}, fmt.Errorf("%s: no last state: %s", c.Path, resp.Error)
+	}
+	return *resp.Status, nil
+}
+
 // Signal sends sig to an instance, or to every one (launcher.AllInstances).
 func (c Client) Signal(instance int, sig syscall.Signal) ([]launcher.Signalled, error) {
 	conn, _, resp, err := c.call(Request{Op: OpSignal, Instance: instance, Signal: int(sig)})

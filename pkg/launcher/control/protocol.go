@@ -23,9 +23,9 @@ const (
 // Request is what a client asks.
 type Request struct {
 	Op       string `json:"op"`
-	Instance int    `json:"instance"` // logs, signal; launcher.AllInstances for every one
-	Follow   bool   `json:"follow,omitempty"`
-	Tail     int    `json:"tail,omitempty"` // logs: the last lines only; 0: all kept
+	Instance int    `json:"instance"`         // logs, signal; launcher.AllInstances for every one
+	Follow   bool   `json:"follow,omitempty"` // logs: then what comes; status: answer when the run has ended
+	Tail     int    `json:"tail,omitempty"`   // logs: the last lines only; 0: all kept
 	Signal   int    `json:"signal,omitempty"`
 }
 

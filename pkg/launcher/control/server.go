@@ -175,6 +175,9 @@ func (s *Server) serve(conn *net.UnixConn) {
 	}
 	switch req.Op {
 	case OpStatus:
+		if req.Follow && !s.awaitEnd(ctx, conn, cancel) {
+			return
+		}
 		snap := s.board.Snapshot()
 		reply(conn, Response{Status: &snap})
 	case OpSignal:
@@ -205,6 +208,24 @@ func (s *Server) serve(conn *net.UnixConn) {
 		s.streamLogs(ctx, conn, s.board.Output(req.Instance), req)
 	default:
 		reply(conn, Response{Error: fmt.Sprintf("unknown request %q (this gpulaunch knows status, logs, signal)", req.Op)})
+	}
+}
+
+// awaitEnd waits until the run has ended (a status request with Follow:
+// `gpulaunch top`'s last frame, with every exit); false when the client
+// hung up or the server closed first.
+func (s *Server) awaitEnd(ctx context.Context, conn *net.UnixConn, cancel context.CancelFunc) bool {
+	// The client sends nothing more: a read ending means it hung up.
+	go func() {
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		cancel()
+	}()
+	select {
+	case <-s.board.Done():
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
