@@ -53,7 +53,7 @@ func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 // --help prints usage to stdout (then done is true).
 func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
 	fs.SetOutput(io.Discard)
-	help := fs.BoolP("help", "h", false, "show this help")
+	help := helpFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err), fs.Name())
 	}
@@ -61,7 +61,7 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
-	return false, nil
+	return false, refuseEmpty(fs)
 }
 
 // flagError says what pflag found wrong in words, without the parser's

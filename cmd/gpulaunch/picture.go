@@ -29,9 +29,8 @@ Examples:
 
 // report draws a run report (`gpulaunch report FILE --svg OUT`).
 func (a *app) report(args []string) error {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	svgOut := fs.String("svg", "", "write the picture to OUT as SVG")
-	htmlOut := fs.String("html", "", "write a self-contained HTML page (the picture and the table) to OUT")
+	svgOut, htmlOut := new(string), new(string)
+	fs := reportFlagSet(svgOut, htmlOut)
 	if done, err := a.parseFlags(fs, args, pictureUsage); done || err != nil {
 		return err
 	}
@@ -41,13 +40,17 @@ func (a *app) report(args []string) error {
 	case (*svgOut == "") == (*htmlOut == ""):
 		return usagef("give --svg OUT or --html OUT (one of them)")
 	}
-	out := *svgOut + *htmlOut
+	out, outFlag := *svgOut+*htmlOut, map[bool]string{true: "--svg", false: "--html"}[*svgOut != ""]
 	r, err := readReport(fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	if err := checkWritable(out); err != nil {
-		return usagef("%s: %v: nothing was written", out, err)
+		return usagef("%s %s: %v: nothing was written", outFlag, out, err)
+	}
+	if err := fileClash([]pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}, {flag: outFlag, path: out, writes: "the picture"}},
+		fileIdentity); err != nil {
+		return err
 	}
 	var b strings.Builder
 	pic := runPicture(r)
@@ -60,6 +63,13 @@ func (a *app) report(args []string) error {
 		return fmt.Errorf("drawing %s: %w", fs.Arg(0), err)
 	}
 	return writeWhole(out, []byte(b.String()))
+}
+
+func reportFlagSet(svgOut, htmlOut *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	fs.StringVar(svgOut, "svg", "", "write the picture to OUT as SVG")
+	fs.StringVar(htmlOut, "html", "", "write a self-contained HTML page (the picture and the table) to OUT")
+	return fs
 }
 
 // readReport reads a --report file, refusing what is not one.
@@ -145,10 +155,11 @@ func sizeOrDash(b uint64) string {
 	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
 
-// checkWritable says why path could not be written, before anything is.
+// checkWritable says why path could not be written whole (writeWhole),
+// before anything is.
 func checkWritable(path string) error {
 	c := writableCheck{dirs: map[string]error{}}
-	return c.file(filepath.Clean(path))
+	return c.replaced(filepath.Clean(path))
 }
 
 // writeWhole writes data to path whole or not at all: beside it, then

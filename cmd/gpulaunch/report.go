@@ -23,8 +23,7 @@ memory limit, the Slurm job/step and MPI local rank, and every guess made.`
 
 func (a *app) info(args []string) error {
 	var c commonFlags
-	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
-	c.register(fs)
+	fs := infoFlagSet(&c)
 	if done, err := a.parseFlags(fs, args, infoUsage); done || err != nil {
 		return err
 	}
@@ -45,6 +44,12 @@ func (a *app) info(args []string) error {
 	}
 	writeInfo(a.stdout, alloc)
 	return nil
+}
+
+func infoFlagSet(c *commonFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
+	c.register(fs)
+	return fs
 }
 
 // infoDoc is `info --json`.
@@ -208,9 +213,7 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 func (a *app) plan(args []string) error {
 	var c commonFlags
 	var p planFlags
-	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	c.register(fs)
-	p.register(fs)
+	fs := planFlagSet(&c, &p)
 	if done, err := a.parseFlags(fs, args, planUsage); done || err != nil {
 		return err
 	}
@@ -237,6 +240,13 @@ func (a *app) plan(args []string) error {
 	}
 	writePlan(a.stdout, alloc, plan)
 	return nil
+}
+
+func planFlagSet(c *commonFlags, p *planFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	c.register(fs)
+	p.register(fs)
+	return fs
 }
 
 // planDoc is `plan --json`.

@@ -108,11 +108,17 @@ func (o *runOptions) register(fs *pflag.FlagSet) {
 // the allocation.
 func (o *runOptions) auto() bool { return !o.fs.Changed("ntasks") }
 
-// parseRun reads run's command line; nil options and no error: --help.
-func (a *app) parseRun(args []string) (*runOptions, error) {
+// newRunOptions is run's flag set, registered into fresh options.
+func newRunOptions() *runOptions {
 	o := &runOptions{fs: pflag.NewFlagSet("run", pflag.ContinueOnError)}
 	o.fs.SetInterspersed(false) // everything after COMMAND is COMMAND's
 	o.register(o.fs)
+	return o
+}
+
+// parseRun reads run's command line; nil options and no error: --help.
+func (a *app) parseRun(args []string) (*runOptions, error) {
+	o := newRunOptions()
 	if done, err := a.parseFlags(o.fs, args, runUsage); done || err != nil {
 		return nil, err
 	}
@@ -145,9 +151,9 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.req, err = o.shape.request(o.fs, false); err != nil {
 		return nil, err
 	}
-	for _, pat := range []string{o.flags.output, o.flags.error} {
-		if _, err := launcher.ExpandPattern(pat, 0, launcher.Names{}); err != nil {
-			return nil, usageError{err.Error()}
+	for _, f := range [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}} {
+		if _, err := launcher.ExpandPattern(f[1], 0, launcher.Names{}); err != nil {
+			return nil, usagef("%s %s: %v", f[0], f[1], err)
 		}
 	}
 	// srun's: without -e, stderr goes where -o sends stdout
@@ -305,7 +311,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 			return err
 		}
 	}
-	if err := checkOutputs(o, l, insts, queue); err != nil {
+	if err := checkOutputs(o, l, insts, queue, a.runInputs(o, l, queue)); err != nil {
 		return err
 	}
 	a.warnBeforeStart(o, l, log)
@@ -499,11 +505,9 @@ func (c *console) done() {
 // run registers them: derived from the two registrations, so that a new
 // run flag is covered without a list to keep.
 func runOnlyFlags() []string {
-	runFS, execFS := pflag.NewFlagSet("run", pflag.ContinueOnError), pflag.NewFlagSet("exec", pflag.ContinueOnError)
+	runFS, execFS := pflag.NewFlagSet("run", pflag.ContinueOnError), execFlagSet(new(commonFlags), new(execFlags))
 	runFS.SortFlags = false
 	(&runOptions{}).register(runFS)
-	(&commonFlags{}).register(execFS)
-	(&execFlags{}).register(execFS)
 	var out []string
 	runFS.VisitAll(func(f *pflag.Flag) {
 		if execFS.Lookup(f.Name) == nil && f.Name != "ntasks" {
