@@ -202,6 +202,16 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 	if requireN && !fs.Changed("ntasks") {
 		return binding.Request{}, usagef("-n N is required: how many instances to plan")
 	}
+	// the counts' signs here, with the other flags, so that a command line
+	// that parses is one a plan can be asked of (FuzzParseArgs)
+	switch {
+	case fs != nil && fs.Changed("ntasks") && p.instances < 1:
+		return binding.Request{}, usagef("-n %d: the number of instances must be at least 1", p.instances)
+	case p.gpus < 0:
+		return binding.Request{}, usagef("-G %d: the number of GPUs cannot be negative (-G 0: no GPU)", p.gpus)
+	case p.cpus < 0:
+		return binding.Request{}, usagef("-c %d: the number of CPUs cannot be negative", p.cpus)
+	}
 	pol, err := binding.ParseMemPolicy(p.memBind)
 	if err != nil {
 		return binding.Request{}, usageError{err.Error()}
