@@ -20,8 +20,9 @@ import (
 )
 
 // The CLI contract: every flag of every command, with the values it must
-// refuse. A row gives a command line (words split on spaces, run in a
-// fresh copy of the fixture tree below) that must end with exactly one
+// refuse. A row gives a command line (words split on spaces; leading
+// NAME=VALUE words are set in the environment), run in a fresh copy of
+// the fixture tree below, that must end with exactly one
 // line `gpulaunch: error: …` on stderr naming the flag, exit 2 (126/127
 // where the docs say so), the marker app never started, and the tree
 // unchanged. A flag with no bad value (a boolean, free text) has a row
@@ -34,6 +35,7 @@ import (
 //	app         the marker app: creates $GLTEST_MARK (outside the tree) if it ever runs
 //	params.txt  --each-line input (two lines)
 //	tasks.txt   --tasks input (two commands)
+//	missing.txt --tasks input whose second command does not exist
 //	node.json   a node file of one fake GPU (--node-file)
 //	topo.json   a topology file (--simulate FILE)
 //	run.json    a run report (gpulaunch report FILE)
@@ -52,7 +54,12 @@ func bad(cmd, flag, what, args string) contractRow {
 	return contractRow{cmd: cmd, flag: flag, bad: what, args: args, code: exitUsage}
 }
 
-// any is the row of a flag that takes every value.
+// badExit is a row whose refusal has its documented status (126, 127).
+func badExit(cmd, flag, what, args string, code int) contractRow {
+	return contractRow{cmd: cmd, flag: flag, bad: what, args: args, code: code}
+}
+
+// anyValue is the row of a flag that takes every value.
 func anyValue(cmd, flag, why string) contractRow { return contractRow{cmd: cmd, flag: flag, why: why} }
 
 // The run bases: a simulated node (S) or this machine without GPUs (G0).
@@ -91,7 +98,7 @@ var contract = []contractRow{
 	bad("run", "node-file", "with --simulate", "--node-file node.json "+runS+" -- ./app"),
 	bad("run", "gpu-vendor", "unknown", runS+" --gpu-vendor acme -- ./app"),
 	bad("run", "gpu-vendor", "empty", runS+" --gpu-vendor= -- ./app"),
-	anyValue("run", "json", "a boolean (refused without --dry-run: a row of its own would test --dry-run)"),
+	bad("run", "json", "without --dry-run", runS+" --json -- ./app"),
 	bad("run", "log-format", "unknown", runS+" --log-format xml -- ./app"),
 	bad("run", "log-format", "empty", runS+" --log-format= -- ./app"),
 	anyValue("run", "verbose", "a boolean"),
@@ -108,6 +115,7 @@ var contract = []contractRow{
 	bad("run", "output", "the command", runS+" -o app -- ./app"),
 	bad("run", "output", "the same file as --node-file", "--node-file node.json -n 1 -o node.json -- ./app"),
 	bad("run", "output", "the same file as --simulate", "--simulate topo.json -n 1 -o topo.json -- ./app"),
+	bad("run", "output", "the same file as $GPULAUNCH_NODE_FILE", "GPULAUNCH_NODE_FILE=node.json -n 1 -o node.json -- ./app"),
 	bad("run", "output", "the same file through a symlink", runS+" --each-line params.txt -o link-to-params -- ./app {}"),
 	bad("run", "error", "empty", runS+" --error= -- ./app"),
 	bad("run", "error", "missing directory", runS+" -e nodir/err.%t -- ./app"),
@@ -129,7 +137,7 @@ var contract = []contractRow{
 	bad("run", "report", "the same file as --joblog", runS+" --each-line params.txt --joblog j --report j -- ./app {}"),
 	// run: the instances' policy
 	anyValue("run", "label", "a boolean"),
-	anyValue("run", "kill-on-bad-exit", "a boolean (refused in a task queue: covered by tasks_test.go)"),
+	bad("run", "kill-on-bad-exit", "in a task queue", runS+" --each-line params.txt -K -- ./app {}"),
 	bad("run", "wait", "negative", runS+" -W -1 -- ./app"),
 	bad("run", "wait", "wrong type", runS+" -W soon -- ./app"),
 	bad("run", "wait", "empty", runS+" --wait= -- ./app"),
@@ -156,7 +164,7 @@ var contract = []contractRow{
 	bad("run", "tmux", "outside tmux", runS+" --tmux -- ./app"),
 	bad("run", "ranks", "unknown", runS+" --ranks world -- ./app"),
 	bad("run", "ranks", "empty", runS+" --ranks= -- ./app"),
-	anyValue("run", "ddp", "a boolean (refused in a task queue: covered by tasks_test.go)"),
+	bad("run", "ddp", "in a task queue", runS+" --each-line params.txt --ddp -- ./app {}"),
 	bad("run", "master-addr", "empty", runS+" --ddp --master-addr= -- ./app"),
 	bad("run", "master-addr", "without --ddp", runS+" --master-addr host0 -- ./app"),
 	bad("run", "master-port", "zero", runS+" --ddp --master-port 0 -- ./app"),
@@ -167,10 +175,12 @@ var contract = []contractRow{
 	bad("run", "tasks", "missing", runS+" --tasks nodir/tasks.txt"),
 	bad("run", "tasks", "a directory", runS+" --tasks dir"),
 	bad("run", "tasks", "with a COMMAND", runS+" --tasks tasks.txt -- ./app"),
+	badExit("run", "tasks", "a command not found", runS+" --tasks missing.txt", 127),
 	bad("run", "each-line", "empty", runS+" --each-line= -- ./app {}"),
 	bad("run", "each-line", "missing", runS+" --each-line nodir/params.txt -- ./app {}"),
 	bad("run", "each-line", "a directory", runS+" --each-line dir -- ./app {}"),
 	bad("run", "each-line", "without a COMMAND", runS+" --each-line params.txt"),
+	badExit("run", "each-line", "a COMMAND not executable", runS+" --each-line params.txt -- ./params.txt {}", 126),
 	bad("run", "shell", "without --tasks", runS+" --shell -- ./app"),
 	bad("run", "joblog", "empty", runS+" --each-line params.txt --joblog= -- ./app {}"),
 	bad("run", "joblog", "missing directory", runS+" --each-line params.txt --joblog nodir/j -- ./app {}"),
@@ -417,7 +427,12 @@ func (r contractRow) check(t *testing.T, gpulaunch string, ro func(t *testing.T,
 	mark := filepath.Join(base, "ran")
 	makeFixtures(t, tree, mark, ro)
 	before := hashTree(t, tree)
-	args := append([]string{r.cmd}, strings.Fields(r.args)...)
+	// leading NAME=VALUE words are the environment's
+	words, env := strings.Fields(r.args), contractEnv()
+	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
+		env, words = append(env, words[0]), words[1:]
+	}
+	args := append([]string{r.cmd}, words...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gpulaunch, args...)
@@ -429,7 +444,7 @@ func (r contractRow) check(t *testing.T, gpulaunch string, ro func(t *testing.T,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(tmp) })
-	cmd.Env = append(contractEnv(), "GLTEST_MAIN=1", "GLTEST_MARK="+mark, "TMPDIR="+tmp)
+	cmd.Env = append(env, "GLTEST_MAIN=1", "GLTEST_MARK="+mark, "TMPDIR="+tmp)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	code := exitStatus(cmd.Run())
@@ -483,10 +498,11 @@ func contractEnv() []string {
 func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir string) error) {
 	t.Helper()
 	files := map[string]string{
-		"app":        "#!/bin/sh\ntouch " + mark + "\n",
-		"params.txt": "1\n2\n",
-		"tasks.txt":  "./app\n./app\n",
-		"node.json":  `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
+		"app":         "#!/bin/sh\ntouch " + mark + "\n",
+		"params.txt":  "1\n2\n",
+		"tasks.txt":   "./app\n./app\n",
+		"missing.txt": "./app\n./nosuch\n",
+		"node.json":   `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
 		"topo.json": `{"name": "topo", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
 			"gpus": [{"pci": "0000:01:00.0", "numa": 0}, {"pci": "0000:02:00.0", "numa": 0}]}`,
 		"run.json": fmt.Sprintf(`{"schema_version": %d}`, reportSchemaVersion),
