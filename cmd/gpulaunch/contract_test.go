@@ -81,6 +81,7 @@ var contract = []contractRow{
 	bad("run", "cpus-per-task", "negative", runS+" -c -1 -- ./app"),
 	bad("run", "cpus-per-task", "zero", runS+" -c 0 -- ./app"),
 	bad("run", "cpus-per-task", "more than the node has", runS+" -c 100000 -- ./app"),
+	bad("run", "cpus-per-task", "wrong type", runS+" -c all -- ./app"),
 	bad("run", "mem-bind", "unknown", runS+" --mem-bind strict -- ./app"),
 	bad("run", "mem-bind", "empty", runS+" --mem-bind= -- ./app"),
 	anyValue("run", "share-gpus", "a boolean"),
@@ -89,7 +90,7 @@ var contract = []contractRow{
 	bad("run", "simulate", "unknown node", "--simulate dgx-z900 -n 1 -- ./app"),
 	bad("run", "simulate", "empty", "--simulate= -n 1 -- ./app"),
 	bad("run", "simulate", "a directory", "--simulate dir -n 1 -- ./app"),
-	bad("run", "simulate", "missing directory", "--simulate nodir/topo.json -n 1 -- ./app"),
+	bad("run", "simulate", "missing", "--simulate nodir/topo.json -n 1 -- ./app"),
 	bad("run", "simulate", "/proc", "--simulate /proc/self/status -n 1 -- ./app"),
 	bad("run", "node-file", "missing", "--node-file nodir/node.json -n 1 -- ./app"),
 	bad("run", "node-file", "a directory", "--node-file dir -n 1 -- ./app"),
@@ -202,11 +203,17 @@ var contract = []contractRow{
 	// exec: rank mode execs the app itself, so "nothing started" is the marker
 	bad("exec", "gpus-per-task", "negative", "--node-file node.json -G -1 -- ./app"),
 	bad("exec", "gpus-per-task", "more than the node has", "--node-file node.json -G 5 -- ./app"),
+	bad("exec", "gpus-per-task", "wrong type", "--node-file node.json -G two -- ./app"),
+	bad("exec", "cpus-per-task", "wrong type", "--node-file node.json -c all -- ./app"),
 	bad("exec", "cpus-per-task", "negative", "--node-file node.json -c -1 -- ./app"),
 	bad("exec", "cpus-per-task", "zero", "--node-file node.json -c 0 -- ./app"),
 	bad("exec", "mem-bind", "unknown", "--node-file node.json --mem-bind strict -- ./app"),
 	anyValue("exec", "share-gpus", "a boolean"),
 	bad("exec", "simulate", "another machine", "--simulate dgx-h100 -- ./app"),
+	bad("exec", "simulate", "empty", "--simulate= -- ./app"),
+	bad("exec", "simulate", "missing", "--simulate nodir/topo.json -- ./app"),
+	bad("exec", "simulate", "a directory", "--simulate dir -- ./app"),
+	bad("exec", "node-file", "empty", "--node-file= -- ./app"),
 	bad("exec", "node-file", "missing", "--node-file nodir/node.json -- ./app"),
 	bad("exec", "node-file", "a directory", "--node-file dir -- ./app"),
 	bad("exec", "gpu-vendor", "unknown", "--node-file node.json --gpu-vendor acme -- ./app"),
@@ -219,11 +226,15 @@ var contract = []contractRow{
 	anyValue("exec", "ddp", "a boolean"),
 	bad("exec", "master-addr", "without --ddp", "--node-file node.json --master-addr host0 -- ./app"),
 	bad("exec", "master-port", "too large", "--node-file node.json --ddp --master-port 70000 -- ./app"),
+	bad("exec", "master-port", "wrong type", "--node-file node.json --ddp --master-port http -- ./app"),
 
 	// info and plan
 	bad("info", "simulate", "unknown node", "--simulate dgx-z900"),
 	bad("info", "simulate", "empty", "--simulate="),
 	bad("info", "simulate", "a directory", "--simulate dir"),
+	bad("info", "simulate", "missing", "--simulate nodir/topo.json"),
+	bad("info", "node-file", "empty", "--node-file="),
+	bad("info", "node-file", "a directory", "--node-file dir"),
 	bad("info", "node-file", "missing", "--node-file nodir/node.json"),
 	bad("info", "node-file", "/proc", "--node-file /proc/self/status"),
 	bad("info", "gpu-vendor", "unknown", "--gpu-vendor acme"),
@@ -234,15 +245,22 @@ var contract = []contractRow{
 	bad("plan", "ntasks", "negative", "--simulate dgx-h100 -n -1"),
 	bad("plan", "ntasks", "missing", "--simulate dgx-h100"),
 	bad("plan", "ntasks", "too large", "--simulate dgx-h100 -n 99999999999999999999"),
+	bad("plan", "ntasks", "wrong type", "--simulate dgx-h100 -n all"),
 	bad("plan", "gpus-per-task", "negative", "--simulate dgx-h100 -n 1 -G -1"),
 	bad("plan", "gpus-per-task", "wrong type", "--simulate dgx-h100 -n 1 -G one"),
 	bad("plan", "cpus-per-task", "negative", "--simulate dgx-h100 -n 1 -c -1"),
 	bad("plan", "cpus-per-task", "zero", "--simulate dgx-h100 -n 1 -c 0"),
+	bad("plan", "cpus-per-task", "wrong type", "--simulate dgx-h100 -n 1 -c all"),
 	bad("plan", "mem-bind", "unknown", "--simulate dgx-h100 -n 1 --mem-bind strict"),
 	anyValue("plan", "share-gpus", "a boolean"),
 	anyValue("plan", "overcommit", "a boolean"),
 	bad("plan", "simulate", "unknown node", "--simulate dgx-z900 -n 1"),
 	bad("plan", "simulate", "/proc", "--simulate /proc/self/status -n 1"),
+	bad("plan", "simulate", "empty", "--simulate= -n 1"),
+	bad("plan", "simulate", "missing", "--simulate nodir/topo.json -n 1"),
+	bad("plan", "simulate", "a directory", "--simulate dir -n 1"),
+	bad("plan", "node-file", "empty", "--node-file= -n 1"),
+	bad("plan", "node-file", "missing", "--node-file nodir/node.json -n 1"),
 	bad("plan", "node-file", "a directory", "--node-file dir -n 1"),
 	bad("plan", "gpu-vendor", "unknown", "--simulate dgx-h100 -n 1 --gpu-vendor acme"),
 	anyValue("plan", "json", "a boolean"),
@@ -260,17 +278,20 @@ var contract = []contractRow{
 	anyValue("status", "json", "a boolean"),
 	anyValue("status", "help", "a boolean: prints the help"),
 	bad("top", "pid", "negative", "--pid -1"),
+	bad("top", "pid", "wrong type", "--pid me"),
 	bad("top", "socket", "a directory", "--socket dir"),
 	bad("top", "interval", "negative", "--interval -1s"),
 	bad("top", "interval", "wrong type", "--interval often"),
 	anyValue("top", "help", "a boolean: prints the help"),
 	bad("logs", "pid", "negative", "--pid -1 0"),
+	bad("logs", "pid", "wrong type", "--pid me 0"),
 	bad("logs", "socket", "missing", "--socket nodir/s 0"),
 	bad("logs", "tail", "negative", "--tail -1 0"),
 	bad("logs", "tail", "wrong type", "--tail many 0"),
 	anyValue("logs", "follow", "a boolean"),
 	anyValue("logs", "help", "a boolean: prints the help"),
 	bad("signal", "pid", "negative", "--pid -1 all TERM"),
+	bad("signal", "pid", "wrong type", "--pid me all TERM"),
 	bad("signal", "socket", "a regular file", "--socket params.txt all TERM"),
 	anyValue("signal", "help", "a boolean: prints the help"),
 
@@ -301,29 +322,46 @@ var contract = []contractRow{
 	bad("scale", "json", "the command", "--simulate dgx-h100 -G 1 --json app -- ./app"),
 	bad("scale", "json", "the same file as --simulate", "--simulate topo.json -G 1 --json topo.json -- ./app"),
 	bad("scale", "svg", "missing directory", "--simulate dgx-h100 -G 1 --svg nodir/s.svg -- ./app"),
+	bad("scale", "svg", "empty", "--simulate dgx-h100 -G 1 --svg= -- ./app"),
+	bad("scale", "svg", "a directory", "--simulate dgx-h100 -G 1 --svg dir -- ./app"),
 	bad("scale", "svg", "read-only", "--simulate dgx-h100 -G 1 --svg ro/s.svg -- ./app"),
 	bad("scale", "svg", "/proc", "--simulate dgx-h100 -G 1 --svg /proc/s.svg -- ./app"),
 	bad("scale", "svg", "the same file as --json", "--simulate dgx-h100 -G 1 --json s --svg s -- ./app"),
 	anyValue("scale", "halt", "a boolean"),
 	bad("scale", "simulate", "unknown node", "--simulate dgx-z900 -G 1 -- ./app"),
+	bad("scale", "simulate", "empty", "--simulate= -G 1 -- ./app"),
+	bad("scale", "simulate", "missing", "--simulate nodir/topo.json -G 1 -- ./app"),
+	bad("scale", "simulate", "a directory", "--simulate dir -G 1 -- ./app"),
 	bad("scale", "node-file", "missing", "--node-file nodir/node.json -G 1 -- ./app"),
+	bad("scale", "node-file", "empty", "--node-file= -G 1 -- ./app"),
+	bad("scale", "node-file", "a directory", "--node-file dir -G 1 -- ./app"),
 	bad("scale", "gpu-vendor", "unknown", "--simulate dgx-h100 -G 1 --gpu-vendor acme -- ./app"),
 	bad("scale", "log-format", "unknown", "--simulate dgx-h100 -G 1 --log-format xml -- ./app"),
 	anyValue("scale", "verbose", "a boolean"),
 	anyValue("scale", "help", "a boolean: prints the help"),
 	bad("scale", "cpus-per-task", "negative", "--simulate dgx-h100 -G 1 -c -1 -- ./app"),
+	bad("scale", "cpus-per-task", "wrong type", "--simulate dgx-h100 -G 1 -c all -- ./app"),
 	bad("scale", "mem-bind", "unknown", "--simulate dgx-h100 -G 1 --mem-bind strict -- ./app"),
 	anyValue("scale", "share-gpus", "a boolean"),
 	anyValue("scale", "label", "a boolean"),
 	bad("scale", "output", "missing directory", "--simulate dgx-h100 -G 1 -o nodir/o -- ./app"),
+	bad("scale", "output", "empty", "--simulate dgx-h100 -G 1 --output= -- ./app"),
+	bad("scale", "output", "a directory", "--simulate dgx-h100 -G 1 -o dir -- ./app"),
+	bad("scale", "output", "read-only", "--simulate dgx-h100 -G 1 -o ro/o.%t -- ./app"),
 	bad("scale", "output", "/proc", "--simulate dgx-h100 -G 1 -o /proc/o -- ./app"),
 	bad("scale", "output", "the same file as --json", "--simulate dgx-h100 -G 1 -o s.json --json s.json -- ./app"),
 	bad("scale", "output", "the same file as --simulate", "--simulate topo.json -G 1 -o topo.json -- ./app"),
 	bad("scale", "error", "a directory", "--simulate dgx-h100 -G 1 -e dir -- ./app"),
+	bad("scale", "error", "empty", "--simulate dgx-h100 -G 1 --error= -- ./app"),
+	bad("scale", "error", "missing directory", "--simulate dgx-h100 -G 1 -e nodir/e -- ./app"),
+	bad("scale", "error", "read-only", "--simulate dgx-h100 -G 1 -e ro/e -- ./app"),
+	bad("scale", "error", "/proc", "--simulate dgx-h100 -G 1 -e /proc/e.%t -- ./app"),
+	bad("scale", "error", "the same file as --svg", "--simulate dgx-h100 -G 1 -e s.svg --svg s.svg -- ./app"),
 	bad("scale", "open-mode", "unknown", "--simulate dgx-h100 -G 1 --open-mode overwrite -- ./app"),
 	bad("scale", "kill-on-bad-exit", "not for a study", "--simulate dgx-h100 -G 1 -K -- ./app"),
 	bad("scale", "wait", "not for a study", "--simulate dgx-h100 -G 1 -W 1 -- ./app"),
 	bad("scale", "restarts", "negative", "--simulate dgx-h100 -G 1 --restarts -1 -- ./app"),
+	bad("scale", "restarts", "wrong type", "--simulate dgx-h100 -G 1 --restarts x -- ./app"),
 	bad("scale", "timeout", "wrong type", "--simulate dgx-h100 -G 1 --timeout later -- ./app"),
 	bad("scale", "kill-wait", "zero", "--simulate dgx-h100 -G 1 --kill-wait 0 -- ./app"),
 	bad("scale", "mem-per-task", "wrong type", "--simulate dgx-h100 -G 1 --mem-per-task lots -- ./app"),
@@ -337,6 +375,7 @@ var contract = []contractRow{
 	bad("scale", "ddp", "with -G", "--simulate dgx-h100 -G 1 --ddp -- ./app"),
 	bad("scale", "master-addr", "without --ddp", "--simulate dgx-h100 -G 1 --master-addr h -- ./app"),
 	bad("scale", "master-port", "too large", "--simulate dgx-h100 -n 1 --ddp --master-port 65536 -- ./app"),
+	bad("scale", "master-port", "wrong type", "--simulate dgx-h100 -n 1 --ddp --master-port http -- ./app"),
 
 	// report: draw a run report
 	bad("report", "svg", "empty", "run.json --svg="),
@@ -347,6 +386,9 @@ var contract = []contractRow{
 	bad("report", "svg", "the same file as the report", "run.json --svg run.json"),
 	bad("report", "svg", "with --html", "run.json --svg r.svg --html r.html"),
 	bad("report", "html", "missing directory", "run.json --html nodir/r.html"),
+	bad("report", "html", "empty", "run.json --html="),
+	bad("report", "html", "a directory", "run.json --html dir"),
+	bad("report", "html", "read-only", "run.json --html ro/r.html"),
 	bad("report", "html", "/proc", "run.json --html /proc/r.html"),
 	bad("report", "html", "the same file as the report", "run.json --html ./dir/../run.json"),
 	anyValue("report", "help", "a boolean: prints the help"),
@@ -378,25 +420,81 @@ func TestCLIContractCoversEveryFlag(t *testing.T) {
 			if !rows[cmd+" "+f.Name] {
 				t.Errorf("%s --%s has no row in the CLI contract table (contract_test.go): add its bad values, or why it has none", cmd, f.Name)
 			}
+			for _, class := range missingClasses(cmd, f) {
+				t.Errorf("%s --%s has no row for %q: add one (contract_test.go)", cmd, f.Name, class)
+			}
 		})
 	}
 }
 
-// helpCommands are the commands `gpulaunch --help` lists, with version
-// and help, which take no flags.
+// The kinds of bad value every flag of a kind has a row for, by the
+// row's name, so that deleting one of them fails too.
+var (
+	numberClasses = []string{"wrong type"}
+	inputClasses  = []string{"empty", "missing", "a directory"}
+	outputClasses = []string{"empty", "missing directory", "a directory", "read-only", "/proc", "the same file as …"}
+	// the flags that name files: read, or written
+	inputFlags  = map[string]bool{"tasks": true, "each-line": true, "node-file": true, "simulate": true}
+	outputFlags = map[string]bool{"output": true, "error": true, "report": true, "joblog": true, "svg": true, "html": true}
+)
+
+// missingClasses are the classes of bad value flag f of cmd has no row
+// for. A flag the command refuses whatever its value ("not for a study")
+// needs no other.
+func missingClasses(cmd string, f *pflag.Flag) []string {
+	have := map[string]bool{}
+	for _, r := range contract {
+		if r.cmd == cmd && r.flag == f.Name {
+			if strings.HasPrefix(r.bad, "the same file as ") || r.bad == "the command" {
+				have["the same file as …"] = true
+			}
+			have[r.bad] = true
+		}
+	}
+	if have["not for a study"] {
+		return nil
+	}
+	var want []string
+	switch {
+	case f.Value.Type() == "int" || f.Value.Type() == "float64":
+		want = numberClasses
+	case inputFlags[f.Name] && f.Value.Type() == "string":
+		want = inputClasses
+	case (outputFlags[f.Name] || cmd == "scale" && f.Name == "json") && f.Value.Type() == "string":
+		want = outputClasses
+	}
+	var missing []string
+	for _, c := range want {
+		if !have[c] {
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// helpCommands are the commands `gpulaunch --help` names, in its Usage
+// lines (gpulaunch status|top …) and its Commands section, but version,
+// which takes no flags.
 func helpCommands(t *testing.T) []string {
-	_, after, ok := strings.Cut(topUsage(), "\nCommands:\n")
+	usage, after, ok := strings.Cut(topUsage(), "\nCommands:\n")
 	if !ok {
 		t.Fatal("gpulaunch --help has no Commands: section")
 	}
 	section, _, _ := strings.Cut(after, "\n\n")
 	var cmds []string
+	for _, line := range strings.Split(usage, "\n") {
+		if _, rest, ok := strings.Cut(line, "  gpulaunch "); ok {
+			word := strings.Trim(strings.Fields(rest)[0], "[]")
+			cmds = append(cmds, strings.Split(word, "|")...)
+		}
+	}
 	for _, line := range strings.Split(section, "\n") {
 		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") {
 			cmds = append(cmds, strings.Fields(line)[0])
 		}
 	}
-	if len(cmds) < 9 {
+	cmds = slices.Compact(slices.Sorted(slices.Values(slices.DeleteFunc(cmds, func(c string) bool { return c == "version" }))))
+	if len(cmds) < 10 {
 		t.Fatalf("read %d commands from gpulaunch --help: %v", len(cmds), cmds)
 	}
 	return cmds
