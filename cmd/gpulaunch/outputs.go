@@ -176,7 +176,7 @@ func clashOf(a, b pathUse) error {
 
 // fileIdentity is what file path is (fileClash's rule 1): "inode DEV:INO"
 // when it exists, else its directory's resolved path and its name; false
-// when the directory cannot be resolved.
+// when the directory cannot be resolved, and for a device or a pipe.
 func fileIdentity(path string) (string, bool) {
 	for range 40 { // a dangling symlink: the file it would create
 		fi, err := os.Lstat(path)
@@ -198,6 +198,9 @@ func fileIdentity(path string) (string, bool) {
 	}
 	var st unix.Stat_t
 	if unix.Stat(path, &st) == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return "", false // a device or pipe (-o /dev/null --report /dev/null) holds nothing to destroy
+		}
 		return fmt.Sprintf("inode %d:%d", st.Dev, st.Ino), true
 	}
 	dir, err := filepath.EvalSymlinks(filepath.Dir(path))

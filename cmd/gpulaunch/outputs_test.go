@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileClash's rules, each by name, with the file system injected: the
@@ -50,5 +54,71 @@ func TestFileClash(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// writeWhole writes through a symlink (as a shell's > does) and writes a
+// device or pipe in place: a rename would replace the link or the node
+// (--report /dev/null, run as root, replaced /dev/null with a file).
+func TestWriteWholeThroughLinksAndDevices(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target.json"), filepath.Join(dir, "link.json")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target.json", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeWhole(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced by a file")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Errorf("the target holds %q, want the new data", b)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte)
+	go func() { b, _ := os.ReadFile(fifo); got <- b }()
+	if err := writeWhole(fifo, []byte("through the pipe")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(fifo); fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe was replaced by a file (mode %s)", fi.Mode()) // its reader waits for good
+	}
+	if b := <-got; string(b) != "through the pipe" {
+		t.Errorf("the reader got %q", b)
+	}
+}
+
+// fileIdentity, the world fileClash is given: through symlinks (dangling
+// ones too), a file yet to be made by its resolved directory, none for a
+// device or a missing directory.
+func TestFileIdentity(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "params.txt")
+	os.WriteFile(file, nil, 0o644)
+	os.Symlink("params.txt", filepath.Join(dir, "link"))
+	os.Symlink("new.txt", filepath.Join(dir, "dangling"))
+	os.Symlink(".", filepath.Join(dir, "here"))
+	id := func(p string) string { s, ok := fileIdentity(p); return map[bool]string{true: s, false: "none"}[ok] }
+	for _, tc := range []struct{ a, b string }{
+		{file, filepath.Join(dir, "link")},
+		{file, filepath.Join(dir, "here", "params.txt")},
+		{filepath.Join(dir, "new.txt"), filepath.Join(dir, "dangling")},
+		{filepath.Join(dir, "new.txt"), filepath.Join(dir, "here", "new.txt")},
+	} {
+		if id(tc.a) != id(tc.b) || id(tc.a) == "none" {
+			t.Errorf("%s is %s, %s is %s: want one file", tc.a, id(tc.a), tc.b, id(tc.b))
+		}
+	}
+	for _, p := range []string{"/dev/null", filepath.Join(dir, "nodir", "x")} {
+		if s, ok := fileIdentity(p); ok {
+			t.Errorf("%s has identity %q, want none", p, s)
+		}
 	}
 }

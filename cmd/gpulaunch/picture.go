@@ -163,8 +163,16 @@ func checkWritable(path string) error {
 }
 
 // writeWhole writes data to path whole or not at all: beside it, then
-// renamed over it.
+// renamed over it. A symlink is written through, as a shell's > does, and
+// a device or a pipe (/dev/null, /dev/stdout) in place: a rename would
+// replace the link, or the device node itself.
 func writeWhole(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, data, 0o644)
+	}
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
