@@ -40,7 +40,8 @@ import (
 //	topo.json   a topology file (--simulate FILE)
 //	run.json    a run report (gpulaunch report FILE)
 //	dir/        a directory
-//	ro/         a directory nobody may write (immutable when the test runs as root)
+//	ro/         a directory nobody may write (immutable when the test runs as root),
+//	            holding old.json, a file anyone may write
 type contractRow struct {
 	cmd, flag string
 	bad       string // what is wrong with the value: the subtest's name
@@ -131,6 +132,7 @@ var contract = []contractRow{
 	bad("run", "report", "missing directory", runS+" --report nodir/r.json -- ./app"),
 	bad("run", "report", "a directory", runS+" --report dir -- ./app"),
 	bad("run", "report", "read-only", runS+" --report ro/r.json -- ./app"),
+	bad("run", "report", "a file in a read-only directory", runS+" --report ro/old.json -- ./app"),
 	bad("run", "report", "/proc", runS+" --report /proc/r.json -- ./app"),
 	bad("run", "report", "the same file as --each-line", runS+" --each-line params.txt --report params.txt -- ./app {}"),
 	bad("run", "report", "the command", runS+" --report app -- ./app"),
@@ -318,6 +320,7 @@ var contract = []contractRow{
 	bad("scale", "json", "missing directory", "--simulate dgx-h100 -G 1 --json nodir/s.json -- ./app"),
 	bad("scale", "json", "a directory", "--simulate dgx-h100 -G 1 --json dir -- ./app"),
 	bad("scale", "json", "read-only", "--simulate dgx-h100 -G 1 --json ro/s.json -- ./app"),
+	bad("scale", "json", "a file in a read-only directory", "--simulate dgx-h100 -G 1 --json ro/old.json -- ./app"),
 	bad("scale", "json", "/proc", "--simulate dgx-h100 -G 1 --json /proc/s.json -- ./app"),
 	bad("scale", "json", "the command", "--simulate dgx-h100 -G 1 --json app -- ./app"),
 	bad("scale", "json", "the same file as --simulate", "--simulate topo.json -G 1 --json topo.json -- ./app"),
@@ -382,6 +385,7 @@ var contract = []contractRow{
 	bad("report", "svg", "missing directory", "run.json --svg nodir/r.svg"),
 	bad("report", "svg", "a directory", "run.json --svg dir"),
 	bad("report", "svg", "read-only", "run.json --svg ro/r.svg"),
+	bad("report", "svg", "a file in a read-only directory", "run.json --svg ro/old.json"),
 	bad("report", "svg", "/proc", "run.json --svg /proc/r.svg"),
 	bad("report", "svg", "the same file as the report", "run.json --svg run.json"),
 	bad("report", "svg", "with --html", "run.json --svg r.svg --html r.html"),
@@ -500,6 +504,28 @@ func helpCommands(t *testing.T) []string {
 	return cmds
 }
 
+// removedFlags are flags a command no longer has, which it must refuse
+// as unknown rather than take.
+var removedFlags = []contractRow{
+	bad("exec", "json", "rank mode prints no JSON", "--node-file node.json --json -- ./app"),
+}
+
+func TestCLIContractRemovedFlags(t *testing.T) {
+	ro := readOnlyDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range removedFlags {
+		t.Run(r.cmd+"/"+r.flag, func(t *testing.T) {
+			if commandFlagSets()[r.cmd].Lookup(r.flag) != nil {
+				t.Fatalf("%s has --%s again: give it rows in contract", r.cmd, r.flag)
+			}
+			r.check(t, self, ro)
+		})
+	}
+}
+
 // TestCLIContract runs every row against a real gpulaunch process.
 func TestCLIContract(t *testing.T) {
 	ro := readOnlyDir(t)
@@ -610,6 +636,7 @@ func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir str
 			t.Fatal(err)
 		}
 	}
+	files["ro/old.json"] = "{}" // writable, in ro/: a rename over it cannot be made
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(tree, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
