@@ -658,7 +658,10 @@ func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir str
 // again when the test ends. Without either the read-only rows are skipped.
 func readOnlyDir(t *testing.T) func(t *testing.T, dir string) error {
 	if os.Getuid() != 0 {
-		return func(_ *testing.T, dir string) error { return os.Chmod(dir, 0o555) }
+		return func(t *testing.T, dir string) error {
+			t.Cleanup(func() { os.Chmod(dir, 0o755) }) // so that TempDir can remove ro/old.json
+			return os.Chmod(dir, 0o555)
+		}
 	}
 	probe := t.TempDir()
 	if err := setImmutable(probe, true); err != nil {
