@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,7 +148,7 @@ func fileClash(uses []pathUse, identity func(path string) (string, bool)) error 
 			continue
 		}
 		for _, prev := range seen[id] {
-			if err := clashOf(prev, u); err != nil {
+			if err := cmp.Or(writesOverInput(u, prev), writesOverInput(prev, u), mixesKinds(u, prev)); err != nil {
 				return err
 			}
 		}
@@ -156,22 +157,22 @@ func fileClash(uses []pathUse, identity func(path string) (string, bool)) error 
 	return nil
 }
 
-// clashOf applies rules 2 and 3 to two uses of one file.
-func clashOf(a, b pathUse) error {
-	if a.writes == "" {
-		a, b = b, a // a writes, if either does
+// writesOverInput is rule 2: w writes the file r reads.
+func writesOverInput(w, r pathUse) error {
+	if w.writes == "" || r.reads == "" {
+		return nil
 	}
-	switch {
-	case a.writes == "":
-		return nil // two readers
-	case b.writes == "":
-		return usagef("%s %s is %s %s, which gpulaunch reads (%s): writing there would destroy it; give another file: nothing was started",
-			a.flag, a.path, b.flag, b.path, b.reads)
-	case a.writes != b.writes:
-		return usagef("%s %s and %s %s are one file: %s and %s would be written into each other; give each its own file: nothing was started",
-			b.flag, b.path, a.flag, a.path, b.writes, a.writes)
+	return usagef("%s %s is %s %s, which gpulaunch reads (%s): writing there would destroy it; give another file: nothing was started",
+		w.flag, w.path, r.flag, r.path, r.reads)
+}
+
+// mixesKinds is rule 3: a and b write different kinds of thing into one file.
+func mixesKinds(a, b pathUse) error {
+	if a.writes == "" || b.writes == "" || a.writes == b.writes {
+		return nil
 	}
-	return nil
+	return usagef("%s %s and %s %s are one file: %s and %s would be written into each other; give each its own file: nothing was started",
+		a.flag, a.path, b.flag, b.path, a.writes, b.writes)
 }
 
 // fileIdentity is what file path is (fileClash's rule 1): "inode DEV:INO"
