@@ -145,7 +145,7 @@ func (o *scaleOptions) check() error {
 		return usagef("--ddp is for -n: N instances that form one data-parallel job; -G runs one process on G GPUs")
 	case o.repeat < 1:
 		return usagef("--repeat %d: run every size at least once", o.repeat)
-	case o.eff <= 0 || o.eff > 1:
+	case !(o.eff > 0 && o.eff <= 1): // NaN too
 		return usagef("--efficiency %g: give a share between 0 and 1, e.g. 0.6", o.eff)
 	case o.mean && o.sum:
 		return usagef("--metric-mean and --metric-sum exclude each other: the mean of instance 0's matches, or the sum of every instance's last")
