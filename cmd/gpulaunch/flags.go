@@ -50,8 +50,9 @@ func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
 }
 
-// parseFlags parses args into fs: its errors become usage errors, and
-// --help prints usage to stdout (then done is true).
+// parseFlags parses args into fs: its errors become usage errors, a flag
+// given an empty value is one (refuseEmpty), and --help prints usage to
+// stdout (then done is true).
 func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
 	fs.SetOutput(io.Discard)
 	help := helpFlag(fs)
