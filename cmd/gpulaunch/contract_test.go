@@ -63,11 +63,10 @@ func badExit(cmd, flag, what, args string, code int) contractRow {
 // anyValue is the row of a flag that takes every value.
 func anyValue(cmd, flag, why string) contractRow { return contractRow{cmd: cmd, flag: flag, why: why} }
 
-// The run bases: a simulated node (S) or this machine without GPUs (G0).
-const (
-	runS  = "--simulate dgx-h100 -n 1"
-	runG0 = "-n 1 -G 0"
-)
+// runS is most run rows' base: one instance on a simulated DGX H100, so
+// that a row means the same on every machine (rows about -n use -G 0,
+// this machine without GPUs).
+const runS = "--simulate dgx-h100 -n 1"
 
 var contract = []contractRow{
 	// run: the shape of the slots
