@@ -58,6 +58,34 @@ func (cf *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&cf.socket, "socket", "", "the gpulaunch listening on this control socket")
 }
 
+func statusFlagSet(cf *clientFlags, asJSON *bool) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
+	cf.register(fs)
+	fs.BoolVar(asJSON, "json", false, "print the table as JSON (the run, then one object per instance)")
+	return fs
+}
+
+func topFlagSet(cf *clientFlags, interval *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("top", pflag.ContinueOnError)
+	cf.register(fs)
+	fs.StringVar(interval, "interval", "", "refresh this often (default: the run's monitor interval, or 2s)")
+	return fs
+}
+
+func logsFlagSet(cf *clientFlags, follow *bool, tail *int) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("logs", pflag.ContinueOnError)
+	cf.register(fs)
+	fs.BoolVarP(follow, "follow", "f", false, "keep printing what the instance writes")
+	fs.IntVar(tail, "tail", 0, "start with the last N lines only (default: all that is kept)")
+	return fs
+}
+
+func signalFlagSet(cf *clientFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("signal", pflag.ContinueOnError)
+	cf.register(fs)
+	return fs
+}
+
 // socketDirs are where this user's control sockets live.
 func (a *app) socketDirs() []string {
 	return control.Dirs(control.Env(a.env), a.uid)
@@ -67,6 +95,8 @@ func (a *app) socketDirs() []string {
 func (a *app) findRun(cf clientFlags) (control.Client, error) {
 	dirs := a.socketDirs()
 	switch {
+	case cf.pid < 0:
+		return control.Client{}, usagef("--pid %d: a process id is a positive number (see `gpulaunch status` for the runs here)", cf.pid)
 	case cf.socket != "" && cf.pid != 0:
 		return control.Client{}, usagef("--pid and --socket both choose the gpulaunch: give one")
 	case cf.socket != "":
@@ -134,9 +164,7 @@ func (a *app) runStatus(cf clientFlags) (control.Client, launcher.Snapshot, erro
 func (a *app) status(args []string) error {
 	var cf clientFlags
 	var asJSON bool
-	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
-	cf.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print the table as JSON (the run, then one object per instance)")
+	fs := statusFlagSet(&cf, &asJSON)
 	if done, err := a.parseFlags(fs, args, statusUsage); done || err != nil {
 		return err
 	}
@@ -159,9 +187,7 @@ func (a *app) status(args []string) error {
 func (a *app) top(args []string) error {
 	var cf clientFlags
 	var interval string
-	fs := pflag.NewFlagSet("top", pflag.ContinueOnError)
-	cf.register(fs)
-	fs.StringVar(&interval, "interval", "", "refresh this often (default: the run's monitor interval, or 2s)")
+	fs := topFlagSet(&cf, &interval)
 	if done, err := a.parseFlags(fs, args, topCommandUsage); done || err != nil {
 		return err
 	}
@@ -244,10 +270,7 @@ func (a *app) logs(args []string) error {
 	var cf clientFlags
 	var follow bool
 	var tail int
-	fs := pflag.NewFlagSet("logs", pflag.ContinueOnError)
-	cf.register(fs)
-	fs.BoolVarP(&follow, "follow", "f", false, "keep printing what the instance writes")
-	fs.IntVar(&tail, "tail", 0, "start with the last N lines only (default: all that is kept)")
+	fs := logsFlagSet(&cf, &follow, &tail)
 	if done, err := a.parseFlags(fs, args, logsUsage); done || err != nil {
 		return err
 	}
@@ -276,8 +299,7 @@ func (a *app) logs(args []string) error {
 
 func (a *app) signal(args []string) error {
 	var cf clientFlags
-	fs := pflag.NewFlagSet("signal", pflag.ContinueOnError)
-	cf.register(fs)
+	fs := signalFlagSet(&cf)
 	if done, err := a.parseFlags(fs, args, signalUsage); done || err != nil {
 		return err
 	}

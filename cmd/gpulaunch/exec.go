@@ -54,24 +54,29 @@ func (e *execFlags) register(fs *pflag.FlagSet) {
 func (a *app) exec(args []string) error {
 	var c commonFlags
 	var e execFlags
-	fs := pflag.NewFlagSet("exec", pflag.ContinueOnError)
-	fs.SetInterspersed(false)
-	c.register(fs)
-	e.register(fs)
-	_ = fs.MarkHidden("json") // exec writes no JSON: refused below with the command that does
+	fs := execFlagSet(&c, &e)
 	if done, err := a.parseFlags(fs, args, execUsage); done || err != nil {
 		return err
 	}
 	if len(fs.Args()) == 0 && !e.dryRun {
 		return usagef("no command to exec: gpulaunch exec -- COMMAND [ARGS…]")
 	}
-	if c.json {
-		return usagef("--json: exec prints this rank's slot and environment as text (--dry-run); for JSON use `gpulaunch plan -n RANKS --json`")
+	if err := e.ddp.check(fs, false); err != nil {
+		return err
 	}
 	if c.simulate != "" {
 		return usagef("exec binds this process on this machine; --simulate describes another one (try `gpulaunch plan --simulate %s -n RANKS`)", c.simulate)
 	}
 	return a.execRank(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
+}
+
+func execFlagSet(c *commonFlags, e *execFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("exec", pflag.ContinueOnError)
+	fs.SetInterspersed(false)
+	c.registerNode(fs) // no --json: rank mode prints nothing but --dry-run's lines
+	c.registerLog(fs)
+	e.register(fs)
+	return fs
 }
 
 // execRank binds this rank and execs argv. alloc is reused when the caller

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,11 +50,12 @@ func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what gpulaunch discovers and decides")
 }
 
-// parseFlags parses args into fs: its errors become usage errors, and
-// --help prints usage to stdout (then done is true).
+// parseFlags parses args into fs: its errors become usage errors, a flag
+// given an empty value is one (refuseEmpty), and --help prints usage to
+// stdout (then done is true).
 func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
 	fs.SetOutput(io.Discard)
-	help := fs.BoolP("help", "h", false, "show this help")
+	help := helpFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err), fs.Name())
 	}
@@ -61,7 +63,7 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
-	return false, nil
+	return false, refuseEmpty(fs)
 }
 
 // flagError says what pflag found wrong in words, without the parser's
@@ -130,8 +132,14 @@ func parseDuration(flag, s string) (time.Duration, error) {
 		return 0, nil
 	}
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
+		switch {
+		case math.IsNaN(n):
+			return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
+		case n < 0:
 			return 0, usagef("%s %q: cannot be negative", flag, s)
+		case n*float64(time.Second) >= math.MaxInt64:
+			// converted, it would wrap to a negative duration: no limit at all
+			return 0, usagef("%s %q: too large: at most %dh (292 years)", flag, s, int64(time.Duration(math.MaxInt64).Hours()))
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
@@ -167,7 +175,7 @@ func parseSize(flag, s string) (uint64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 || n*mult > 1<<62 {
+	if err != nil || !(n > 0) || n*mult > 1<<62 { // !(n > 0): NaN too
 		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
 	}
 	return uint64(n * mult), nil

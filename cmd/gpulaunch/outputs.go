@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,15 +17,21 @@ import (
 // checkOutputs says, before anything starts or is opened, why a file the
 // run will write could not be written: every instance's and every task's
 // -o and -e files (a task's for every slot it may run in, when the
-// pattern names the slot), --report's file and the joblog. It changes
-// nothing on disk.
-func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *launcher.Queue) error {
+// pattern names the slot), --report's file and the joblog; and whether
+// one of them is a file the run reads (inputs) or another output of
+// another kind (fileClash). It changes nothing on disk.
+func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *launcher.Queue, inputs []pathUse) error {
 	c := writableCheck{dirs: map[string]error{}}
+	uses := inputs
 	for _, inst := range insts {
 		// a queue's slots write their tasks' files only
-		if err := c.files("-o "+o.flags.output, inst.Stdout, "-e "+o.flags.error, inst.Stderr, fmt.Sprintf("instance %d", inst.Index)); !o.tasks.queueMode() && err != nil {
+		if o.tasks.queueMode() {
+			break
+		}
+		if err := c.files("-o "+o.flags.output, inst.Stdout, "-e "+o.flags.error, inst.Stderr, fmt.Sprintf("instance %d", inst.Index)); err != nil {
 			return err
 		}
+		uses = append(uses, outputUses(inst.Stdout, inst.Stderr)...)
 	}
 	if q != nil && (o.flags.output != "" || o.flags.error != "") {
 		slots := 1
@@ -37,20 +44,174 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *launch
 				if err := c.files("-o "+o.flags.output, ts.Stdout, "-e "+o.flags.error, ts.Stderr, fmt.Sprintf("task %d", t.Seq)); err != nil {
 					return err
 				}
+				uses = append(uses, outputUses(ts.Stdout, ts.Stderr)...)
 			}
 		}
 	}
 	if l.report != "" {
-		if err := c.file(l.report); err != nil {
+		if err := c.replaced(l.report); err != nil {
 			return usagef("--report %s: %v: nothing was started", l.report, err)
 		}
+		uses = append(uses, pathUse{flag: "--report", path: l.report, writes: "the run's report"})
 	}
 	if q != nil && o.tasks.joblog != "" {
 		if err := c.file(o.tasks.joblog); err != nil {
 			return usagef("--joblog %s: %v: nothing was started", o.tasks.joblog, err)
 		}
+		uses = append(uses, pathUse{flag: "--joblog", path: o.tasks.joblog, writes: "the joblog"})
+	}
+	return fileClash(uses, fileIdentity)
+}
+
+// outputUses are an instance's or a task's -o and -e files; -e is left
+// out where it is -o's file (srun's default without -e).
+func outputUses(stdout, stderr string) []pathUse {
+	var uses []pathUse
+	if stdout != "" {
+		uses = append(uses, pathUse{flag: "-o", path: stdout, writes: "output"})
+	}
+	if stderr != "" && stderr != stdout {
+		uses = append(uses, pathUse{flag: "-e", path: stderr, writes: "output"})
+	}
+	return uses
+}
+
+// runInputs are the files a run reads: the task input, the node or
+// topology file, and the programs it starts (a queue's: every task's).
+func (a *app) runInputs(o *runOptions, l *launch, q *launcher.Queue) []pathUse {
+	uses := a.nodeInputs(o.common)
+	for flag, file := range map[string]string{"--tasks": o.tasks.tasks, "--each-line": o.tasks.eachLine} {
+		if file != "" && file != "-" {
+			uses = append(uses, pathUse{flag: flag, path: file, reads: "the tasks"})
+		}
+	}
+	if l.path != "" {
+		uses = append(uses, pathUse{flag: "the command", path: l.path, reads: "the program the run starts"})
+	}
+	if q != nil {
+		seen := map[string]bool{}
+		for _, t := range q.Tasks {
+			if !seen[t.Path] {
+				seen[t.Path] = true
+				uses = append(uses, pathUse{flag: "task " + fmt.Sprint(t.Seq) + "'s command", path: t.Path, reads: "a program the queue starts"})
+			}
+		}
+	}
+	return uses
+}
+
+// nodeInputs is the file that describes the node, when one does:
+// --simulate FILE, --node-file, or $GPULAUNCH_NODE_FILE.
+func (a *app) nodeInputs(c commonFlags) []pathUse {
+	switch {
+	case c.simulate != "" && (strings.ContainsRune(c.simulate, '/') || strings.HasSuffix(c.simulate, ".json")): // gpu.Open's rule
+		return []pathUse{{flag: "--simulate", path: c.simulate, reads: "the node's description"}}
+	case c.nodeFile != "":
+		return []pathUse{{flag: "--node-file", path: c.nodeFile, reads: "the node's description"}}
+	case c.simulate == "" && a.env["GPULAUNCH_NODE_FILE"] != "":
+		return []pathUse{{flag: "GPULAUNCH_NODE_FILE", path: a.env["GPULAUNCH_NODE_FILE"], reads: "the node's description"}}
 	}
 	return nil
+}
+
+// pathUse is a file a command reads or writes, and the flag that names it.
+type pathUse struct {
+	flag, path string
+	reads      string // what is read there ("the tasks"); "" for a file written
+	writes     string // what is written there ("output", "the joblog"); "" for a file read
+}
+
+// fileClash says whether two of uses are one file where that would do
+// harm; nil when none are. It opens nothing: identity tells what file a
+// path is (fileIdentity; injected). Its rules, in order:
+//
+//  1. Paths are the same file when their identities are: an existing
+//     file's device and inode, through symlinks; a file yet to be made,
+//     its directory's resolved path and its name. A path whose identity
+//     cannot be told (its directory is missing) is left to the
+//     writability checks, which say what is wrong with it.
+//  2. A file written is never a file read: the task input, the node's
+//     description, the report being drawn or the program being started
+//     would be replaced before or while it is read.
+//  3. Two writers share a file only when they write the same kind of
+//     thing: the output of every instance to one -o file, and -e with -o
+//     (srun's), are lines of output by design; a report, a joblog, a
+//     picture and output in one file would interleave formats that
+//     nothing could read back.
+//
+// The first clash in the order of uses is reported, naming both flags.
+func fileClash(uses []pathUse, identity func(path string) (string, bool)) error {
+	seen := map[string][]pathUse{}
+	for _, u := range uses {
+		id, ok := identity(u.path)
+		if !ok {
+			continue
+		}
+		for _, prev := range seen[id] {
+			if err := cmp.Or(writesOverInput(u, prev), writesOverInput(prev, u), mixesKinds(u, prev)); err != nil {
+				return err
+			}
+		}
+		seen[id] = append(seen[id], u)
+	}
+	return nil
+}
+
+// writesOverInput is rule 2: w writes the file r reads.
+func writesOverInput(w, r pathUse) error {
+	if w.writes == "" || r.reads == "" {
+		return nil
+	}
+	return usagef("%s %s is %s %s, which gpulaunch reads (%s): writing there would destroy it; give another file: nothing was started",
+		w.flag, w.path, r.flag, r.path, r.reads)
+}
+
+// mixesKinds is rule 3: a and b write different kinds of thing into one file.
+func mixesKinds(a, b pathUse) error {
+	if a.writes == "" || b.writes == "" || a.writes == b.writes {
+		return nil
+	}
+	return usagef("%s %s and %s %s are one file: %s and %s would be written into each other; give each its own file: nothing was started",
+		a.flag, a.path, b.flag, b.path, a.writes, b.writes)
+}
+
+// fileIdentity is what file path is (fileClash's rule 1): "inode DEV:INO"
+// when it exists, else its directory's resolved path and its name; false
+// when the directory cannot be resolved, and for a device or a pipe.
+func fileIdentity(path string) (string, bool) {
+	for range 40 { // a dangling symlink: the file it would create
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			break
+		}
+		var st unix.Stat_t
+		if unix.Stat(path, &st) == nil {
+			break
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	var st unix.Stat_t
+	if unix.Stat(path, &st) == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return "", false // a device or pipe (-o /dev/null --report /dev/null) holds nothing to destroy
+		}
+		return fmt.Sprintf("inode %d:%d", st.Dev, st.Ino), true
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return "", false
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", false
+	}
+	return filepath.Join(dir, filepath.Base(path)), true
 }
 
 // writableCheck checks files, each directory once.
@@ -71,22 +232,14 @@ func (c writableCheck) files(outFlag, stdout, errFlag, stderr, who string) error
 	return nil
 }
 
-// file says why path could not be created or written: its directory is
-// missing or not writable, or path is a directory or not writable.
+// file says why path could not be opened for writing: it is a directory
+// or not writable; or, to be made, its directory is missing, not
+// writable, read-only or a kernel pseudo file system.
 func (c writableCheck) file(path string) error {
-	dir := filepath.Dir(path)
-	err, seen := c.dirs[dir]
-	if !seen {
-		err = writableDir(dir)
-		c.dirs[dir] = err
-	}
-	if err != nil {
-		return err
-	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil
+		return c.dir(filepath.Dir(path))
 	case err != nil:
 		return err
 	case fi.IsDir():
@@ -95,6 +248,24 @@ func (c writableCheck) file(path string) error {
 		return fmt.Errorf("%s is not writable by you", path)
 	}
 	return nil
+}
+
+// replaced is file for a file written whole beside it and renamed over
+// it (writeWhole): its directory must take a new file too.
+func (c writableCheck) replaced(path string) error {
+	if err := c.file(path); err != nil {
+		return err
+	}
+	return c.dir(filepath.Dir(path))
+}
+
+func (c writableCheck) dir(dir string) error {
+	err, seen := c.dirs[dir]
+	if !seen {
+		err = writableDir(dir)
+		c.dirs[dir] = err
+	}
+	return err
 }
 
 func writableDir(dir string) error {
@@ -106,8 +277,27 @@ func writableDir(dir string) error {
 		return err
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
-	case unix.Access(dir, unix.W_OK|unix.X_OK) != nil:
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil {
+		if name, pseudo := pseudoFS[int64(st.Type)]; pseudo {
+			return fmt.Errorf("the directory %s is on %s, a kernel pseudo file system where no file can be made: give a directory on a disk", dir, name)
+		}
+		if st.Flags&unix.ST_RDONLY != 0 {
+			return fmt.Errorf("the directory %s is on a file system mounted read-only", dir)
+		}
+	}
+	if unix.Access(dir, unix.W_OK|unix.X_OK) != nil {
 		return fmt.Errorf("the directory %s is not writable by you", dir)
 	}
 	return nil
+}
+
+// pseudoFS are the kernel's file systems that hold no files of a user's:
+// access(2) says root may write in their directories (/proc, /sys), and
+// creating a file there then fails after the start (statfs(2)'s magics).
+var pseudoFS = map[int64]string{
+	unix.PROC_SUPER_MAGIC: "proc", unix.SYSFS_MAGIC: "sysfs", unix.CGROUP_SUPER_MAGIC: "cgroup", unix.CGROUP2_SUPER_MAGIC: "cgroup2",
+	unix.DEBUGFS_MAGIC: "debugfs", unix.TRACEFS_MAGIC: "tracefs", unix.SECURITYFS_MAGIC: "securityfs", unix.BPF_FS_MAGIC: "bpf",
+	unix.PSTOREFS_MAGIC: "pstore", unix.EFIVARFS_MAGIC: "efivarfs", unix.DEVPTS_SUPER_MAGIC: "devpts",
 }

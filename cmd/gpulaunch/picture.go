@@ -31,9 +31,8 @@ Examples:
 
 // report draws a run report (`gpulaunch report FILE --svg OUT`).
 func (a *app) report(args []string) error {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	svgOut := fs.String("svg", "", "write the picture to OUT as SVG")
-	htmlOut := fs.String("html", "", "write a self-contained HTML page (the picture, with its table) to OUT")
+	svgOut, htmlOut := new(string), new(string)
+	fs := reportFlagSet(svgOut, htmlOut)
 	if done, err := a.parseFlags(fs, args, pictureUsage); done || err != nil {
 		return err
 	}
@@ -43,13 +42,17 @@ func (a *app) report(args []string) error {
 	case (*svgOut == "") == (*htmlOut == ""):
 		return usagef("give --svg OUT or --html OUT (one of them)")
 	}
-	out := *svgOut + *htmlOut
+	out, outFlag := *svgOut+*htmlOut, map[bool]string{true: "--svg", false: "--html"}[*svgOut != ""]
 	r, err := readReport(fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	if err := checkWritable(out); err != nil {
-		return usagef("%s: %v: nothing was written", out, err)
+		return usagef("%s %s: %v: nothing was written", outFlag, out, err)
+	}
+	if err := fileClash([]pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}, {flag: outFlag, path: out, writes: "the picture"}},
+		fileIdentity); err != nil {
+		return err
 	}
 	var b strings.Builder
 	pic := runPicture(r)
@@ -62,6 +65,13 @@ func (a *app) report(args []string) error {
 		return fmt.Errorf("drawing %s: %w", fs.Arg(0), err)
 	}
 	return writeWhole(out, []byte(b.String()))
+}
+
+func reportFlagSet(svgOut, htmlOut *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	fs.StringVar(svgOut, "svg", "", "write the picture to OUT as SVG")
+	fs.StringVar(htmlOut, "html", "", "write a self-contained HTML page (the picture, with its table) to OUT")
+	return fs
 }
 
 // readReport reads a --report file, refusing what is not one: another
@@ -218,15 +228,24 @@ func sizeOrDash(b uint64) string {
 	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
 
-// checkWritable says why path could not be written, before anything is.
+// checkWritable says why path could not be written whole (writeWhole),
+// before anything is.
 func checkWritable(path string) error {
 	c := writableCheck{dirs: map[string]error{}}
-	return c.file(filepath.Clean(path))
+	return c.replaced(filepath.Clean(path))
 }
 
 // writeWhole writes data to path whole or not at all: beside it, then
-// renamed over it.
+// renamed over it. A symlink is written through, as a shell's > does, and
+// a device or a pipe (/dev/null, /dev/stdout) in place: a rename would
+// replace the link, or the device node itself.
 func writeWhole(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, data, 0o644)
+	}
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err

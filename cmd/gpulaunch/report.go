@@ -23,8 +23,7 @@ memory limit, the Slurm job/step and MPI local rank, and every guess made.`
 
 func (a *app) info(args []string) error {
 	var c commonFlags
-	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
-	c.register(fs)
+	fs := infoFlagSet(&c)
 	if done, err := a.parseFlags(fs, args, infoUsage); done || err != nil {
 		return err
 	}
@@ -45,6 +44,12 @@ func (a *app) info(args []string) error {
 	}
 	writeInfo(a.stdout, alloc)
 	return nil
+}
+
+func infoFlagSet(c *commonFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("info", pflag.ContinueOnError)
+	c.register(fs)
+	return fs
 }
 
 // infoDoc is `info --json`.
@@ -197,6 +202,16 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 	if requireN && !fs.Changed("ntasks") {
 		return binding.Request{}, usagef("-n N is required: how many instances to plan")
 	}
+	// the counts' signs here, with the other flags, so that a command line
+	// that parses is one a plan can be asked of (FuzzParseArgs)
+	switch {
+	case fs != nil && fs.Changed("ntasks") && p.instances < 1:
+		return binding.Request{}, usagef("-n %d: the number of instances must be at least 1", p.instances)
+	case p.gpus < 0:
+		return binding.Request{}, usagef("-G %d: the number of GPUs cannot be negative (-G 0: no GPU)", p.gpus)
+	case p.cpus < 0:
+		return binding.Request{}, usagef("-c %d: the number of CPUs cannot be negative", p.cpus)
+	}
 	pol, err := binding.ParseMemPolicy(p.memBind)
 	if err != nil {
 		return binding.Request{}, usageError{err.Error()}
@@ -208,9 +223,7 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 func (a *app) plan(args []string) error {
 	var c commonFlags
 	var p planFlags
-	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	c.register(fs)
-	p.register(fs)
+	fs := planFlagSet(&c, &p)
 	if done, err := a.parseFlags(fs, args, planUsage); done || err != nil {
 		return err
 	}
@@ -237,6 +250,13 @@ func (a *app) plan(args []string) error {
 	}
 	writePlan(a.stdout, alloc, plan)
 	return nil
+}
+
+func planFlagSet(c *commonFlags, p *planFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	c.register(fs)
+	p.register(fs)
+	return fs
 }
 
 // planDoc is `plan --json`.

@@ -549,7 +549,7 @@ func TestStatusJSONMatchesSchema(t *testing.T) {
 func TestExecRefusesJSON(t *testing.T) {
 	env := binding.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}
 	stdout, stderr, code := runCLI(t, env, "exec", "--json", "-G", "0", "--dry-run")
-	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: --json") || !strings.Contains(stderr, "plan") {
+	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: unknown flag: --json") || !strings.Contains(stderr, "exec --help") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

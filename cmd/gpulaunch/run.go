@@ -112,11 +112,17 @@ func (o *runOptions) register(fs *pflag.FlagSet) {
 // the allocation.
 func (o *runOptions) auto() bool { return !o.fs.Changed("ntasks") }
 
-// parseRun reads run's command line; nil options and no error: --help.
-func (a *app) parseRun(args []string) (*runOptions, error) {
+// newRunOptions is run's flag set, registered into fresh options.
+func newRunOptions() *runOptions {
 	o := &runOptions{fs: pflag.NewFlagSet("run", pflag.ContinueOnError)}
 	o.fs.SetInterspersed(false) // everything after COMMAND is COMMAND's
 	o.register(o.fs)
+	return o
+}
+
+// parseRun reads run's command line; nil options and no error: --help.
+func (a *app) parseRun(args []string) (*runOptions, error) {
+	o := newRunOptions()
 	if done, err := a.parseFlags(o.fs, args, runUsage); done || err != nil {
 		return nil, err
 	}
@@ -327,7 +333,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 			return err
 		}
 	}
-	if err := checkOutputs(o, l, insts, queue); err != nil {
+	if err := checkOutputs(o, l, insts, queue, a.runInputs(o, l, queue)); err != nil {
 		return err
 	}
 	a.warnBeforeStart(o, l, log)
@@ -561,11 +567,9 @@ func (c *console) done() {
 // run registers them: derived from the two registrations, so that a new
 // run flag is covered without a list to keep.
 func runOnlyFlags() []string {
-	runFS, execFS := pflag.NewFlagSet("run", pflag.ContinueOnError), pflag.NewFlagSet("exec", pflag.ContinueOnError)
+	runFS, execFS := pflag.NewFlagSet("run", pflag.ContinueOnError), execFlagSet(new(commonFlags), new(execFlags))
 	runFS.SortFlags = false
 	(&runOptions{}).register(runFS)
-	(&commonFlags{}).register(execFS)
-	(&execFlags{}).register(execFS)
 	var out []string
 	runFS.VisitAll(func(f *pflag.Flag) {
 		if execFS.Lookup(f.Name) == nil && f.Name != "ntasks" {

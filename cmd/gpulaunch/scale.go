@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/spf13/pflag"
@@ -89,11 +90,17 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.halt, "halt", false, "stop the study at the first size that fails")
 }
 
-// parseScale reads and checks scale's command line: a bad one stops here.
-func (a *app) parseScale(args []string) (*scaleOptions, error) {
+// newScaleOptions is scale's flag set, registered into fresh options.
+func newScaleOptions() *scaleOptions {
 	o := &scaleOptions{fs: pflag.NewFlagSet("scale", pflag.ContinueOnError)}
 	o.fs.SetInterspersed(false)
 	o.register(o.fs)
+	return o
+}
+
+// parseScale reads and checks scale's command line: a bad one stops here.
+func (a *app) parseScale(args []string) (*scaleOptions, error) {
+	o := newScaleOptions()
 	if done, err := a.parseFlags(o.fs, args, scaleUsage); done || err != nil {
 		return nil, err
 	}
@@ -143,7 +150,7 @@ func (o *scaleOptions) check() error {
 		return usagef("--ddp is for -n: N instances that form one data-parallel job; -G runs one process on G GPUs")
 	case o.repeat < 1:
 		return usagef("--repeat %d: run every size at least once", o.repeat)
-	case o.eff <= 0 || o.eff > 1:
+	case !(o.eff > 0 && o.eff <= 1): // NaN too
 		return usagef("--efficiency %g: give a share between 0 and 1, e.g. 0.6", o.eff)
 	case o.mean && o.sum:
 		return usagef("--metric-mean and --metric-sum exclude each other: the mean of instance 0's matches, or the sum of every instance's last")
@@ -190,4 +197,33 @@ type scalePoint struct {
 	size int
 	opts *runOptions
 	l    *launch
+}
+
+// checkStudyFiles checks, before any size runs, every file the study
+// writes: each size's -o and -e files can be written, and none of them,
+// --json or --svg is a file the study reads or one of another kind
+// (fileClash). --json's and --svg's own writability is check's.
+func (a *app) checkStudyFiles(o *scaleOptions, points []scalePoint, path string) error {
+	uses := append(a.nodeInputs(o.common), pathUse{flag: "the command", path: path, reads: "the program the study starts"})
+	c := writableCheck{dirs: map[string]error{}}
+	for _, p := range points {
+		insts, err := p.l.instances(nil, p.opts)
+		if err != nil {
+			return err
+		}
+		for _, inst := range insts {
+			who := fmt.Sprintf("%s %d, instance %d", o.sizeFlag(), p.size, inst.Index)
+			if err := c.files("-o "+p.opts.flags.output, inst.Stdout, "-e "+p.opts.flags.error, inst.Stderr, who); err != nil {
+				return err
+			}
+			uses = append(uses, outputUses(inst.Stdout, inst.Stderr)...)
+		}
+	}
+	if o.json != "" {
+		uses = append(uses, pathUse{flag: "--json", path: o.json, writes: "the study's JSON"})
+	}
+	if o.svg != "" {
+		uses = append(uses, pathUse{flag: "--svg", path: o.svg, writes: "the study's picture"})
+	}
+	return fileClash(uses, fileIdentity)
 }

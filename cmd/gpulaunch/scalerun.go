@@ -65,6 +65,9 @@ func (a *app) scale(args []string) error {
 		l.src, l.usageDir = src, usageDir
 		points = append(points, scalePoint{size: size, opts: ro, l: l})
 	}
+	if err := a.checkStudyFiles(o, points, path); err != nil {
+		return err
+	}
 	o.gpuNote = gpuNote(points, src)
 	study := a.runStudy(o, points, log)
 	return a.reportStudy(o, study)
