@@ -160,7 +160,7 @@ func (t Topology) Node(backend string) Node {
 	cpus, _ := t.cpus()
 	gpus, _ := t.gpus()
 	reserved, _ := cpuset.Parse(t.ReservedCPUs)
-	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved}
+	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved, Described: true}
 	if len(gpus) == 0 {
 		n.Vendor = ""
 	}
