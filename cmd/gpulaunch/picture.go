@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 const pictureUsage = `Usage: gpulaunch report FILE (--svg OUT | --html OUT)
@@ -70,7 +71,7 @@ func readReport(path string) (runReport, error) {
 		return r, usagef("cannot read the report: %v: give the file a run's --report FILE wrote", err)
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
-		return r, usagef("%s is not a gpulaunch run report (%v): give the file a run's --report wrote", path, err)
+		return r, usagef("%s is not a gpulaunch run report (%v): give the file a run's --report wrote", path, jsonerr.Explain(path, data, err))
 	}
 	if r.SchemaVersion != reportSchemaVersion {
 		return r, usagef("%s has schema_version %d; this gpulaunch reads %d: draw it with the gpulaunch that wrote it", path, r.SchemaVersion, reportSchemaVersion)

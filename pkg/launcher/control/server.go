@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // Server answers clients on a running gpulaunch's control socket.
@@ -170,7 +172,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 	_ = conn.SetReadDeadline(time.Time{})
 	var req Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		reply(conn, Response{Error: "bad request: " + err.Error()})
+		reply(conn, Response{Error: "bad request: " + jsonerr.Explain("request", line, err).Error()})
 		return
 	}
 	switch req.Op {
