@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,7 +62,43 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
-	return false, nil
+	return false, emptyValue(fs)
+}
+
+// ownEmptyCheck are the word flags whose own checks refuse "" with a fix
+// of their own (a list of the values, what to give): the task queue's
+// files (tasks.go), the choices and --master-addr, scale's --metric.
+var ownEmptyCheck = map[string]bool{"tasks": true, "each-line": true, "joblog": true, "log-format": true, "gpu-ids": true,
+	"gpu-visibility": true, "mem-bind": true, "ranks": true, "master-addr": true, "metric": true}
+
+// emptyValue refuses a word flag given as "" (`-o "$OUT"` with OUT
+// unset): every one of them would otherwise fall back to its default
+// without a word — -o ” writes to the terminal, --simulate ” plans this
+// machine — which is not what the command line says.
+func emptyValue(fs *pflag.FlagSet) error {
+	var bad *pflag.Flag
+	fs.Visit(func(f *pflag.Flag) {
+		if bad == nil && f.Value.Type() == "string" && f.Value.String() == "" && !ownEmptyCheck[f.Name] {
+			bad = f
+		}
+	})
+	if bad == nil {
+		return nil
+	}
+	def := ""
+	if bad.DefValue != "" {
+		def = fmt.Sprintf(" (its default is %s)", bad.DefValue)
+	}
+	return usagef("%s \"\": an empty value (a variable that expanded to nothing?): give it a value, or leave %s out%s",
+		flagName(bad), flagName(bad), def)
+}
+
+// flagName is how messages name a flag: -o/--output, --simulate.
+func flagName(f *pflag.Flag) string {
+	if f.Shorthand != "" {
+		return "-" + f.Shorthand + "/--" + f.Name
+	}
+	return "--" + f.Name
 }
 
 // flagError says what pflag found wrong in words, without the parser's
@@ -72,15 +109,28 @@ func flagError(err error) string {
 		return err.Error()
 	}
 	f := bad.GetFlag()
-	name := "--" + f.Name
-	if f.Shorthand != "" {
-		name = "-" + f.Shorthand + "/" + name
+	name := flagName(f)
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("%s %s: %s", name, bad.GetValue(), outOfRange(f.Value.Type(), bad.GetValue()))
 	}
-	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word"}[f.Value.Type()]
+	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word", "float64": "a number"}[f.Value.Type()]
 	if want == "" {
 		want = "a " + f.Value.Type()
 	}
 	return fmt.Sprintf("%s: invalid argument %q: not %s", name, bad.GetValue(), want)
+}
+
+// outOfRange says why a number the parser read is still refused: it is
+// a number, beyond what the flag's type holds.
+func outOfRange(typ, value string) string {
+	neg := strings.HasPrefix(strings.TrimSpace(value), "-")
+	switch {
+	case typ == "int" && neg:
+		return fmt.Sprintf("too small: a whole number here is %d or more", math.MinInt64)
+	case typ == "int":
+		return fmt.Sprintf("too large: a whole number here is at most %d", math.MaxInt64)
+	}
+	return "too large a number for a " + typ
 }
 
 func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
@@ -146,7 +196,8 @@ func parseDuration(flag, s string) (time.Duration, error) {
 }
 
 // parseSize reads a memory size: K, M, G, T suffixes (binary), plain
-// numbers in MiB as Slurm's --mem.
+// numbers in MiB as Slurm's --mem. 0 (in any unit) is 0: what it means
+// is the caller's.
 func parseSize(flag, s string) (uint64, error) {
 	if s == "" {
 		return 0, nil
@@ -167,7 +218,10 @@ func parseSize(flag, s string) (uint64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 || n*mult > 1<<62 {
+	if err == nil && n == 0 {
+		return 0, nil
+	}
+	if err != nil || n < 0 || n*mult > 1<<62 || n*mult < 1 {
 		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
 	}
 	return uint64(n * mult), nil

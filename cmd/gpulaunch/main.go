@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,7 +18,8 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; without
+// it, buildVersion reads the toolchain's build information.
 var version = "dev"
 
 // Exit codes of gpulaunch itself (instances' codes are passed on as srun does).
@@ -115,16 +118,127 @@ func (a *app) dispatch(args []string) error {
 	case "scale":
 		return a.scale(args[1:])
 	case "version", "--version":
-		fmt.Fprintf(a.stdout, "gpulaunch %s\n", version)
+		if len(args) > 1 {
+			return usagef("%s takes no arguments (got %q): run `gpulaunch version`", args[0], args[1])
+		}
+		fmt.Fprintf(a.stdout, "gpulaunch %s\n", buildVersion(version, debug.ReadBuildInfo))
 		return nil
 	case "help", "-h", "--help":
-		io.WriteString(a.stdout, topUsage())
-		return nil
+		return a.help(args[1:])
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return a.run(args) // gpulaunch -n 4 -- app
 	}
+	if near := closestCommand(args[0]); near != "" {
+		return usagef("unknown command %q: did you mean `gpulaunch %s`? (to run a program named %s use `gpulaunch -n N -- %s`)", args[0], near, args[0], args[0])
+	}
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
+}
+
+// commands are gpulaunch's subcommands, for `help COMMAND` and "did you mean".
+var commands = []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "report", "scale", "version", "help"}
+
+// help is `gpulaunch help [COMMAND]`: the main help, or COMMAND's own
+// (as `gpulaunch COMMAND --help`, like git and go help).
+func (a *app) help(args []string) error {
+	switch {
+	case len(args) == 0:
+		io.WriteString(a.stdout, topUsage())
+		return nil
+	case len(args) > 1:
+		return usagef("help takes one COMMAND (got %q): run `gpulaunch help %s`", strings.Join(args, " "), args[0])
+	case args[0] == "version" || args[0] == "help":
+		io.WriteString(a.stdout, topUsage())
+		return nil
+	case slices.Contains(commands, args[0]):
+		return a.dispatch([]string{args[0], "--help"})
+	}
+	if near := closestCommand(args[0]); near != "" {
+		return usagef("help %q: no such command: did you mean `gpulaunch help %s`?", args[0], near)
+	}
+	return usagef("help %q: no such command: the commands are %s", args[0], strings.Join(commands, ", "))
+}
+
+// closestCommand is the command a mistyped name most likely meant, or ""
+// for none: the nearest within an edit distance of 2 (a swap of two
+// letters counts 1, as in `stauts`) that keeps more than half of the
+// command's letters, so that short words far from every command (ls, cat,
+// python) get no suggestion.
+func closestCommand(word string) string {
+	best, bestD := "", 3
+	for _, c := range commands {
+		d := editDistance(word, c)
+		if d < bestD && 2*d < len(c) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of two neighbours each cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// buildVersion is what `gpulaunch version` says: the version -ldflags set
+// (make build), else what the Go toolchain recorded in the binary — the
+// module's version for `go install …@v1.2.3`, the commit (and "+dirty"
+// for uncommitted changes) for a `go build` in a checkout — else "dev".
+func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {
+	if ldflags != "dev" && ldflags != "" {
+		return ldflags
+	}
+	bi, ok := read()
+	if !ok {
+		return "dev"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && modified == "true" {
+		rev += "+dirty"
+	}
+	mod := bi.Main.Version
+	switch {
+	case mod != "" && mod != "(devel)" && rev != "":
+		return mod + " (" + rev + ")"
+	case mod != "" && mod != "(devel)":
+		return mod
+	case rev != "":
+		return rev
+	}
+	return "dev"
 }
 
 // baseEnv is gpulaunch's environment as a list, in a stable order.
@@ -190,6 +304,8 @@ func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, 
 		ProbeDevice: a.probeDevice, NVML: a.nvml})
 	if err != nil {
 		switch {
+		case c.simulate != "" && strings.Contains(err.Error(), c.simulate):
+			return binding.Allocation{}, nil, usagef("--simulate: %v", err)
 		case c.simulate != "":
 			return binding.Allocation{}, nil, usagef("--simulate %s: %v", c.simulate, err)
 		case c.nodeFile != "":
@@ -246,7 +362,8 @@ Usage:
   gpulaunch exec [-G G] [-c C] [flags] -- COMMAND [ARGS…]
   gpulaunch info [--json] [--simulate NODE|FILE]
   gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
-  gpulaunch status|top [--json] [--pid PID]
+  gpulaunch status [--json] [--pid PID | --socket PATH]
+  gpulaunch top [--interval D] [--pid PID | --socket PATH]
   gpulaunch logs [-f] INSTANCE
   gpulaunch signal INSTANCE|all SIGNAL
   gpulaunch scale -G 1,2,4,8 | -n 1,2,4,8 [--metric REGEX] [flags] -- COMMAND [ARGS…]
@@ -284,5 +401,5 @@ Examples:
   gpulaunch signal all USR1                   # e.g. ask every instance to checkpoint
 
 Simulated nodes: SIMULATED.
-Run 'gpulaunch COMMAND --help' for a command's flags.
+Run 'gpulaunch COMMAND --help' (or 'gpulaunch help COMMAND') for a command's flags.
 `
