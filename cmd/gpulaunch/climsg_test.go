@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"net"
 	"os"
 	"path/filepath"
@@ -99,6 +100,9 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"a mistyped command", []string{"stauts"}, []string{`unknown command "stauts": did you mean ` + "`gpulaunch status`?"}},
 		{"help for a mistyped command", []string{"help", "plna"}, []string{`help "plna": no such command: did you mean ` + "`gpulaunch help plan`?"}},
 		{"--pid 0", []string{"status", "--pid", "0"}, []string{"--pid 0: give the pid of a running gpulaunch"}},
+		{"top --interval 0", []string{"top", "--interval", "0"}, []string{"--interval 0: below the floor of 10ms"}},
+		{"--open-mode without -o or -e", append([]string{"-n", "1", "-G", "0", "--open-mode", "append"}, app...),
+			[]string{"--open-mode append is how the -o/-e files are opened, and there are none: give -o FILE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, tc.args...)
@@ -275,5 +279,56 @@ func TestExplicitMasterPortTaken(t *testing.T) {
 	_, stderr, code = runCLI(t, nodeOfStep("1"), "-n", "2", "-G", "0", "--ddp", "--master-port", port, "--", "true")
 	if code != 0 {
 		t.Errorf("node 1: exit %d: %q", code, stderr)
+	}
+}
+
+// `logs -f --tail 0` follows what comes next, as `tail -f -n 0`: none of
+// the recent output; `--tail 0` without -f, which would show nothing, is
+// refused.
+func TestLogsTailZero(t *testing.T) {
+	r := startLiveRun(t, nil, append([]string{"-n", "1", "-G", "0", "--monitor-interval", "0"}, helperArgs("control-app")...)...)
+	r.waitRunning(t)
+	waitFor(t, "the ready line in the log", func() bool {
+		out, _, _ := r.client(t, "logs", "--pid", r.pid(), "0")
+		return strings.Contains(out, "instance 0 ready")
+	})
+	out, stderr, code := r.client(t, "logs", "--tail", "0", "--pid", r.pid(), "0")
+	oneUsageLine(t, stderr, code, "", "--tail 0 shows none of the recent output", "give -f")
+	if out != "" {
+		t.Errorf("stdout %q", out)
+	}
+	follow := gpulaunch(t, "logs", "-f", "--tail", "0", "--pid", r.pid(), "0")
+	follow.Env = append(withoutSlurm(follow.Env), "XDG_RUNTIME_DIR="+r.runtime)
+	pipe, _ := follow.StdoutPipe()
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if _, _, code := r.client(t, "signal", "--pid", r.pid(), "0", "USR1"); code != 0 {
+		t.Fatalf("signal: exit %d", code)
+	}
+	var seen []string
+	for l := range lines {
+		seen = append(seen, l)
+		if l == "instance 0 ready" {
+			t.Errorf("--tail 0 showed the recent output: %q", seen)
+		}
+		if l == "instance 0 got SIGUSR1" {
+			break
+		}
+	}
+	r.client(t, "signal", "--pid", r.pid(), "all", "TERM")
+	for range lines {
+	}
+	follow.Wait()
+	if code := r.wait(t); code != 0 {
+		t.Errorf("gpulaunch exit %d", code)
 	}
 }

@@ -211,6 +211,10 @@ func (a *app) top(args []string) error {
 	if err != nil {
 		return err
 	}
+	if fs.Changed("interval") && every < minMonitorInterval {
+		return usagef("--interval %s: below the floor of %s, top would ask the run for its table faster than it can change (or, at 0, never wait); give %s or more, or leave it out for the run's monitor interval",
+			interval, minMonitorInterval, minMonitorInterval)
+	}
 	c, snap, err := a.runStatus(cf)
 	if err != nil {
 		return err
@@ -259,7 +263,7 @@ func (a *app) logs(args []string) error {
 	fs := pflag.NewFlagSet("logs", pflag.ContinueOnError)
 	cf.register(fs)
 	fs.BoolVarP(&follow, "follow", "f", false, "keep printing what the instance writes")
-	fs.IntVar(&tail, "tail", 0, "start with the last N lines only (default: all that is kept)")
+	fs.IntVar(&tail, "tail", 0, "start with the last N lines only; with -f, 0 starts with what comes next (default: all that is kept)")
 	if done, err := a.parseFlags(fs, args, logsUsage); done || err != nil {
 		return err
 	}
@@ -270,8 +274,13 @@ func (a *app) logs(args []string) error {
 	if err != nil || i < 0 {
 		return usagef("logs %q: INSTANCE is an instance number (0, 1, …; see gpulaunch status)", fs.Arg(0))
 	}
-	if tail < 0 {
+	switch {
+	case tail < 0:
 		return usagef("--tail %d: cannot be negative", tail)
+	case tail == 0 && fs.Changed("tail") && !follow:
+		return usagef("--tail 0 shows none of the recent output, and without -f nothing else: give -f to follow what comes next, --tail N for the last N lines, or leave --tail out for all that is kept")
+	case tail == 0 && fs.Changed("tail"):
+		tail = control.TailNone // as tail -f -n 0: only what comes next
 	}
 	c, err := a.findRun(cf)
 	if err != nil {

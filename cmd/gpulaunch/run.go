@@ -157,6 +157,9 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if m := o.flags.openMode; m != "" && m != string(launcher.OpenTruncate) && m != string(launcher.OpenAppend) {
 		return nil, usagef("--open-mode %q: use truncate or append (as srun)", m)
 	}
+	if o.flags.openMode != "" && o.flags.output == "" && o.flags.error == "" {
+		return nil, usagef("--open-mode %s is how the -o/-e files are opened, and there are none: give -o FILE (or -e FILE), or drop --open-mode", o.flags.openMode)
+	}
 	if err := o.checkCommand(); err != nil {
 		return nil, err
 	}

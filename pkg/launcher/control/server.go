@@ -212,7 +212,10 @@ func (s *Server) serve(conn *net.UnixConn) {
 
 func (s *Server) streamLogs(ctx context.Context, conn *net.UnixConn, ring *launcher.Ring, req Request) {
 	data, off, _, more, ended := ring.Since(-1)
-	if req.Tail > 0 {
+	switch {
+	case req.Tail == TailNone:
+		data = nil
+	case req.Tail > 0:
 		data = lastLines(data, req.Tail)
 	}
 	for {
