@@ -100,6 +100,9 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"a mistyped command", []string{"stauts"}, []string{`unknown command "stauts": did you mean ` + "`gpulaunch status`?"}},
 		{"help for a mistyped command", []string{"help", "plna"}, []string{`help "plna": no such command: did you mean ` + "`gpulaunch help plan`?"}},
 		{"--pid 0", []string{"status", "--pid", "0"}, []string{"--pid 0: give the pid of a running gpulaunch"}},
+		{"a mistyped flag", []string{"plan", "-n", "2", "--gpus", "3"}, []string{"unknown flag: --gpus: did you mean --gpus-per-task?"}},
+		{"a misspelt flag", append([]string{"-n", "1", "--simulte", "dgx-h100"}, app...), []string{"unknown flag: --simulte: did you mean --simulate?"}},
+		{"a hexadecimal count", []string{"plan", "--simulate", "dgx-h100", "-n", "0x4"}, []string{`-n/--ntasks: invalid argument "0x4": not a whole number`}},
 		{"top --interval 0", []string{"top", "--interval", "0"}, []string{"--interval 0: below the floor of 10ms"}},
 		{"--open-mode without -o or -e", append([]string{"-n", "1", "-G", "0", "--open-mode", "append"}, app...),
 			[]string{"--open-mode append is how the -o/-e files are opened, and there are none: give -o FILE"}},
@@ -330,5 +333,17 @@ func TestLogsTailZero(t *testing.T) {
 	follow.Wait()
 	if code := r.wait(t); code != 0 {
 		t.Errorf("gpulaunch exit %d", code)
+	}
+}
+
+// Counts are read in base 10, as srun reads them: 010 is ten, 08 eight
+// (pflag alone reads 010 as octal 8 and refuses 08).
+func TestCountsAreDecimal(t *testing.T) {
+	for n, want := range map[string]int{"010": 10, "08": 8, "+3": 3} {
+		stdout, stderr, code := runCLI(t, nil, "plan", "--simulate", "dgx-h100", "-G", "0", "-n", n, "--json")
+		var p planOut
+		if code != 0 || !jsonInto(stdout, &p) || len(p.Slots) != want {
+			t.Errorf("-n %s: exit %d, %d slots, stderr %q; want %d", n, code, len(p.Slots), stderr, want)
+		}
 	}
 }

@@ -55,14 +55,37 @@ func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
 	fs.SetOutput(io.Discard)
 	help := fs.BoolP("help", "h", false, "show this help")
+	decimalInts(fs)
 	if err := fs.Parse(args); err != nil {
-		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err), fs.Name())
+		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err, fs), fs.Name())
 	}
 	if *help {
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
 	return false, emptyValue(fs)
+}
+
+// decimalInts makes every whole-number flag of fs read its value in base
+// 10, as srun and GNU parallel read counts: pflag's own reads 010 as
+// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros).
+func decimalInts(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "int" {
+			f.Value = decimal{f.Value}
+		}
+	})
+}
+
+// decimal is an int flag's value read in base 10.
+type decimal struct{ pflag.Value }
+
+func (d decimal) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	return d.Value.Set(strconv.FormatInt(n, 10))
 }
 
 // ownEmptyCheck are the word flags whose own checks refuse "" with a fix
@@ -102,10 +125,16 @@ func flagName(f *pflag.Flag) string {
 }
 
 // flagError says what pflag found wrong in words, without the parser's
-// own (`strconv.ParseInt: parsing "abc": invalid syntax`).
-func flagError(err error) string {
+// own (`strconv.ParseInt: parsing "abc": invalid syntax`), and for an
+// unknown flag the one of fs that was likely meant.
+func flagError(err error, fs *pflag.FlagSet) string {
 	var bad *pflag.InvalidValueError
 	if !errors.As(err, &bad) {
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			if near := closestFlag(fs, name); near != "" {
+				return fmt.Sprintf("unknown flag: --%s: did you mean --%s?", name, near)
+			}
+		}
 		return err.Error()
 	}
 	f := bad.GetFlag()
@@ -118,6 +147,26 @@ func flagError(err error) string {
 		want = "a " + f.Value.Type()
 	}
 	return fmt.Sprintf("%s: invalid argument %q: not %s", name, bad.GetValue(), want)
+}
+
+// closestFlag is the flag of fs a mistyped --name most likely meant: the
+// only one it begins (--gpus for --gpus-per-task), else the nearest
+// within the edit distance closestCommand allows; "" for none.
+func closestFlag(fs *pflag.FlagSet, name string) string {
+	var prefixed []string
+	best, bestD := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+		if d := editDistance(name, f.Name); d < bestD && 2*d < len(f.Name) {
+			best, bestD = f.Name, d
+		}
+	})
+	if len(prefixed) == 1 && bestD > 1 {
+		return prefixed[0]
+	}
+	return best
 }
 
 // outOfRange says why a number the parser read is still refused: it is
