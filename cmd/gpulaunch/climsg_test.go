@@ -347,3 +347,25 @@ func TestCountsAreDecimal(t *testing.T) {
 		}
 	}
 }
+
+// A half-set Slurm environment: the error names the variables seen and
+// missing, and does not advise the --node-file already in use.
+func TestHalfSetSlurmGivesItsEvidence(t *testing.T) {
+	node := nodeFile(t, 2)
+	marker := filepath.Join(t.TempDir(), "started")
+	for _, tc := range []struct {
+		env   binding.Env
+		words []string
+	}{
+		{binding.Env{"SLURM_JOB_ID": "5"}, []string{"SLURM_JOB_ID=5, SLURMD_NODENAME unset: an salloc shell", "outside any job, unset SLURM_JOB_ID"}},
+		{binding.Env{"SLURM_JOB_ID": "5", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "2", "SLURM_JOB_GPUS": "junk"},
+			[]string{"SLURM_JOB_GPUS=junk (not a list of GPU ids)", "set CUDA_VISIBLE_DEVICES to the job's GPUs"}},
+	} {
+		tc.env["PATH"] = os.Getenv("PATH")
+		_, stderr, code := runCLI(t, tc.env, "-n", "1", "--node-file", node, "--", "touch", marker)
+		oneUsageLine(t, stderr, code, marker, tc.words...)
+		if strings.Contains(stderr, "--node-file FILE") {
+			t.Errorf("advises the --node-file in use: %q", stderr)
+		}
+	}
+}
