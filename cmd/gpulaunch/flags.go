@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -228,14 +229,23 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
+	if n, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case math.IsNaN(n):
+			return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
+		case n < 0:
 			return 0, usagef("%s %q: cannot be negative", flag, s)
+		case n*float64(time.Second) >= math.MaxInt64:
+			// beyond time.Duration, which would wrap it to a negative
+			return 0, usagef("%s %q: too long: the longest is %.0f seconds (%s)", flag, s, float64(math.MaxInt64)/float64(time.Second), time.Duration(math.MaxInt64))
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
+		if durationSyntax.MatchString(s) { // well formed: it overflowed
+			return 0, usagef("%s %q: too long: the longest is %s", flag, s, time.Duration(math.MaxInt64))
+		}
 		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
 	}
 	if d < 0 {
@@ -243,6 +253,10 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// durationSyntax is time.ParseDuration's grammar, to tell a duration too
+// long for it from one it cannot read (it says "invalid" for both).
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // parseSize reads a memory size: K, M, G, T suffixes (binary), plain
 // numbers in MiB as Slurm's --mem. 0 (in any unit) is 0: what it means
@@ -270,7 +284,7 @@ func parseSize(flag, s string) (uint64, error) {
 	if err == nil && n == 0 {
 		return 0, nil
 	}
-	if err != nil || n < 0 || n*mult > 1<<62 || n*mult < 1 {
+	if err != nil || math.IsNaN(n) || n < 0 || n*mult > 1<<62 || n*mult < 1 {
 		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
 	}
 	return uint64(n * mult), nil
