@@ -110,6 +110,7 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"an infinite duration", append([]string{"-n", "1", "-G", "0", "--timeout", "inf"}, app...), []string{`--timeout "inf": too long`}},
 		{"NaN seconds", append([]string{"-n", "1", "-G", "0", "--wait", "NaN"}, app...), []string{`--wait "NaN": not a duration`}},
 		{"NaN MiB", append([]string{"-n", "1", "-G", "0", "--mem-per-task", "nan"}, app...), []string{`--mem-per-task "nan": not a memory size`}},
+		{"--share-gpus with -G 0", []string{"plan", "--simulate", "dgx-h100", "-n", "2", "-G", "0", "--share-gpus"}, []string{"--share-gpus with -G 0: slots without a GPU have none to share"}},
 		{"top --interval 0", []string{"top", "--interval", "0"}, []string{"--interval 0: below the floor of 10ms"}},
 		{"--open-mode without -o or -e", append([]string{"-n", "1", "-G", "0", "--open-mode", "append"}, app...),
 			[]string{"--open-mode append is how the -o/-e files are opened, and there are none: give -o FILE"}},
@@ -140,7 +141,7 @@ func TestClosestCommand(t *testing.T) {
 
 // `help COMMAND` is COMMAND's help, as `gpulaunch COMMAND --help`.
 func TestHelpCommand(t *testing.T) {
-	for _, cmd := range []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "scale", "report"} {
+	for _, cmd := range []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "scale", "report", "version"} {
 		want, _, _ := runCLI(t, nil, cmd, "--help")
 		got, stderr, code := runCLI(t, nil, "help", cmd)
 		if code != 0 || got != want || stderr != "" || strings.Contains(got, "Commands:") {

@@ -118,6 +118,10 @@ func (a *app) dispatch(args []string) error {
 	case "scale":
 		return a.scale(args[1:])
 	case "version", "--version":
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
+			io.WriteString(a.stdout, versionUsage)
+			return nil
+		}
 		if len(args) > 1 {
 			return usagef("%s takes no arguments (got %q): run `gpulaunch version`", args[0], args[1])
 		}
@@ -135,6 +139,14 @@ func (a *app) dispatch(args []string) error {
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
 }
 
+const versionUsage = `Usage: gpulaunch version
+
+The version of this gpulaunch: what make build stamped (the commit), else what
+the Go toolchain recorded in the binary — the module's version for
+'go install …@vX.Y.Z', the commit (+dirty with uncommitted changes) for a
+'go build' in a checkout — else "dev".
+`
+
 // commands are gpulaunch's subcommands, for `help COMMAND` and "did you mean".
 var commands = []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "report", "scale", "version", "help"}
 
@@ -147,7 +159,7 @@ func (a *app) help(args []string) error {
 		return nil
 	case len(args) > 1:
 		return usagef("help takes one COMMAND (got %q): run `gpulaunch help %s`", strings.Join(args, " "), args[0])
-	case args[0] == "version" || args[0] == "help":
+	case args[0] == "help":
 		io.WriteString(a.stdout, topUsage())
 		return nil
 	case slices.Contains(commands, args[0]):

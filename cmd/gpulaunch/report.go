@@ -199,6 +199,9 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 	if requireN && !fs.Changed("ntasks") {
 		return binding.Request{}, usagef("-n N is required: how many instances to plan")
 	}
+	if fs != nil && fs.Changed("gpus-per-task") && p.gpus == 0 && p.shareGPUs {
+		return binding.Request{}, usagef("--share-gpus with -G 0: slots without a GPU have none to share; drop --share-gpus, or give -G 1 or more")
+	}
 	if fs != nil && fs.Changed("cpus-per-task") && p.cpus == 0 {
 		// 0 is the default's "not given": taken as given, it would be
 		// ignored for an even share, which is not what -c 0 says
