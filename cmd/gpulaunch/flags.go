@@ -95,10 +95,10 @@ func (d decimal) Set(s string) error {
 var ownEmptyCheck = map[string]bool{"tasks": true, "each-line": true, "joblog": true, "log-format": true, "gpu-ids": true,
 	"gpu-visibility": true, "mem-bind": true, "ranks": true, "master-addr": true, "metric": true}
 
-// emptyValue refuses a word flag given as "" (`-o "$OUT"` with OUT
-// unset): every one of them would otherwise fall back to its default
-// without a word — -o ” writes to the terminal, --simulate ” plans this
-// machine — which is not what the command line says.
+// emptyValue refuses a word flag given an empty value (-o "$OUT" with
+// OUT unset): every one of them would otherwise fall back to its default
+// without a word (an empty -o writes to the terminal, an empty --simulate
+// plans this machine), which is not what the command line says.
 func emptyValue(fs *pflag.FlagSet) error {
 	var bad *pflag.Flag
 	fs.Visit(func(f *pflag.Flag) {
