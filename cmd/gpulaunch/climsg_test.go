@@ -207,7 +207,9 @@ func TestBuildVersion(t *testing.T) {
 		{"go install …@v1.2.3: the module's version", "dev", info("v1.2.3"), "v1.2.3"},
 		{"go build in a clean checkout: the commit", "dev", info("(devel)", "vcs.revision", rev, "vcs.modified", "false"), "0123456789ab"},
 		{"go build with changes: the commit, dirty", "dev", info("(devel)", "vcs.revision", rev, "vcs.modified", "true"), "0123456789ab+dirty"},
-		{"a pseudo-version and a commit", "dev", info("v0.0.0-20261124-0123456789ab", "vcs.revision", rev), "v0.0.0-20261124-0123456789ab (0123456789ab)"},
+		{"go build: a pseudo-version names the commit", "dev", info("v0.0.0-20261124170233-0123456789ab+dirty", "vcs.revision", rev, "vcs.modified", "true"),
+			"v0.0.0-20261124170233-0123456789ab+dirty"},
+		{"a tagged version and its commit", "dev", info("v1.2.3", "vcs.revision", rev), "v1.2.3 (0123456789ab)"},
 		{"nothing recorded", "dev", info("(devel)"), "dev"},
 		{"no build information", "dev", none, "dev"},
 	} {

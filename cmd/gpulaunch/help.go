@@ -114,6 +114,8 @@ func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {
 	}
 	mod := bi.Main.Version
 	switch {
+	case mod != "" && mod != "(devel)" && len(rev) >= 12 && strings.Contains(mod, rev[:12]):
+		return mod // a pseudo-version (Go 1.24's go build) names the commit already
 	case mod != "" && mod != "(devel)" && rev != "":
 		return mod + " (" + rev + ")"
 	case mod != "" && mod != "(devel)":
