@@ -111,6 +111,8 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"NaN seconds", append([]string{"-n", "1", "-G", "0", "--wait", "NaN"}, app...), []string{`--wait "NaN": not a duration`}},
 		{"NaN MiB", append([]string{"-n", "1", "-G", "0", "--mem-per-task", "nan"}, app...), []string{`--mem-per-task "nan": not a memory size`}},
 		{"--share-gpus with -G 0", []string{"plan", "--simulate", "dgx-h100", "-n", "2", "-G", "0", "--share-gpus"}, []string{"--share-gpus with -G 0: slots without a GPU have none to share"}},
+		{"a number beyond float64", []string{"scale", "-G", "1,2", "--efficiency", "1e999", "--", "true"}, []string{`--efficiency 1e999: out of range: a number here is between`}},
+		{"NaN for a number flag", []string{"scale", "-G", "1,2", "--efficiency", "NaN", "--", "true"}, []string{`--efficiency: invalid argument "NaN": not a number`}},
 		{"top --interval 0", []string{"top", "--interval", "0"}, []string{"--interval 0: below the floor of 10ms"}},
 		{"--open-mode without -o or -e", append([]string{"-n", "1", "-G", "0", "--open-mode", "append"}, app...),
 			[]string{"--open-mode append is how the -o/-e files are opened, and there are none: give -o FILE"}},

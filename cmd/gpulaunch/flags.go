@@ -69,13 +69,32 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 
 // decimalInts makes every whole-number flag of fs read its value in base
 // 10, as srun and GNU parallel read counts: pflag's own reads 010 as
-// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros).
+// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros). Number
+// flags take finite numbers only: NaN passes every range check (each
+// comparison with it is false).
 func decimalInts(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Value.Type() == "int" {
+		switch f.Value.Type() {
+		case "int":
 			f.Value = decimal{f.Value}
+		case "float64":
+			f.Value = finite{f.Value}
 		}
 	})
+}
+
+// finite is a number flag's value that is a number.
+type finite struct{ pflag.Value }
+
+func (v finite) Set(s string) error {
+	n, err := strconv.ParseFloat(s, 64)
+	if err == nil && (math.IsNaN(n) || math.IsInf(n, 0)) {
+		return strconv.ErrSyntax
+	}
+	if err != nil {
+		return err
+	}
+	return v.Value.Set(s)
 }
 
 // decimal is an int flag's value read in base 10.
@@ -180,7 +199,7 @@ func outOfRange(typ, value string) string {
 	case typ == "int":
 		return fmt.Sprintf("too large: a whole number here is at most %d", math.MaxInt64)
 	}
-	return "too large a number for a " + typ
+	return fmt.Sprintf("out of range: a number here is between %g and %g", -math.MaxFloat64, math.MaxFloat64)
 }
 
 func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
