@@ -381,3 +381,18 @@ func TestHalfSetSlurmGivesItsEvidence(t *testing.T) {
 		}
 	}
 }
+
+// A directory named without a slash is still a directory, not an unknown
+// simulated node.
+func TestSimulateADirectoryByName(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "nodes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	_, stderr, code := runCLI(t, nil, "plan", "-n", "1", "--simulate", "nodes")
+	oneUsageLine(t, stderr, code, "", "topology file nodes is a directory: give the JSON file in it")
+	if strings.Contains(stderr, "no simulated node") {
+		t.Errorf("%q", stderr)
+	}
+}
