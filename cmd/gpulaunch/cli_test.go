@@ -168,7 +168,7 @@ func TestBadInput(t *testing.T) {
 		{"empty CUDA_VISIBLE_DEVICES", binding.Env{"CUDA_VISIBLE_DEVICES": ""}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "empty: no GPU"},
 		{"exec without a command", nil, []string{"exec"}, "no command to exec"},
 		{"exec on a simulated node", nil, []string{"exec", "--simulate", "dgx-h100", "--", "true"}, "binds this process on this machine"},
-		{"exec -n", nil, []string{"exec", "-n", "2", "--", "true"}, "unknown shorthand flag: 'n'"},
+		{"exec -n", nil, []string{"exec", "-n", "2", "--", "true"}, "exec -n 2: rank mode takes no -n"},
 		{"simulate and node file", nil, []string{"info", "--simulate", "dgx-h100", "--node-file", "x.json"}, "give one"},
 		{"missing node file", nil, []string{"info", "--node-file", "/nonexistent/node.json"}, "--node-file: node file"},
 		{"missing node file from env", binding.Env{"GPULAUNCH_NODE_FILE": "/nonexistent/n.json"}, []string{"info"}, "GPULAUNCH_NODE_FILE=/nonexistent/n.json"},

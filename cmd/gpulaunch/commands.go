@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 
 	"github.com/spf13/pflag"
 )
@@ -35,26 +34,6 @@ func commandFlagSets() map[string]*pflag.FlagSet {
 
 // helpFlag registers --help/-h, which every command has.
 func helpFlag(fs *pflag.FlagSet) *bool { return fs.BoolP("help", "h", false, "show this help") }
-
-// refuseEmpty refuses a flag given an empty value (--report "", --output=),
-// which every command would otherwise read as the flag left out: a
-// script's unset variable would drop the report, the output files or the
-// task input without a word. No flag of gpulaunch's means something by
-// an empty value.
-func refuseEmpty(fs *pflag.FlagSet) error {
-	var err error
-	fs.Visit(func(f *pflag.Flag) {
-		if err != nil || f.Value.Type() != "string" || f.Value.String() != "" {
-			return
-		}
-		leave := "leave the flag out"
-		if f.DefValue != "" {
-			leave = fmt.Sprintf("leave it out for its default (%s)", f.DefValue)
-		}
-		err = usagef("%s is empty: give it a value, or %s", flagName(f), leave)
-	})
-	return err
-}
 
 // flagName is how messages name a flag: -o/--output, --report.
 func flagName(f *pflag.Flag) string {

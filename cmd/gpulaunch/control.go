@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -51,11 +52,47 @@ dies of it counts as failed (--restarts, -K).`
 type clientFlags struct {
 	pid    int
 	socket string
+	// pidGiven: --pid was on the command line (0 given is not "none").
+	pidGiven func() bool
 }
 
 func (cf *clientFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&cf.pid, "pid", 0, "the gpulaunch with this pid (on this node)")
 	fs.StringVar(&cf.socket, "socket", "", "the gpulaunch listening on this control socket")
+	cf.pidGiven = func() bool { return fs.Changed("pid") }
+}
+
+// socketGiven checks --socket PATH before anything dials it: a path with
+// nothing there, or something that is not a socket, is a mistyped path,
+// not a gpulaunch that has ended.
+func (a *app) socketGiven(path string) error {
+	fi, err := os.Stat(path)
+	where := fmt.Sprintf("a run's socket is %s in %s; `gpulaunch status` without --socket finds the one of this job",
+		strings.Replace(control.SocketName(a.hostname, 1), ".1.sock", ".PID.sock", 1), strings.Join(a.socketDirs(), " or "))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--socket %s: no such file: %s", path, where)
+	case err != nil:
+		return usagef("--socket %s: %v", path, err)
+	case fi.Mode()&os.ModeSocket == 0:
+		return usagef("--socket %s is %s, not a socket: %s", path, fileKind(fi), where)
+	}
+	return nil
+}
+
+// fileKind names what a path is, for messages.
+func fileKind(fi fs.FileInfo) string {
+	switch {
+	case fi.IsDir():
+		return "a directory"
+	case fi.Mode().IsRegular():
+		return "a regular file"
+	case fi.Mode()&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case fi.Mode()&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a plain file"
 }
 
 func statusFlagSet(cf *clientFlags, asJSON *bool) *pflag.FlagSet {
@@ -76,7 +113,7 @@ func logsFlagSet(cf *clientFlags, follow *bool, tail *int) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("logs", pflag.ContinueOnError)
 	cf.register(fs)
 	fs.BoolVarP(follow, "follow", "f", false, "keep printing what the instance writes")
-	fs.IntVar(tail, "tail", 0, "start with the last N lines only (default: all that is kept)")
+	fs.IntVar(tail, "tail", 0, "start with the last N lines only; with -f, 0 starts with what comes next (default: all that is kept)")
 	return fs
 }
 
@@ -100,7 +137,9 @@ func (a *app) findRun(cf clientFlags) (control.Client, error) {
 	case cf.socket != "" && cf.pid != 0:
 		return control.Client{}, usagef("--pid and --socket both choose the gpulaunch: give one")
 	case cf.socket != "":
-		return control.Client{Path: cf.socket}, nil
+		return control.Client{Path: cf.socket}, a.socketGiven(cf.socket)
+	case cf.pidGiven != nil && cf.pidGiven() && cf.pid <= 0:
+		return control.Client{}, usagef("--pid %d: give the pid of a running gpulaunch of yours on this node (`gpulaunch status` lists them when there are several)", cf.pid)
 	case cf.pid != 0:
 		for _, d := range dirs {
 			p := filepath.Join(d, control.SocketName(a.hostname, cf.pid))
@@ -198,6 +237,10 @@ func (a *app) top(args []string) error {
 	if err != nil {
 		return err
 	}
+	if fs.Changed("interval") && every < minMonitorInterval {
+		return usagef("--interval %s: below the floor of %s, top would ask the run for its table faster than it can change (or, at 0, never wait); give %s or more, or leave it out for the run's monitor interval",
+			interval, minMonitorInterval, minMonitorInterval)
+	}
 	c, snap, err := a.runStatus(cf)
 	if err != nil {
 		return err
@@ -281,8 +324,13 @@ func (a *app) logs(args []string) error {
 	if err != nil || i < 0 {
 		return usagef("logs %q: INSTANCE is an instance number (0, 1, …; see gpulaunch status)", fs.Arg(0))
 	}
-	if tail < 0 {
+	switch {
+	case tail < 0:
 		return usagef("--tail %d: cannot be negative", tail)
+	case tail == 0 && fs.Changed("tail") && !follow:
+		return usagef("--tail 0 shows none of the recent output, and without -f nothing else: give -f to follow what comes next, --tail N for the last N lines, or leave --tail out for all that is kept")
+	case tail == 0 && fs.Changed("tail"):
+		tail = control.TailNone // as tail -f -n 0: only what comes next
 	}
 	c, err := a.findRun(cf)
 	if err != nil {

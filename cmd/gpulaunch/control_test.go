@@ -227,7 +227,7 @@ func TestControlBadRequests(t *testing.T) {
 		{[]string{"logs", "--pid", r.pid(), "x"}, `logs "x": INSTANCE is an instance number`},
 		{[]string{"status", "--pid", "1"}, "no control socket of pid 1 in"},
 		{[]string{"status", "--pid", r.pid(), "--socket", r.socket()}, "--pid and --socket both choose"},
-		{[]string{"status", "--socket", filepath.Join(r.runtime, "nothing.sock")}, "nothing answers: that gpulaunch has ended"},
+		{[]string{"status", "--socket", filepath.Join(r.runtime, "nothing.sock")}, "nothing.sock: no such file"},
 	} {
 		out, errOut, code := r.client(t, tc.args...)
 		if code == 0 || out != "" || !strings.HasPrefix(errOut, "gpulaunch: error: ") || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {

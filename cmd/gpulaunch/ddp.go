@@ -61,14 +61,33 @@ func (a *app) rendezvous(d ddpFlags, s binding.Slurm, g binding.Group, rank0 boo
 		if rv.Port, err = freePort(); err != nil {
 			return nil, fmt.Errorf("--ddp: no free port for MASTER_PORT: %w", err)
 		}
-	} else if rv.PortDerived && rank0 {
-		// Only rank 0's node can tell, and only before rank 0 binds it.
-		if err := portFree(rv.Port); err != nil {
-			return nil, usagef("--ddp: MASTER_PORT %d (derived from job %s, step %s) is taken on this node, where rank 0 runs (%v): give --master-port PORT or set MASTER_PORT; nothing was started",
-				rv.Port, s.JobID, s.StepName(), err)
+	} else if rank0 {
+		if err := checkPortFree(rv, d.masterPort, s); err != nil {
+			return nil, err
 		}
 	}
 	return &rv, nil
+}
+
+// checkPortFree checks, on rank 0's node and before rank 0 binds it, the
+// port gpulaunch chose (derived from the job) or was told (--master-port
+// given: the port of rank 0, which is this node's, is a typo away from a
+// taken one). An inherited MASTER_PORT is not checked: the launcher that
+// set it may hold it for the job.
+func checkPortFree(rv binding.Rendezvous, flagPort int, s binding.Slurm) error {
+	if !rv.PortDerived && (flagPort == 0 || rv.Port != flagPort) {
+		return nil
+	}
+	err := portFree(rv.Port)
+	switch {
+	case err == nil:
+		return nil
+	case rv.PortDerived:
+		return usagef("--ddp: MASTER_PORT %d (derived from job %s, step %s) is taken on this node, where rank 0 runs (%v): give --master-port PORT or set MASTER_PORT; nothing was started",
+			rv.Port, s.JobID, s.StepName(), err)
+	}
+	return usagef("--master-port %d is taken on this node, where rank 0 runs (%v): give another --master-port, or leave it out for one derived from the job; nothing was started",
+		rv.Port, err)
 }
 
 func freePort() (int, error) {

@@ -45,7 +45,7 @@ type execFlags struct {
 
 func (e *execFlags) register(fs *pflag.FlagSet) {
 	e.ddp.register(fs)
-	e.shape.registerShape(fs, "rank", "GPUs per rank (default: an even share of the node's GPUs)")
+	e.shape.registerShape(fs, "rank", 0, "GPUs per rank (default: an even share of the node's GPUs)")
 	fs.StringVar(&e.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names GPUs: uuid, or index (Intel's ZE_AFFINITY_MASK takes ordinals only)")
 	fs.StringVar(&e.visibility, "gpu-visibility", "own", "own: the rank sees its GPUs only; all: every GPU, its own first")
 	fs.BoolVar(&e.dryRun, "dry-run", false, "print this rank's slot and environment, exec nothing")
@@ -56,6 +56,10 @@ func (a *app) exec(args []string) error {
 	var e execFlags
 	fs := execFlagSet(&c, &e)
 	if done, err := a.parseFlags(fs, args, execUsage); done || err != nil {
+		if n, ok := countGiven(args); ok {
+			return usagef("exec %s: rank mode takes no -n: the launcher sets how many ranks there are (srun -n %s gpulaunch exec …, mpirun -np %s gpulaunch exec …); to start %s instances from one gpulaunch use `gpulaunch run -n %s -- COMMAND`",
+				n, orN(n), orN(n), orN(n), orN(n))
+		}
 		return err
 	}
 	if len(fs.Args()) == 0 && !e.dryRun {
@@ -67,6 +71,9 @@ func (a *app) exec(args []string) error {
 	if c.simulate != "" {
 		return usagef("exec binds this process on this machine; --simulate describes another one (try `gpulaunch plan --simulate %s -n RANKS`)", c.simulate)
 	}
+	if _, err := e.shape.request(fs, false); err != nil {
+		return err
+	}
 	return a.execRank(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
 }
 
@@ -77,6 +84,37 @@ func execFlagSet(c *commonFlags, e *execFlags) *pflag.FlagSet {
 	c.registerLog(fs)
 	e.register(fs)
 	return fs
+}
+
+// countGiven finds -n/--ntasks among exec's flags (before COMMAND), which
+// run has and rank mode has not: the flag as given, and whether it was.
+func countGiven(args []string) (string, bool) {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return "", false
+		case a == "-n" || a == "--ntasks":
+			if i+1 < len(args) {
+				return a + " " + args[i+1], true
+			}
+			return a, true
+		case strings.HasPrefix(a, "--ntasks="), strings.HasPrefix(a, "-n") && !strings.HasPrefix(a, "--"):
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// orN is the count in a flag as given ("-n 2" → "2"), else N.
+func orN(flag string) string {
+	_, v, ok := strings.Cut(flag, " ")
+	if !ok {
+		v = strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(flag, "--ntasks"), "-n"), "=")
+	}
+	if v == "" {
+		return "N"
+	}
+	return v
 }
 
 // execRank binds this rank and execs argv. alloc is reused when the caller

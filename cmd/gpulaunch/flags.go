@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -51,38 +52,147 @@ func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 }
 
 // parseFlags parses args into fs: its errors become usage errors, a flag
-// given an empty value is one (refuseEmpty), and --help prints usage to
+// given an empty value is one (emptyValue), and --help prints usage to
 // stdout (then done is true).
 func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
 	fs.SetOutput(io.Discard)
 	help := helpFlag(fs)
+	decimalInts(fs)
 	if err := fs.Parse(args); err != nil {
-		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err), fs.Name())
+		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err, fs), fs.Name())
 	}
 	if *help {
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
-	return false, refuseEmpty(fs)
+	return false, emptyValue(fs)
+}
+
+// decimalInts makes every whole-number flag of fs read its value in base
+// 10, as srun and GNU parallel read counts: pflag's own reads 010 as
+// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros). Number
+// flags take finite numbers only: NaN passes every range check (each
+// comparison with it is false).
+func decimalInts(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "int":
+			f.Value = decimal{f.Value}
+		case "float64":
+			f.Value = finite{f.Value}
+		}
+	})
+}
+
+// finite is a number flag's value that is a number.
+type finite struct{ pflag.Value }
+
+func (v finite) Set(s string) error {
+	n, err := strconv.ParseFloat(s, 64)
+	if err == nil && (math.IsNaN(n) || math.IsInf(n, 0)) {
+		return strconv.ErrSyntax
+	}
+	if err != nil {
+		return err
+	}
+	return v.Value.Set(s)
+}
+
+// decimal is an int flag's value read in base 10.
+type decimal struct{ pflag.Value }
+
+func (d decimal) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	return d.Value.Set(strconv.FormatInt(n, 10))
+}
+
+// ownEmptyCheck are the word flags whose own checks refuse "" with a fix
+// of their own (a list of the values, what to give): the task queue's
+// files (tasks.go), the choices and --master-addr, scale's --metric.
+var ownEmptyCheck = map[string]bool{"tasks": true, "each-line": true, "joblog": true, "log-format": true, "gpu-ids": true,
+	"gpu-visibility": true, "mem-bind": true, "ranks": true, "master-addr": true, "metric": true}
+
+// emptyValue refuses a word flag given an empty value (-o "$OUT" with
+// OUT unset): every one of them would otherwise fall back to its default
+// without a word (an empty -o writes to the terminal, an empty --simulate
+// plans this machine), which is not what the command line says.
+func emptyValue(fs *pflag.FlagSet) error {
+	var bad *pflag.Flag
+	fs.Visit(func(f *pflag.Flag) {
+		if bad == nil && f.Value.Type() == "string" && f.Value.String() == "" && !ownEmptyCheck[f.Name] {
+			bad = f
+		}
+	})
+	if bad == nil {
+		return nil
+	}
+	def := ""
+	if bad.DefValue != "" {
+		def = fmt.Sprintf(" (its default is %s)", bad.DefValue)
+	}
+	return usagef("%s \"\": an empty value (a variable that expanded to nothing?): give it a value, or leave %s out%s",
+		flagName(bad), flagName(bad), def)
 }
 
 // flagError says what pflag found wrong in words, without the parser's
-// own (`strconv.ParseInt: parsing "abc": invalid syntax`).
-func flagError(err error) string {
+// own (`strconv.ParseInt: parsing "abc": invalid syntax`), and for an
+// unknown flag the one of fs that was likely meant.
+func flagError(err error, fs *pflag.FlagSet) string {
 	var bad *pflag.InvalidValueError
 	if !errors.As(err, &bad) {
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			if near := closestFlag(fs, name); near != "" {
+				return fmt.Sprintf("unknown flag: --%s: did you mean --%s?", name, near)
+			}
+		}
 		return err.Error()
 	}
 	f := bad.GetFlag()
-	name := "--" + f.Name
-	if f.Shorthand != "" {
-		name = "-" + f.Shorthand + "/" + name
+	name := flagName(f)
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("%s %s: %s", name, bad.GetValue(), outOfRange(f.Value.Type(), bad.GetValue()))
 	}
-	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word"}[f.Value.Type()]
+	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word", "float64": "a number"}[f.Value.Type()]
 	if want == "" {
 		want = "a " + f.Value.Type()
 	}
 	return fmt.Sprintf("%s: invalid argument %q: not %s", name, bad.GetValue(), want)
+}
+
+// closestFlag is the flag of fs a mistyped --name most likely meant: the
+// only one it begins (--gpus for --gpus-per-task), else the nearest
+// within the edit distance closestCommand allows; "" for none.
+func closestFlag(fs *pflag.FlagSet, name string) string {
+	var prefixed []string
+	best, bestD := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+		if d := editDistance(name, f.Name); d < bestD && 2*d < len(f.Name) {
+			best, bestD = f.Name, d
+		}
+	})
+	if len(prefixed) == 1 && bestD > 1 {
+		return prefixed[0]
+	}
+	return best
+}
+
+// outOfRange says why a number the parser read is still refused: it is
+// a number, beyond what the flag's type holds.
+func outOfRange(typ, value string) string {
+	neg := strings.HasPrefix(strings.TrimSpace(value), "-")
+	switch {
+	case typ == "int" && neg:
+		return fmt.Sprintf("too small: a whole number here is %d or more", math.MinInt64)
+	case typ == "int":
+		return fmt.Sprintf("too large: a whole number here is at most %d", math.MaxInt64)
+	}
+	return fmt.Sprintf("out of range: a number here is between %g and %g", -math.MaxFloat64, math.MaxFloat64)
 }
 
 func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
@@ -131,7 +241,7 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
+	if n, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		switch {
 		case math.IsNaN(n):
 			return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
@@ -145,6 +255,9 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
+		if durationSyntax.MatchString(s) { // well formed: it overflowed
+			return 0, usagef("%s %q: too long: the longest is %s", flag, s, time.Duration(math.MaxInt64))
+		}
 		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
 	}
 	if d < 0 {
@@ -153,8 +266,13 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	return d, nil
 }
 
+// durationSyntax is time.ParseDuration's grammar, to tell a duration too
+// long for it from one it cannot read (it says "invalid" for both).
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
 // parseSize reads a memory size: K, M, G, T suffixes (binary), plain
-// numbers in MiB as Slurm's --mem.
+// numbers in MiB as Slurm's --mem. 0 (in any unit) is 0: what it means
+// is the caller's.
 func parseSize(flag, s string) (uint64, error) {
 	if s == "" {
 		return 0, nil
@@ -175,7 +293,10 @@ func parseSize(flag, s string) (uint64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || !(n > 0) || n*mult > 1<<62 { // !(n > 0): NaN too
+	if err == nil && n == 0 {
+		return 0, nil
+	}
+	if err != nil || math.IsNaN(n) || n < 0 || n*mult > 1<<62 || n*mult < 1 {
 		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
 	}
 	return uint64(n * mult), nil

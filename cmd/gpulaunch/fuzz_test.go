@@ -89,7 +89,7 @@ func validScale(o *scaleOptions) string {
 	return emptyFlag(o.fs)
 }
 
-// emptyFlag names a flag given an empty value, which refuseEmpty refuses.
+// emptyFlag names a flag given an empty value, which emptyValue refuses.
 func emptyFlag(fs *pflag.FlagSet) string {
 	var bad string
 	fs.Visit(func(f *pflag.Flag) {

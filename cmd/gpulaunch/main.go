@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -16,7 +17,8 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; without
+// it, buildVersion reads the toolchain's build information.
 var version = "dev"
 
 // Exit codes of gpulaunch itself (instances' codes are passed on as srun does).
@@ -115,14 +117,23 @@ func (a *app) dispatch(args []string) error {
 	case "scale":
 		return a.scale(args[1:])
 	case "version", "--version":
-		fmt.Fprintf(a.stdout, "gpulaunch %s\n", version)
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
+			io.WriteString(a.stdout, versionUsage)
+			return nil
+		}
+		if len(args) > 1 {
+			return usagef("%s takes no arguments (got %q): run `gpulaunch version`", args[0], args[1])
+		}
+		fmt.Fprintf(a.stdout, "gpulaunch %s\n", buildVersion(version, debug.ReadBuildInfo))
 		return nil
 	case "help", "-h", "--help":
-		io.WriteString(a.stdout, topUsage())
-		return nil
+		return a.help(args[1:])
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return a.run(args) // gpulaunch -n 4 -- app
+	}
+	if near := closestCommand(args[0]); near != "" {
+		return usagef("unknown command %q: did you mean `gpulaunch %s`? (to run a program named %s use `gpulaunch -n N -- %s`)", args[0], near, args[0], args[0])
 	}
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
 }
@@ -190,6 +201,8 @@ func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, 
 		ProbeDevice: a.probeDevice, NVML: a.nvml})
 	if err != nil {
 		switch {
+		case c.simulate != "" && strings.Contains(err.Error(), c.simulate):
+			return binding.Allocation{}, nil, usagef("--simulate: %v", err)
 		case c.simulate != "":
 			return binding.Allocation{}, nil, usagef("--simulate %s: %v", c.simulate, err)
 		case c.nodeFile != "":
@@ -246,7 +259,8 @@ Usage:
   gpulaunch exec [-G G] [-c C] [flags] -- COMMAND [ARGS…]
   gpulaunch info [--json] [--simulate NODE|FILE]
   gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
-  gpulaunch status|top [--json] [--pid PID]
+  gpulaunch status [--json] [--pid PID | --socket PATH]
+  gpulaunch top [--interval D] [--pid PID | --socket PATH]
   gpulaunch logs [-f] INSTANCE
   gpulaunch signal INSTANCE|all SIGNAL
   gpulaunch scale -G 1,2,4,8 | -n 1,2,4,8 [--metric REGEX] [flags] -- COMMAND [ARGS…]
@@ -284,5 +298,5 @@ Examples:
   gpulaunch signal all USR1                   # e.g. ask every instance to checkpoint
 
 Simulated nodes: SIMULATED.
-Run 'gpulaunch COMMAND --help' for a command's flags.
+Run 'gpulaunch COMMAND --help' (or 'gpulaunch help COMMAND') for a command's flags.
 `

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 const pictureUsage = `Usage: gpulaunch report FILE (--svg OUT | --html OUT)
@@ -90,7 +91,7 @@ func readReport(path string) (runReport, error) {
 		return r, usagef("%s is %s: %s", path, what, fix)
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
-		return r, usagef("%s is not a gpulaunch run report (%s): give the file a run's --report FILE wrote", path, jsonProblem(data, err))
+		return r, usagef("%s is not a gpulaunch run report (%v): give the file a run's --report FILE wrote", path, jsonerr.Explain(path, data, err))
 	}
 	if r.SchemaVersion != reportSchemaVersion {
 		return r, usagef("%s has schema_version %d; this gpulaunch reads %d: draw it with the gpulaunch that wrote it", path, r.SchemaVersion, reportSchemaVersion)

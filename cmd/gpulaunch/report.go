@@ -179,13 +179,15 @@ type planFlags struct {
 func (p *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&p.instances, "ntasks", "n", 0, "number of instances N")
 	fs.BoolVarP(&p.overcommit, "overcommit", "O", false, "allow more instances than allowed CPUs; they share them (as srun -O)")
-	p.registerShape(fs, "instance", "GPUs per instance; 0 runs instances without a GPU")
+	p.registerShape(fs, "instance", 1, "GPUs per instance; 0 runs instances without a GPU")
 }
 
 // registerShape registers the flags that shape one slot; rank mode has
 // them too, without -n (the launcher decides how many ranks there are).
-func (p *planFlags) registerShape(fs *pflag.FlagSet, unit, gpusHelp string) {
-	fs.IntVarP(&p.gpus, "gpus-per-task", "G", 1, gpusHelp)
+// gpus is -G's default; rank mode's, decided from the node when -G is not
+// given, is in gpusHelp, and it registers 0 so that help shows one default.
+func (p *planFlags) registerShape(fs *pflag.FlagSet, unit string, gpus int, gpusHelp string) {
+	fs.IntVarP(&p.gpus, "gpus-per-task", "G", gpus, gpusHelp)
 	p.registerCPUs(fs, unit)
 }
 
@@ -211,6 +213,12 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 		return binding.Request{}, usagef("-G %d: the number of GPUs cannot be negative (-G 0: no GPU)", p.gpus)
 	case p.cpus < 0:
 		return binding.Request{}, usagef("-c %d: the number of CPUs cannot be negative", p.cpus)
+	case fs != nil && fs.Changed("gpus-per-task") && p.gpus == 0 && p.shareGPUs:
+		return binding.Request{}, usagef("--share-gpus with -G 0: slots without a GPU have none to share; drop --share-gpus, or give -G 1 or more")
+	case fs != nil && fs.Changed("cpus-per-task") && p.cpus == 0:
+		// 0 is the default's "not given": taken as given, it would be
+		// ignored for an even share, which is not what -c 0 says
+		return binding.Request{}, usagef("-c 0: a slot needs at least 1 CPU; give -c 1 or more, or leave -c out for an even share of the GPU-local CPUs")
 	}
 	pol, err := binding.ParseMemPolicy(p.memBind)
 	if err != nil {

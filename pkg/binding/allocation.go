@@ -43,6 +43,10 @@ type Allocation struct {
 	ZEHierarchy string `json:"ze_hierarchy,omitempty"`
 	// GPUReason says how GPUs was decided, in words for `info`.
 	GPUReason string `json:"gpu_reason"`
+	// NoGPUFix is what to do when GPUs is empty and GPUs are wanted,
+	// beside -G 0: "" when GPUReason already says it (a Slurm job without
+	// GPUs) or when nothing else would help.
+	NoGPUFix string `json:"-"`
 	// DevicesConstrained: a device cgroup hides some of the node's GPUs, so
 	// CUDA_VISIBLE_DEVICES indices are renumbered from 0 (ConstrainDevices).
 	DevicesConstrained bool `json:"devices_constrained"`
@@ -118,16 +122,63 @@ func Reconcile(w World) (Allocation, error) {
 		a.GPUs, a.GPUReason = a.amdInner(w.Env, a.GPUs, a.GPUReason)
 	}
 	if len(w.Node.GPUs) == 0 {
-		why := "no GPU device is visible"
-		if len(w.Node.Warnings) > 0 {
-			why = strings.Join(w.Node.Warnings, "; ")
-		}
-		a.GPUReason = "the " + w.Node.Backend + " backend sees no GPU on this node: " + why
+		a.GPUReason, a.NoGPUFix = nodeWithoutGPU(w.Node)
 	}
 	a.GPUs = flatten(a.GPUs)
 	a.CPUs, a.MemNodes = allowedCPUs(&a, w)
 	a.MemoryLimit = w.Cgroup.MemoryLimit
 	return a, nil
+}
+
+// jobIDVar is the variable the job id came from (ParseSlurm reads both).
+func jobIDVar(env Env) string {
+	if env["SLURM_JOB_ID"] == "" && env["SLURM_JOBID"] != "" {
+		return "SLURM_JOBID"
+	}
+	return "SLURM_JOB_ID"
+}
+
+// varsSeen is the evidence a conclusion rests on: each variable with its
+// value, or "unset".
+func varsSeen(env Env, names ...string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		if v, ok := env[n]; ok {
+			out[i] = fmt.Sprintf("%s=%s", n, v)
+		} else {
+			out[i] = n + " unset"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// gpuIDsSeen is a Slurm GPU id list as evidence: unset, not a list of ids
+// (ParseSlurm dropped it), or ids beyond the node's GPUs.
+func gpuIDsSeen(env Env, name string, ids []int, gpus int) string {
+	v, ok := env[name]
+	switch {
+	case !ok || v == "":
+		return varsSeen(env, name)
+	case ids == nil:
+		return fmt.Sprintf("%s=%s (not a list of GPU ids)", name, v)
+	}
+	return fmt.Sprintf("%s=%s (not among the %d GPU(s) of this node)", name, v, gpus)
+}
+
+// nodeWithoutGPU says why a node shows no GPU, and what would help: a
+// description lists none (add them to it); a driver shows none (describe
+// what it cannot show in a node file).
+func nodeWithoutGPU(n gpu.Node) (reason, fix string) {
+	if n.Described {
+		return "the " + n.Backend + " lists no GPU (its \"gpus\" list is empty)",
+			"describe the GPUs in its \"gpus\" list (docs/topology.md)"
+	}
+	why := "no GPU device is visible"
+	if len(n.Warnings) > 0 {
+		why = strings.Join(n.Warnings, "; ")
+	}
+	return "the " + n.Backend + " backend sees no GPU on this node: " + why,
+		"GPUs the driver cannot show (fake devices, a container without the driver) are described with --node-file FILE (docs/topology.md)"
 }
 
 // visibility is how a vendor's runtime is told its GPUs: a variable, and
@@ -179,10 +230,15 @@ func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]
 	}
 	switch {
 	case s.InJob() && s.NodeName == "":
-		a.warn("this is an salloc shell on the submit host (SLURMD_NODENAME is unset): the job's GPUs are on its node; run gpulaunch there with srun, e.g. `srun --pty gpulaunch info`")
-		return nil, "this is an salloc shell on the submit host, outside job " + s.JobID + "'s node: no GPU here (run gpulaunch through srun)"
+		seen := varsSeen(w.Env, jobIDVar(w.Env), "SLURMD_NODENAME")
+		a.warn("%s: this is an salloc shell on the submit host, where the job's GPUs are not; run gpulaunch on the job's node with srun, e.g. `srun --pty gpulaunch info` (outside any job, unset %s)", seen, jobIDVar(w.Env))
+		return nil, seen + ": an salloc shell on the submit host, outside job " + s.JobID + "'s node: no GPU here (run gpulaunch through srun; outside any job, unset " + jobIDVar(w.Env) + ")"
 	case s.InJob() && s.GPUsOnNode <= 0:
-		return nil, "Slurm job " + s.JobID + " allocated no GPU on this node (" + vis.name + " and SLURM_GPUS_ON_NODE unset); ask for GPUs with --gres=gpu:N or --gpus=N"
+		seen := varsSeen(w.Env, vis.name, "SLURM_GPUS_ON_NODE")
+		if s.GPUsOnNode < 0 && w.Env["SLURM_GPUS_ON_NODE"] != "" {
+			return nil, "Slurm job " + s.JobID + " does not say which GPUs it has on this node (" + seen + ", not a count): no GPU; set " + vis.name + " to the job's GPUs"
+		}
+		return nil, "Slurm job " + s.JobID + " allocated no GPU on this node (" + seen + "); ask for GPUs with --gres=gpu:N or --gpus=N"
 	case s.InJob():
 		if a.DevicesConstrained {
 			return openable, fmt.Sprintf("%s unset but SLURM_GPUS_ON_NODE=%d: the %d GPU(s) the device cgroup lets this process open", vis.name, s.GPUsOnNode, len(openable))
@@ -194,8 +250,10 @@ func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]
 		if gpus, ok := byGlobalIndex(w.Node.GPUs, ids); ok {
 			return gpus, fmt.Sprintf("%s unset; %s=%s as global PCI-order indices", vis.name, name, joinInts(ids))
 		}
-		a.warn("SLURM_GPUS_ON_NODE=%d but neither %s nor SLURM_STEP_GPUS/SLURM_JOB_GPUS name the GPUs: not using any", s.GPUsOnNode, vis.name)
-		return nil, "Slurm gave GPUs without saying which: no GPU"
+		seen := fmt.Sprintf("SLURM_GPUS_ON_NODE=%d, %s, %s, %s", s.GPUsOnNode, varsSeen(w.Env, vis.name),
+			gpuIDsSeen(w.Env, "SLURM_STEP_GPUS", s.StepGPUs, len(w.Node.GPUs)), gpuIDsSeen(w.Env, "SLURM_JOB_GPUS", s.JobGPUs, len(w.Node.GPUs)))
+		a.warn("%s: Slurm gave GPUs without saying which, so none is used; set %s to them", seen, vis.name)
+		return nil, "Slurm gave GPUs without saying which (" + seen + "): no GPU; set " + vis.name + " to the job's GPUs"
 	}
 	return openable, vis.name + " unset and no Slurm job: every GPU this process can open"
 }

@@ -80,6 +80,22 @@ func TestReconcileGPUs(t *testing.T) {
 		{name: "job without GPUs on this node: none, says how to ask", node: node,
 			env:     Env{"SLURM_JOB_ID": "8", "SLURMD_NODENAME": "vm"},
 			wantBus: "", reasonWord: "--gres=gpu:N"},
+		{name: "evidence: no GPU in the job names the variables seen", node: node,
+			env:     Env{"SLURM_JOB_ID": "8", "SLURMD_NODENAME": "vm"},
+			wantBus: "", reasonWord: "(CUDA_VISIBLE_DEVICES unset, SLURM_GPUS_ON_NODE unset)"},
+		{name: "evidence: SLURM_JOB_ID without SLURMD_NODENAME names both", node: node,
+			env:     Env{"SLURM_JOB_ID": "33"},
+			wantBus: "", warnWord: "SLURM_JOB_ID=33, SLURMD_NODENAME unset", reasonWord: "SLURM_JOB_ID=33, SLURMD_NODENAME unset: an salloc shell"},
+		{name: "evidence: junk SLURM_JOB_GPUS is named, with the fix", node: node,
+			env:     envWith(batch, "SLURM_JOB_GPUS", "junk"),
+			wantBus: "", warnWord: "not a list of GPU ids",
+			reasonWord: "SLURM_GPUS_ON_NODE=2, CUDA_VISIBLE_DEVICES unset, SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=junk (not a list of GPU ids)): no GPU; set CUDA_VISIBLE_DEVICES"},
+		{name: "evidence: SLURM_JOB_GPUS beyond the node's GPUs", node: node,
+			env:     envWith(batch, "SLURM_JOB_GPUS", "6,7"),
+			wantBus: "", warnWord: "without saying which", reasonWord: "SLURM_JOB_GPUS=6,7 (not among the 4 GPU(s) of this node)"},
+		{name: "evidence: junk SLURM_GPUS_ON_NODE is not read as no GPU", node: node,
+			env:     Env{"SLURM_JOB_ID": "8", "SLURMD_NODENAME": "vm", "SLURM_GPUS_ON_NODE": "x"},
+			wantBus: "", warnWord: "not a count", reasonWord: "does not say which GPUs it has on this node (CUDA_VISIBLE_DEVICES unset, SLURM_GPUS_ON_NODE=x, not a count)"},
 		{name: "--gpu-bind=none: SLURM_STEP_GPUS as global indices", node: node,
 			env:     Env{"SLURM_JOB_ID": "8", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_GPUS_ON_NODE": "2", "SLURM_STEP_GPUS": "1,3"},
 			wantBus: "0000:0f:00.0,0000:4e:00.0"},
@@ -179,4 +195,34 @@ func envWith(base Env, kv ...string) Env {
 		e[kv[i]] = kv[i+1]
 	}
 	return e
+}
+
+// A plan that wants GPUs the allocation lacks gives the advice that fits
+// why: --node-file only where a driver shows none, never where a
+// description is already in use or Slurm is the reason.
+func TestNoGPUAdvice(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		node      gpu.Node
+		env       Env
+		want, not string
+	}{
+		{"a driver that shows no GPU: describe them in a node file", gpu.Node{Backend: "sysfs"}, Env{},
+			"the sysfs backend sees no GPU on this node", ""},
+		{"a description that lists no GPU: says so, and not --node-file", gpu.Node{Backend: "node file n.json", Described: true}, Env{},
+			`the node file n.json lists no GPU (its "gpus" list is empty). Use -G 0 for instances without a GPU; describe the GPUs in its "gpus" list`, "--node-file"},
+		{"Slurm gave none: its fix, not --node-file", gpu.Node{Backend: "node file n.json", Described: true, GPUs: fourGPUNode().GPUs},
+			Env{"SLURM_JOB_ID": "8", "SLURMD_NODENAME": "vm"}, "--gres=gpu:N", "--node-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := Reconcile(World{Node: tc.node, Topology: eightCPUs, Env: tc.env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = NewPlan(a, Request{Instances: 1, GPUsPerInstance: 1, MemPolicy: MemPreferred})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.not != "" && strings.Contains(err.Error(), tc.not)) {
+				t.Fatalf("err = %v, want %q in it and not %q", err, tc.want, tc.not)
+			}
+		})
+	}
 }

@@ -172,7 +172,10 @@ func pickGroups(a Allocation, r Request) ([][]gpu.GPU, error) {
 	if len(a.GPUs) < g || (!r.ShareGPUs && len(a.GPUs) < need) {
 		fix := "Ask for fewer instances, use -G 0 for instances without a GPU, or --share-gpus to let instances take turns on GPUs"
 		if len(a.GPUs) == 0 {
-			fix = "Use -G 0 for instances without a GPU; GPUs the driver cannot show (fake devices, a container without the driver) are described with --node-file FILE (docs/topology.md)"
+			fix = "Use -G 0 for instances without a GPU"
+			if a.NoGPUFix != "" {
+				fix += "; " + a.NoGPUFix
+			}
 		}
 		return nil, fmt.Errorf("-n %d -G %d needs %d GPU(s), the allocation has %d: %s. %s",
 			r.Instances, g, max(need, g), len(a.GPUs), a.GPUReason, fix)

@@ -86,6 +86,10 @@ func (a Allocation) GPUsBoundPerRank() bool {
 //     launcher variable without its size) the process is a node's only
 //     rank; a local rank above 0 without a size is an error. Flux's local
 //     size is derived (fluxLocalSize).
+//  5. A node too small for the ranks is said in rank mode's words
+//     (rankShortage): the launcher decided the count, so the fix is fewer
+//     GPUs or CPUs per rank, or fewer ranks per node from the launcher —
+//     never run's -n.
 //
 // gpusGiven says whether r.GPUsPerInstance was set by the user.
 func RankSlot(a Allocation, r Request, gpusGiven bool) (Slot, []string, error) {
@@ -109,6 +113,9 @@ func RankSlot(a Allocation, r Request, gpusGiven bool) (Slot, []string, error) {
 			r.GPUsPerInstance = len(a.GPUs)
 		}
 		r.Instances = 1
+		if err := rankShortage(a, r, 1); err != nil {
+			return Slot{}, nil, err
+		}
 		p, err := NewPlan(a, r)
 		if err != nil {
 			return Slot{}, nil, err
@@ -126,9 +133,35 @@ func RankSlot(a Allocation, r Request, gpusGiven bool) (Slot, []string, error) {
 			return Slot{}, nil, fmt.Errorf("the allocation has no GPU (%s): give -G 0 to bind this rank's CPUs only", a.GPUReason)
 		}
 	}
+	if err := rankShortage(a, r, size); err != nil {
+		return Slot{}, nil, err
+	}
 	p, err := NewPlan(a, r)
 	if err != nil {
-		return Slot{}, nil, fmt.Errorf("%d ranks on this node: %w", size, err)
+		return Slot{}, nil, fmt.Errorf("%d rank(s) on this node: %w", size, err)
 	}
 	return p.Slots[rank], p.Warnings, nil
+}
+
+// rankShortage implements rule 5: the GPUs or CPUs that size ranks of r
+// need and the allocation lacks, in a rank's words; nil when they fit.
+func rankShortage(a Allocation, r Request, size int) error {
+	const fewerRanks = "start fewer ranks per node (srun --ntasks-per-node=K, mpirun --map-by ppr:K:node)"
+	g, c := r.GPUsPerInstance, r.CPUsPerInstance
+	if g > 0 && (len(a.GPUs) < g || (!r.ShareGPUs && len(a.GPUs) < g*size)) {
+		fix := "give each rank fewer with -G, " + fewerRanks + ", or --share-gpus to let ranks take turns on GPUs"
+		if len(a.GPUs) == 0 {
+			fix = "give -G 0 to bind each rank's CPUs only"
+			if a.NoGPUFix != "" {
+				fix += "; " + a.NoGPUFix
+			}
+		}
+		return fmt.Errorf("-G %d for each of the %d rank(s) on this node needs %d GPU(s), the allocation has %d: %s. %s",
+			g, size, max(g*size, g), len(a.GPUs), a.GPUReason, fix)
+	}
+	if c > 0 && c*size > a.CPUs.Size() {
+		return fmt.Errorf("-c %d for each of the %d rank(s) on this node needs %d CPUs, the allocation has %d (%s): give each rank fewer with -c, leave -c out for an even share, or %s",
+			c, size, c*size, a.CPUs.Size(), a.CPUs, fewerRanks)
+	}
+	return nil
 }

@@ -101,7 +101,17 @@ func TestRankSlotCases(t *testing.T) {
 			a := perlmutter.alloc("")
 			a.LocalRank = &LocalRank{Rank: 5, Size: 8}
 			return a
-		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "8 ranks on this node: -n 8 -G 1 needs 8 GPU(s)"},
+		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "-G 1 for each of the 8 rank(s) on this node needs 8 GPU(s), the allocation has 4"},
+		{"rule 5: too many GPUs per rank, in a rank's words", func() Allocation {
+			a := perlmutter.alloc("")
+			a.LocalRank = nil
+			return a
+		}, Request{GPUsPerInstance: 5, MemPolicy: MemPreferred}, true, "-G 5 for each of the 1 rank(s) on this node needs 5 GPU(s), the allocation has 4"},
+		{"rule 5: too many CPUs per rank, in a rank's words", func() Allocation {
+			a := twoSocketSMT.alloc("")
+			a.LocalRank = &LocalRank{Rank: 1, Size: 2}
+			return a
+		}, Request{CPUsPerInstance: 5, MemPolicy: MemNone}, true, "-c 5 for each of the 2 rank(s) on this node needs 10 CPUs, the allocation has 8"},
 		{"no GPU needs -G 0", func() Allocation {
 			a := perlmutter.alloc("")
 			a.GPUs = nil
@@ -135,6 +145,9 @@ func TestRankSlotCases(t *testing.T) {
 					bus = append(bus, g.BusID)
 				}
 				got = strings.Join(bus, ",") + " " + s.CPUs.String()
+			}
+			if err != nil && (strings.Contains(got, "-n ") || strings.Contains(got, "instances")) {
+				t.Errorf("rank mode has no -n and no instances: %q", got)
 			}
 			if !strings.Contains(got, tc.want) {
 				t.Fatalf("got %q, want %q", got, tc.want)

@@ -148,7 +148,7 @@ func TestReconcileAMD(t *testing.T) {
 		{"HIP beyond ROCR's GPUs", Env{"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "2"}, nil, "", "beyond the 2 GPU(s)"},
 		{"Slurm's one list in both: one selection", envWith(job, "ROCR_VISIBLE_DEVICES", "2,3", "CUDA_VISIBLE_DEVICES", "2,3"), nil, "c9:00.0 ce:00.0", "taken as one selection"},
 		{"a device cgroup renumbers from 0", Env{"ROCR_VISIBLE_DEVICES": "0,1"}, []int{0, 1, 2, 3}, "d1:00.0 d6:00.0", "renumbered from 0 over the 4 GPU(s)"},
-		{"unset in a job without GPUs: none", Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1"}, nil, "", "ROCR_VISIBLE_DEVICES and SLURM_GPUS_ON_NODE unset"},
+		{"unset in a job without GPUs: none", Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1"}, nil, "", "ROCR_VISIBLE_DEVICES unset, SLURM_GPUS_ON_NODE unset"},
 		{"a GPU named twice: none", Env{"ROCR_VISIBLE_DEVICES": "1,1"}, nil, "", "names 1 twice"},
 	}
 	for _, tc := range cases {

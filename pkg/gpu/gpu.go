@@ -63,6 +63,10 @@ type Node struct {
 	ReservedCPUs cpuset.Set `json:"reserved_cpus,omitempty"`
 	// Warnings say what the backend could not find out and what it assumed.
 	Warnings []string `json:"warnings,omitempty"`
+	// Described: the GPUs come from a description (a topology or node
+	// file, a simulated node) rather than a driver, so that "no GPU"
+	// means the description lists none.
+	Described bool `json:"-"`
 }
 
 // GPU is one GPU, or one device it splits into: an NVIDIA MIG device, an

@@ -89,6 +89,32 @@ func TestTopologyFileErrors(t *testing.T) {
 			t.Errorf("ParseTopology(%s) err = %v, want %q", doc, err, want)
 		}
 	}
+	// The decoder's errors are placed in the file and worded in JSON's
+	// terms, without Go's type names.
+	layout := `{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1},` + "\n"
+	for doc, want := range map[string]string{
+		layout + `  "gpus": [{"pci": "01:00.0", "numa": "zero"}]}`: `topology t.json:2:39: gpus.numa: a string where a whole number belongs`,
+		layout + `  "gpus": [{"pci": "01:00.0",}]}`:                `topology t.json:2:30: invalid character '}' looking for beginning of object key string`,
+		layout + `  "gpus": {"pci": "01:00.0"}}`:                   `topology t.json:2:11: gpus: an object where a list […] belongs`,
+		layout + `  "gpus": [{"pci": "01:00.0"}]}}`:                `topology t.json:2:32: more after the node's JSON object ends`,
+		layout + `  "gpu": []}`:                                    `topology t.json:2:3: unknown field "gpu"`,
+		layout + `  "gpus": [`:                                     `topology t.json:2:12: the JSON ends early`,
+	} {
+		_, err := ParseTopology([]byte(doc), "t.json")
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "TopologyGPU") {
+			t.Errorf("ParseTopology(%s)\n err = %v\nwant %q…", doc, err, want)
+		}
+	}
+	if _, err := ParseNodeFile([]byte(`{"gpus": [{"pci": "01:00.0", "numa": 1.5}]}`), "n.json"); err == nil ||
+		!strings.HasPrefix(err.Error(), "node file n.json:1:38: gpus.numa: the number 1.5 where a whole number belongs") {
+		t.Errorf("node file: %v", err)
+	}
+	dir := t.TempDir()
+	for _, o := range []Options{{Simulate: dir}, {NodeFile: dir}} {
+		if _, err := Open(o); err == nil || !strings.Contains(err.Error(), dir+" is a directory: give the JSON file in it") {
+			t.Errorf("Open(%+v) of a directory: %v", o, err)
+		}
+	}
 	if _, err := Open(Options{Simulate: "dgx-z900"}); err == nil || !strings.Contains(err.Error(), "dgx-a100") || !strings.Contains(err.Error(), "lumi-g") {
 		t.Errorf("unknown simulated node: %v", err)
 	}

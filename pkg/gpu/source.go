@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,9 +183,9 @@ func (n noGPU) Usage([]string) ([]Usage, error) {
 func (n noGPU) Close() error { return nil }
 
 func openNodeFile(file string, probe func(string) error) (Source, error) {
-	data, err := os.ReadFile(file)
+	data, err := readDescription(file, "node file")
 	if err != nil {
-		return nil, fmt.Errorf("node file: %w", err)
+		return nil, err
 	}
 	t, err := ParseNodeFile(data, file)
 	if err != nil {
@@ -197,7 +198,7 @@ func openNodeFile(file string, probe func(string) error) (Source, error) {
 }
 
 func openSimulated(spec, usageDir string, lib NVML) (Source, error) {
-	if strings.ContainsRune(spec, '/') || strings.HasSuffix(spec, ".json") {
+	if describesAFile(spec) {
 		t, err := ReadTopologyFile(spec)
 		if err != nil {
 			return nil, err
@@ -216,6 +217,20 @@ func openSimulated(spec, usageDir string, lib NVML) (Source, error) {
 		backend += " (no cgo: description only)"
 	}
 	return staticSource{node: t.Node(backend), usageDir: usageDir}, nil
+}
+
+// describesAFile: --simulate names a file (or a directory, refused as
+// one) rather than a built-in node: a path, a .json name, or anything
+// that is on disk and no built-in's name.
+func describesAFile(spec string) bool {
+	if strings.ContainsRune(spec, '/') || strings.HasSuffix(spec, ".json") {
+		return true
+	}
+	if slices.Contains(SimulatedNames(), spec) {
+		return false
+	}
+	_, err := os.Stat(spec)
+	return err == nil
 }
 
 // staticSource serves a fixed inventory (topology and node files, simulated

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // Topology is a node described in JSON: the format of `--simulate FILE` and
@@ -97,17 +98,30 @@ func BuiltinTopology(name string) (Topology, error) {
 
 // ReadTopologyFile reads and checks a topology file.
 func ReadTopologyFile(file string) (Topology, error) {
-	data, err := os.ReadFile(file)
+	data, err := readDescription(file, "topology file")
 	if err != nil {
-		return Topology{}, fmt.Errorf("topology file: %w", err)
+		return Topology{}, err
 	}
 	return ParseTopology(data, file)
+}
+
+// readDescription reads a topology or node file (what), saying what is
+// there instead when it is not a file.
+func readDescription(file, what string) ([]byte, error) {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s %s is a directory: give the JSON file in it that describes the node (docs/topology.md)", what, file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return data, nil
 }
 
 // ParseTopology decodes and validates a description; origin names it in
 // errors.
 func ParseTopology(data []byte, origin string) (Topology, error) {
-	t, err := decodeTopology(data, origin)
+	t, err := decodeTopology(data, "topology", origin)
 	if err != nil {
 		return Topology{}, err
 	}
@@ -124,7 +138,7 @@ func ParseTopology(data []byte, origin string) (Topology, error) {
 // for when NVML cannot see them. It has no CPUs: they are this machine's,
 // read from sysfs like its affinity and cgroups.
 func ParseNodeFile(data []byte, origin string) (Topology, error) {
-	t, err := decodeTopology(data, origin)
+	t, err := decodeTopology(data, "node file", origin)
 	if err != nil {
 		return Topology{}, err
 	}
@@ -140,12 +154,20 @@ func ParseNodeFile(data []byte, origin string) (Topology, error) {
 	return t, nil
 }
 
-func decodeTopology(data []byte, origin string) (Topology, error) {
+// decodeTopology decodes a description; kind ("topology", "node file")
+// and origin name it in errors, which give the line and column.
+func decodeTopology(data []byte, kind, origin string) (Topology, error) {
 	var t Topology
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return Topology{}, fmt.Errorf("topology %s: %w", origin, err)
+		return Topology{}, fmt.Errorf("%s %w", kind, jsonerr.Explain(origin, data, err))
+	}
+	// Decode reads one value: what follows it would be ignored
+	if rest := data[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
+		off := dec.InputOffset() + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))
+		line, col := jsonerr.Position(data, off)
+		return Topology{}, fmt.Errorf("%s %s:%d:%d: more after the node's JSON object ends: one file describes one node (a stray } or a second object?)", kind, origin, line, col)
 	}
 	if t.Name == "" {
 		t.Name = strings.TrimSuffix(path.Base(origin), ".json")
@@ -160,7 +182,7 @@ func (t Topology) Node(backend string) Node {
 	cpus, _ := t.cpus()
 	gpus, _ := t.gpus()
 	reserved, _ := cpuset.Parse(t.ReservedCPUs)
-	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved}
+	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved, Described: true}
 	if len(gpus) == 0 {
 		n.Vendor = ""
 	}

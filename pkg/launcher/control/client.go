@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // dialTimeout bounds a connection to a socket whose server is stuck.
@@ -54,7 +56,7 @@ func (c Client) call(req Request) (*net.UnixConn, *bufio.Reader, Response, error
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		conn.Close()
-		return nil, nil, Response{}, fmt.Errorf("%s: bad answer: %v", c.Path, err)
+		return nil, nil, Response{}, fmt.Errorf("%s: an answer that is not a gpulaunch's (%v): is it a gpulaunch control socket?", c.Path, jsonerr.Explain("answer", line, err))
 	}
 	if resp.Error != "" {
 		conn.Close()

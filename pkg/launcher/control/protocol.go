@@ -25,9 +25,13 @@ type Request struct {
 	Op       string `json:"op"`
 	Instance int    `json:"instance"`         // logs, signal; launcher.AllInstances for every one
 	Follow   bool   `json:"follow,omitempty"` // logs: then what comes; status: answer when the run has ended
-	Tail     int    `json:"tail,omitempty"`   // logs: the last lines only; 0: all kept
+	Tail     int    `json:"tail,omitempty"`   // logs: the last lines only; 0: all kept; TailNone: none (tail -n 0)
 	Signal   int    `json:"signal,omitempty"`
 }
+
+// TailNone asks logs for none of the recent output, only what comes next
+// (`logs -f --tail 0`, as `tail -f -n 0`); Tail 0 is every line kept.
+const TailNone = -1
 
 // Response is the server's answer; Error set means the request failed.
 type Response struct {

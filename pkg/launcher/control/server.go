@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // Server answers clients on a running gpulaunch's control socket.
@@ -170,7 +172,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 	_ = conn.SetReadDeadline(time.Time{})
 	var req Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		reply(conn, Response{Error: "bad request: " + err.Error()})
+		reply(conn, Response{Error: "bad request: " + jsonerr.Explain("request", line, err).Error()})
 		return
 	}
 	switch req.Op {
@@ -231,7 +233,10 @@ func (s *Server) awaitEnd(ctx context.Context, conn *net.UnixConn, cancel contex
 
 func (s *Server) streamLogs(ctx context.Context, conn *net.UnixConn, ring *launcher.Ring, req Request) {
 	data, off, _, more, ended := ring.Since(-1)
-	if req.Tail > 0 {
+	switch {
+	case req.Tail == TailNone:
+		data = nil
+	case req.Tail > 0:
 		data = lastLines(data, req.Tail)
 	}
 	for {

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // frame is one line on the wire: a queue message, or one of the link's
@@ -184,7 +186,7 @@ func (c *conn) read(limit time.Duration) (frame, error) {
 	}
 	var f frame
 	if err := json.Unmarshal(line, &f); err != nil {
-		return frame{}, fmt.Errorf("a garbled message: %w", err)
+		return frame{}, fmt.Errorf("a garbled message: %w", jsonerr.Explain("message", line, err))
 	}
 	return f, nil
 }

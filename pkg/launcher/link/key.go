@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,8 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // Key is the content of a run's key file.
@@ -142,8 +145,12 @@ func ReadKey(path string) (Key, error) {
 		return Key{}, fmt.Errorf("%s has mode %04o, open to others: not trusted", path, fi.Mode().Perm())
 	}
 	var k Key
-	if err := json.NewDecoder(f).Decode(&k); err != nil {
-		return Key{}, fmt.Errorf("%s: %w", path, err)
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return Key{}, err
+	}
+	if err := json.Unmarshal(data, &k); err != nil {
+		return Key{}, fmt.Errorf("%w (not a key file gpulaunch wrote?)", jsonerr.Explain(path, data, err))
 	}
 	return k, nil
 }

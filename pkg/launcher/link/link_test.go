@@ -231,6 +231,20 @@ func TestKeyFileMustBePrivate(t *testing.T) {
 	}
 }
 
+// A key file that is not one is refused in the file's words: where, and
+// what, without Go's type names.
+func TestKeyFileNotAKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.json")
+	if err := os.WriteFile(path, []byte(`{"run": 5}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadKey(path)
+	if err == nil || !strings.Contains(err.Error(), path+":1:9: run: a number where a string belongs") || strings.Contains(err.Error(), "link.Key") {
+		t.Fatalf("a key file with a number for run: %v", err)
+	}
+}
+
 // Every node has the holder's number of slots, or {%} would overlap: a
 // node with another is refused, at once, with the fix.
 func TestSlotsMustMatch(t *testing.T) {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"io"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// Help, "did you mean" and the version: what a user who typed something
+// slightly wrong, or asks what this binary is, is told.
+
+const versionUsage = `Usage: gpulaunch version
+
+The version of this gpulaunch: what make build stamped (the commit), else what
+the Go toolchain recorded in the binary — the module's version for
+'go install …@vX.Y.Z', the commit (+dirty with uncommitted changes) for a
+'go build' in a checkout — else "dev".
+`
+
+// commands are gpulaunch's subcommands, for `help COMMAND` and "did you mean".
+var commands = []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "report", "scale", "version", "help"}
+
+// help is `gpulaunch help [COMMAND]`: the main help, or COMMAND's own
+// (as `gpulaunch COMMAND --help`, like git and go help).
+func (a *app) help(args []string) error {
+	switch {
+	case len(args) == 0:
+		io.WriteString(a.stdout, topUsage())
+		return nil
+	case len(args) > 1:
+		return usagef("help takes one COMMAND (got %q): run `gpulaunch help %s`", strings.Join(args, " "), args[0])
+	case args[0] == "help":
+		io.WriteString(a.stdout, topUsage())
+		return nil
+	case slices.Contains(commands, args[0]):
+		return a.dispatch([]string{args[0], "--help"})
+	}
+	if near := closestCommand(args[0]); near != "" {
+		return usagef("help %q: no such command: did you mean `gpulaunch help %s`?", args[0], near)
+	}
+	return usagef("help %q: no such command: the commands are %s", args[0], strings.Join(commands, ", "))
+}
+
+// closestCommand is the command a mistyped name most likely meant, or ""
+// for none: the nearest within an edit distance of 2 (a swap of two
+// letters counts 1, as in `stauts`) that keeps more than half of the
+// command's letters, so that short words far from every command (ls, cat,
+// python) get no suggestion.
+func closestCommand(word string) string {
+	best, bestD := "", 3
+	for _, c := range commands {
+		d := editDistance(word, c)
+		if d < bestD && 2*d < len(c) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of two neighbours each cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// buildVersion is what `gpulaunch version` says: the version -ldflags set
+// (make build), else what the Go toolchain recorded in the binary — the
+// module's version for `go install …@v1.2.3`, the commit (and "+dirty"
+// for uncommitted changes) for a `go build` in a checkout — else "dev".
+func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {
+	if ldflags != "dev" && ldflags != "" {
+		return ldflags
+	}
+	bi, ok := read()
+	if !ok {
+		return "dev"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && modified == "true" {
+		rev += "+dirty"
+	}
+	mod := bi.Main.Version
+	switch {
+	case mod != "" && mod != "(devel)" && len(rev) >= 12 && strings.Contains(mod, rev[:12]):
+		return mod // a pseudo-version (Go 1.24's go build) names the commit already
+	case mod != "" && mod != "(devel)" && rev != "":
+		return mod + " (" + rev + ")"
+	case mod != "" && mod != "(devel)":
+		return mod
+	case rev != "":
+		return rev
+	}
+	return "dev"
+}
