@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 )
@@ -326,17 +327,32 @@ func TestLogsTailZero(t *testing.T) {
 		}
 		close(lines)
 	}()
-	if _, _, code := r.client(t, "signal", "--pid", r.pid(), "0", "USR1"); code != 0 {
-		t.Fatalf("signal: exit %d", code)
-	}
+	t.Cleanup(func() { _ = follow.Process.Kill() })
+	// The follower may connect after a signal was sent: USR1 again until
+	// its line comes through (each USR1 writes one), never assuming the
+	// order of the connect and the signal.
 	var seen []string
-	for l := range lines {
-		seen = append(seen, l)
-		if l == "instance 0 ready" {
-			t.Errorf("--tail 0 showed the recent output: %q", seen)
+	for got := false; !got; {
+		if _, _, code := r.client(t, "signal", "--pid", r.pid(), "0", "USR1"); code != 0 {
+			t.Fatalf("signal: exit %d", code)
 		}
-		if l == "instance 0 got SIGUSR1" {
-			break
+		for wait := time.After(time.Second); !got; {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("logs -f ended: %q", seen)
+				}
+				seen = append(seen, l)
+				if l == "instance 0 ready" {
+					t.Errorf("--tail 0 showed the recent output: %q", seen)
+				}
+				got = l == "instance 0 got SIGUSR1"
+			case <-wait:
+				wait = nil
+			}
+			if wait == nil {
+				break
+			}
 		}
 	}
 	r.client(t, "signal", "--pid", r.pid(), "all", "TERM")

@@ -249,7 +249,7 @@ func parseDuration(flag, s string) (time.Duration, error) {
 			return 0, usagef("%s %q: cannot be negative", flag, s)
 		case n*float64(time.Second) >= math.MaxInt64:
 			// converted, it would wrap to a negative duration: no limit at all
-			return 0, usagef("%s %q: too large: at most %dh (292 years)", flag, s, int64(time.Duration(math.MaxInt64).Hours()))
+			return 0, usagef("%s %q: too long: the longest is %.0f seconds (%s)", flag, s, float64(math.MaxInt64)/float64(time.Second), time.Duration(math.MaxInt64))
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,7 +84,7 @@ func readReport(path string) (runReport, error) {
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
-		return r, usagef("%s is not a gpulaunch run report (%s): give the file a run's --report FILE wrote", path, jsonProblem(data, err))
+		return r, usagef("%s is not a gpulaunch run report (%v): give the file a run's --report FILE wrote", path, jsonerr.Explain(path, data, err))
 	}
 	if what, fix := jsonKind(fields); what != "" {
 		return r, usagef("%s is %s: %s", path, what, fix)
@@ -131,35 +130,6 @@ func jsonKind(fields map[string]json.RawMessage) (what, fix string) {
 		return "a live run's status (gpulaunch status --json), not a run report", "draw the run's own --report FILE once it has ended"
 	}
 	return "not a gpulaunch run report (it has no \"plan\" and \"instances\")", "give the file a run's --report FILE wrote"
-}
-
-// jsonProblem is err said for a person: where in data a syntax error is
-// (line and column), or what was not of the right type.
-func jsonProblem(data []byte, err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		line, col := lineColumn(data, syn.Offset-1) // Offset is past the bad byte
-		return fmt.Sprintf("line %d, column %d: %v", line, col, err)
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		if typ.Field == "" {
-			return fmt.Sprintf("a JSON %s, not an object", typ.Value)
-		}
-		return fmt.Sprintf("%q is %s, not what a run report has there", typ.Field, typ.Value)
-	}
-	return err.Error()
-}
-
-// lineColumn is the 1-based line and column of byte offset off in data.
-func lineColumn(data []byte, off int64) (line, col int) {
-	line, col = 1, 1
-	for _, b := range data[:max(0, min(int(off), len(data)))] {
-		if col++; b == '\n' {
-			line, col = line+1, 1
-		}
-	}
-	return line, col
 }
 
 // runPicture turns a report into what chart draws.
