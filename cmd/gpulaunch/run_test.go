@@ -418,10 +418,12 @@ func TestRunKillOnBadExit(t *testing.T) {
 	}
 }
 
+// -W ends the others: they did not finish, so the run exits 128 + the
+// TERM it sent them, as srun's for tasks a signal ended.
 func TestRunWaitAfterFirstExit(t *testing.T) {
 	begin := time.Now()
 	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-O", "-W", "2", "--kill-wait", "1s"}, helperArgs("fail-after", "0s", "0")...)...).CombinedOutput()
-	if got := exitStatus(err); got != 0 || time.Since(begin) > 30*time.Second {
+	if got := exitStatus(err); got != 128+int(syscall.SIGTERM) || time.Since(begin) > 30*time.Second {
 		t.Fatalf("exit %d after %s\n%s", got, time.Since(begin), b)
 	}
 	if strings.Count(string(b), "  wait\n") != 2 {

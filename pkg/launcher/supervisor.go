@@ -620,7 +620,12 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		// A scheduled restart sees stopping when its timer fires.
 		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(sig), s.policy.KillWait))
 		s.beginStop(EndedSignalled)
-		s.stopSignal = sig
+		if s.running > 0 || s.pending > 0 {
+			// a signal that finds every instance ended stopped nothing:
+			// the run finished (it comes between the last exit and the
+			// loop's end)
+			s.stopSignal = sig
+		}
 		for i := range s.slots {
 			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == EndedItself {
 				sl.endedBy = EndedSignalled
@@ -630,7 +635,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		s.armKill()
 	}
 	if a.killNow {
-		s.killAll()
+		s.killEvery() // mu is held: killAll would take it again and hang the loop
 	}
 }
 
@@ -674,10 +679,16 @@ func (s *supervisor) killLate(d deadline) {
 	}
 }
 
-// killAll KILLs every running process group.
+// killAll KILLs every running process group: the kill wait after the
+// first stop ran out.
 func (s *supervisor) killAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.killEvery()
+}
+
+// killEvery KILLs every running process group. The caller holds mu.
+func (s *supervisor) killEvery() {
 	for i := range s.slots {
 		s.signalGroup(i, syscall.SIGKILL)
 	}
