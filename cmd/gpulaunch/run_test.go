@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 		os.Exit(helper(os.Args[2], os.Args[3:]))
 	}
 	if os.Getenv("GLTEST_MAIN") == "1" {
-		main()
+		a := newApp()
+		if tmp := os.Getenv("GLTEST_TMP"); tmp != "" {
+			a.tmpRoot = tmp // the test's own, for /tmp (ownSockets)
+		}
+		os.Exit(a.main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
