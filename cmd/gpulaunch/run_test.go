@@ -58,6 +58,8 @@ func helper(name string, args []string) int {
 		}
 		fmt.Printf("throughput: %d samples/s\n", 100*g)
 		return 0
+	case "sigapp": // an instance that ignores, catches or dies of signals (signals_test.go)
+		return sigApp(args)
 	case "intrude": // another user's attempt on a queue over nodes (nodequeue_test.go)
 		return intrude(args[0], args[1], args[2])
 	case "exitn": // exit with args[instance]

@@ -126,6 +126,12 @@ func Run(spec Spec) (Result, error) {
 	}
 	signal.Notify(s.signalC, forwarded...)
 	defer signal.Stop(s.signalC)
+	// From the run's end, a signal is caught and dropped for good: the
+	// run is over and its status stands, and gpulaunch still writes the
+	// summary and the report. (It had its default action: gpulaunch died
+	// of it half-way through the report.) Deferred after Stop, so it
+	// runs first and leaves no gap.
+	defer signal.Notify(afterRun, forwarded...)
 
 	group, ctx := errgroup.WithContext(context.Background())
 	ctx, endLoop := context.WithCancel(ctx)
