@@ -688,3 +688,41 @@ func TestSignalOracle(t *testing.T) {
 		}
 	}
 }
+
+// An instance that exits in the middle of a line longer than 64 KiB while
+// a daemon it left holds its stdout: that line held the console's lock
+// until the daemon wrote a newline or ended, so instance 1's thread
+// waited on the lock with its exit unhandled, and the run — which ends
+// daemons only once every instance has exited — hung for good, deaf to
+// TERM. The line now ends with its process.
+func TestLongLineEndsWithItsProcess(t *testing.T) {
+	dir := t.TempDir()
+	script := `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then head -c 70000 /dev/zero | tr '\0' x; setsid sleep 600 & exit 0; fi
+while [ ! -e "$0/daemon" ]; do sleep 0.01; done; echo "instance 1 says hi"`
+	r := startSignalRun(t, marker(t), dir, "-n", "2", "-G", "0", "--kill-wait", "1s", "--", "sh", "-c", script, dir)
+	// instance 1 writes once the daemon runs: it must not wait on the line
+	waitFor(t, "the daemon", func() bool { return len(survivorsNamed(r.marker, "sleep")) > 0 })
+	_ = os.WriteFile(filepath.Join(dir, "daemon"), nil, 0o644)
+	code, exited := r.waitExit(30 * time.Second)
+	if !exited || code != 0 {
+		t.Fatalf("exited %v with %d; want 0 once the instances ended (the daemon ended by gpulaunch):\n%.2000s", exited, code, r.out.String())
+	}
+	if out := r.out.String(); !strings.Contains(out, "\ninstance 1 says hi\n") || !strings.Contains(out, "\n"+strings.Repeat("x", 70000)+"\n") {
+		t.Errorf("instance 1's line or the long line (70000 x, then a newline) lost:\n%s", strings.ReplaceAll(out, strings.Repeat("x", 1000), "[1000 x]"))
+	}
+	if left := survivors(r.marker); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
+
+// survivorsNamed are survivors(marker) whose command is comm.
+func survivorsNamed(marker, comm string) []int {
+	var out []int
+	for _, pid := range survivors(marker) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(b)) == comm {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
