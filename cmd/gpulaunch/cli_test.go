@@ -28,7 +28,7 @@ func runCLI(t *testing.T, env binding.Env, args ...string) (stdout, stderr strin
 	if env == nil {
 		env = binding.Env{}
 	}
-	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), nvml: nvml.Library, hostname: "testhost", uid: os.Getuid()}
+	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), nvml: nvml.Library, hostname: "testhost", uid: os.Getuid(), tmpRoot: t.TempDir()}
 	code = a.main(args)
 	return out.String(), errb.String(), code
 }

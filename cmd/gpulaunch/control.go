@@ -125,7 +125,7 @@ func signalFlagSet(cf *clientFlags) *pflag.FlagSet {
 
 // socketDirs are where this user's control sockets live.
 func (a *app) socketDirs() []string {
-	return control.Dirs(control.Env(a.env), a.uid)
+	return control.Dirs(control.Env(a.env), a.uid, a.tmpRoot)
 }
 
 // findRun picks the running gpulaunch the user means.
@@ -167,7 +167,11 @@ func (a *app) findRun(cf clientFlags) (control.Client, error) {
 	msg := fmt.Sprintf("no running gpulaunch%s on %s (looked in %s)", ofJob(job), a.hostname, strings.Join(dirs, ", "))
 	if job != "" {
 		if others, _ := control.Find(dirs, a.hostname, ""); len(others) > 0 {
-			msg += fmt.Sprintf("; %d of other jobs or none run here (%s): choose with --pid", len(others), describeRun(others[0]))
+			var list []string
+			for _, r := range others {
+				list = append(list, describeRun(r))
+			}
+			msg += fmt.Sprintf("; %d of other jobs or none run here (%s): choose with --pid", len(others), strings.Join(list, "; "))
 		} else {
 			msg += fmt.Sprintf(": status talks to the gpulaunch of this node; for one on another node of the job use `srun --jobid %s --overlap -w NODE gpulaunch status`", job)
 		}

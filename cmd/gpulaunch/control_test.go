@@ -33,12 +33,21 @@ func startLiveRun(t *testing.T, env []string, args ...string) *liveRun {
 	return startLiveRunIn(t, t.TempDir(), env, args...)
 }
 
-// startLiveRunIn uses runtime as XDG_RUNTIME_DIR.
+// ownSockets is the environment that keeps a test's control sockets, and
+// the runs its clients find, in its runtime directory alone: the runtime
+// directory, TMPDIR, and the temp root that replaces /tmp (GLTEST_TMP,
+// read by TestMain). Another gpulaunch on the machine — another test's, a
+// user's in /tmp — is never seen.
+func ownSockets(runtime string) []string {
+	return []string{"XDG_RUNTIME_DIR=" + runtime, "TMPDIR=" + runtime, "GLTEST_TMP=" + runtime}
+}
+
+// startLiveRunIn uses runtime for its sockets (ownSockets).
 func startLiveRunIn(t *testing.T, runtime string, env []string, args ...string) *liveRun {
 	t.Helper()
 	r := &liveRun{runtime: runtime, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	r.cmd = gpulaunch(t, args...)
-	r.cmd.Env = append(append(withoutSlurm(r.cmd.Env), "XDG_RUNTIME_DIR="+r.runtime), env...)
+	r.cmd.Env = append(append(withoutSlurm(r.cmd.Env), ownSockets(r.runtime)...), env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -66,7 +75,7 @@ func withoutSlurm(env []string) []string {
 func (r *liveRun) client(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := gpulaunch(t, args...)
-	cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+r.runtime)
+	cmd.Env = append(withoutSlurm(cmd.Env), ownSockets(r.runtime)...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -145,7 +154,7 @@ func TestControlStatusLogsAndSignal(t *testing.T) {
 	// logs -f follows instance 1 from its first line; a signal to
 	// instance 1 shows up there, and reaches instance 1 only.
 	follow := gpulaunch(t, "logs", "-f", "--pid", r.pid(), "1")
-	follow.Env = append(withoutSlurm(follow.Env), "XDG_RUNTIME_DIR="+r.runtime)
+	follow.Env = append(withoutSlurm(follow.Env), ownSockets(r.runtime)...)
 	pipe, _ := follow.StdoutPipe()
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
@@ -248,7 +257,7 @@ func TestControlFindsTheRunOfTheJob(t *testing.T) {
 	a.waitRunning(t)
 	inJob := func(r *liveRun, job string, args ...string) (string, string, int) {
 		cmd := gpulaunch(t, args...)
-		cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+r.runtime, "SLURM_JOB_ID="+job)
+		cmd.Env = append(append(withoutSlurm(cmd.Env), ownSockets(r.runtime)...), "SLURM_JOB_ID="+job)
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -265,7 +274,7 @@ func TestControlFindsTheRunOfTheJob(t *testing.T) {
 	// A second run of the same job, in the same runtime directory.
 	b := &liveRun{runtime: a.runtime, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	b.cmd = gpulaunch(t, append([]string{"-n", "1", "-G", "0"}, helperArgs("control-app")...)...)
-	b.cmd.Env = append(withoutSlurm(b.cmd.Env), "XDG_RUNTIME_DIR="+a.runtime, "SLURM_JOB_ID="+job)
+	b.cmd.Env = append(append(withoutSlurm(b.cmd.Env), ownSockets(a.runtime)...), "SLURM_JOB_ID="+job)
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +284,11 @@ func TestControlFindsTheRunOfTheJob(t *testing.T) {
 	_, errOut, code = inJob(a, job, "status")
 	if code != exitUsage || !strings.Contains(errOut, "2 gpulaunch runs of job "+job) || !strings.Contains(errOut, "choose one with --pid") {
 		t.Errorf("two runs: %d %q", code, errOut)
+	}
+	// Another job's client names every run it found, not the first.
+	_, errOut, code = inJob(a, job+"x", "status")
+	if code == 0 || !strings.Contains(errOut, "2 of other jobs or none run here") || !strings.Contains(errOut, "pid "+a.pid()) || !strings.Contains(errOut, "pid "+b.pid()) {
+		t.Errorf("another job beside two runs: %d %q", code, errOut)
 	}
 	// A SIGKILLed run leaves its socket; clients skip and remove it.
 	_ = b.cmd.Process.Kill()

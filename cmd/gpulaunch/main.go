@@ -28,7 +28,10 @@ const (
 	exitUsage = 2 // bad invocation or input: nothing was started
 )
 
-func main() {
+func main() { os.Exit(newApp().main(os.Args[1:])) }
+
+// newApp is gpulaunch with the real world.
+func newApp() *app {
 	a := &app{
 		stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin,
 		env:  binding.EnvFromList(os.Environ()),
@@ -44,7 +47,8 @@ func main() {
 	}
 	a.hostname, _ = os.Hostname()
 	a.pid, a.ppid, a.uid = os.Getpid(), os.Getppid(), os.Getuid()
-	os.Exit(a.main(os.Args[1:]))
+	a.tmpRoot = "/tmp"
+	return a
 }
 
 // app is one invocation with its world injected.
@@ -57,6 +61,9 @@ type app struct {
 	hostname       string
 	probeDevice    func(path string) error
 	pid, ppid, uid int
+	// tmpRoot is the system's temp directory, where control sockets go
+	// last ("/tmp"; control.Dirs).
+	tmpRoot string
 }
 
 // usageError is bad input: one line on stderr, exit 2, nothing started.

@@ -27,7 +27,11 @@ const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
 Starts N copies of COMMAND, each on its own GPU(s), a NUMA-local CPU set and
 memory policy (see 'gpulaunch plan'), and supervises them until every one has
 exited. The exit status is srun's: 0 if all succeeded, 128 + the highest signal
-if any was killed by one, else the highest exit code.
+if any was killed by one, else the highest exit code. An instance gpulaunch
+ended (-W, --timeout, --mem-per-task) counts as killed by the TERM it was sent;
+a run a signal to gpulaunch stopped exits 128 + that signal (Ctrl-C: 130); a
+task queue exits as GNU parallel (255 when a signal left tasks unfinished).
+README.md, "Signals", has every rule.
 
 Examples:
   gpulaunch -n 4 -- python train.py --shard %t      # %t: the instance number

@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 		os.Exit(helper(os.Args[2], os.Args[3:]))
 	}
 	if os.Getenv("GLTEST_MAIN") == "1" {
-		main()
+		a := newApp()
+		if tmp := os.Getenv("GLTEST_TMP"); tmp != "" {
+			a.tmpRoot = tmp // the test's own, for /tmp (ownSockets)
+		}
+		os.Exit(a.main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -54,6 +58,8 @@ func helper(name string, args []string) int {
 		}
 		fmt.Printf("throughput: %d samples/s\n", 100*g)
 		return 0
+	case "sigapp": // an instance that ignores, catches or dies of signals (signals_test.go)
+		return sigApp(args)
 	case "intrude": // another user's attempt on a queue over nodes (nodequeue_test.go)
 		return intrude(args[0], args[1], args[2])
 	case "exitn": // exit with args[instance]
@@ -418,10 +424,12 @@ func TestRunKillOnBadExit(t *testing.T) {
 	}
 }
 
+// -W ends the others: they did not finish, so the run exits 128 + the
+// TERM it sent them, as srun's for tasks a signal ended.
 func TestRunWaitAfterFirstExit(t *testing.T) {
 	begin := time.Now()
 	b, err := gpulaunch(t, append([]string{"-n", "3", "-G", "0", "-O", "-W", "2", "--kill-wait", "1s"}, helperArgs("fail-after", "0s", "0")...)...).CombinedOutput()
-	if got := exitStatus(err); got != 0 || time.Since(begin) > 30*time.Second {
+	if got := exitStatus(err); got != 128+int(syscall.SIGTERM) || time.Since(begin) > 30*time.Second {
 		t.Fatalf("exit %d after %s\n%s", got, time.Since(begin), b)
 	}
 	if strings.Count(string(b), "  wait\n") != 2 {

@@ -28,8 +28,13 @@ func TestExitCode(t *testing.T) {
 		{"signal beats code", []Outcome{o(7, 0, ""), o(-1, syscall.SIGSEGV, "")}, 139},
 		{"highest signal", []Outcome{o(-1, syscall.SIGTERM, ""), o(-1, syscall.SIGKILL, "")}, 143},
 		{"-K: instances gpulaunch ended do not count", []Outcome{o(5, 0, ""), o(-1, syscall.SIGTERM, EndedBadExit)}, 5},
-		{"-W: likewise", []Outcome{o(0, 0, ""), o(-1, syscall.SIGTERM, EndedWait)}, 0},
+		{"--ddp's group stop: likewise", []Outcome{o(5, 0, ""), o(-1, syscall.SIGTERM, EndedGroup)}, 5},
+		{"-W counts as the TERM it sent", []Outcome{o(0, 0, ""), o(-1, syscall.SIGTERM, EndedWait)}, 143},
+		{"-W: also when the instance exited 0 on the TERM", []Outcome{o(0, 0, ""), o(0, 0, EndedWait)}, 143},
+		{"-W: also when the instance was KILLed after the kill wait", []Outcome{o(0, 0, ""), o(-1, syscall.SIGKILL, EndedWait)}, 143},
 		{"timeout counts", []Outcome{o(0, 0, ""), o(-1, syscall.SIGTERM, EndedTimeout)}, 143},
+		{"timeout: an exit 0 on the TERM counts as the TERM", []Outcome{o(0, 0, EndedTimeout)}, 143},
+		{"memory cap counts as the TERM", []Outcome{o(0, 0, ""), o(3, 0, EndedMemory)}, 143},
 	}
 	for _, tc := range cases {
 		if got := ExitCode(tc.outs); got != tc.want {
@@ -50,7 +55,9 @@ func TestResultExitCode(t *testing.T) {
 		{"stopped, the instances exited 0 on the TERM: 128+TERM", Result{Outcomes: []Outcome{ok, ok}, Signal: syscall.SIGTERM}, 143},
 		{"stopped by Ctrl-C", Result{Outcomes: []Outcome{ok}, Signal: syscall.SIGINT}, 130},
 		{"stopped, an instance died of the TERM: srun's rule", Result{Outcomes: []Outcome{ok, term}, Signal: syscall.SIGTERM}, 143},
-		{"stopped, an instance failed on its own: its code", Result{Outcomes: []Outcome{{Code: 4}, ok}, Signal: syscall.SIGHUP}, 4},
+		{"stopped, an instance failed on its own: the signal still", Result{Outcomes: []Outcome{{Code: 4}, ok}, Signal: syscall.SIGHUP}, 129},
+		{"Ctrl-C twice: the instances KILLed, still 130", Result{Outcomes: []Outcome{{Code: -1, Signal: syscall.SIGKILL, EndedBy: EndedSignalled}}, Signal: syscall.SIGINT}, 130},
+		{"stopped by INT, then TERM, an instance died of the TERM: the first", Result{Outcomes: []Outcome{term}, Signal: syscall.SIGINT}, 130},
 	} {
 		if got := tc.res.ExitCode(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

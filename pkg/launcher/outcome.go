@@ -79,17 +79,25 @@ func (o Outcome) Status() string {
 	return fmt.Sprint(o.Code)
 }
 
-// ExitCode combines outcomes like srun:
-//  1. Instances that gpulaunch itself ended because another failed (-K,
-//     --ddp's group) or ended first (-W) do not count: the run's code is
-//     the failure that caused it.
-//  2. 128 + the highest signal if any counted instance was killed by one;
-//  3. else the highest exit code.
+// ExitCode combines outcomes like srun (srun.1, RETURN VALUE: "the
+// highest exit code of all tasks run or the highest signal (… 128 +
+// signal) of any task that exited with a signal"). The rules, in order:
+//  1. Instances that gpulaunch ended because another failed (-K, --ddp's
+//     group) do not count: the run's code is the failure that caused it.
+//  2. An instance that gpulaunch ended for -W, --timeout or
+//     --mem-per-task counts as killed by the TERM it was sent, whatever
+//     it did then — exited 0 on it, or outlived the kill wait and was
+//     KILLed: it did not finish, and `gpulaunch … && next` must not go on.
+//  3. 128 + the highest signal if any counted instance was killed by one;
+//  4. else the highest exit code.
 func ExitCode(outs []Outcome) int {
 	sig, code := 0, 0
 	for _, o := range outs {
-		if o.EndedBy == EndedBadExit || o.EndedBy == EndedWait || o.EndedBy == EndedGroup {
+		switch o.EndedBy {
+		case EndedBadExit, EndedGroup:
 			continue
+		case EndedWait, EndedTimeout, EndedMemory:
+			o.Signal = syscall.SIGTERM
 		}
 		if o.Signal != 0 {
 			sig = max(sig, int(o.Signal))
@@ -112,16 +120,19 @@ type Result struct {
 	Signal syscall.Signal
 }
 
-// ExitCode is a run of instances' exit status: srun's rule (ExitCode),
-// except that a run a signal stopped never exits 0 — its instances may
-// have exited cleanly on the TERM, but the run did not finish, and
-// `gpulaunch … && next` must not go on: then it is 128 + that signal.
+// ExitCode is a run of instances' exit status. The rules, in order:
+//  1. A run that a signal to gpulaunch stopped (INT, TERM, HUP, QUIT)
+//     exits 128 + that signal, the first that stopped it, whatever its
+//     instances did then: exited 0 or failed on it, died of it, or were
+//     KILLed after the kill wait or by a second Ctrl-C. The run did not
+//     finish (srun: a task a signal ended beats every exit code), and
+//     Ctrl-C gives a shell's 130.
+//  2. Otherwise srun's rule (ExitCode).
 func (r Result) ExitCode() int {
-	code := ExitCode(r.Outcomes)
-	if code == 0 && r.Signal != 0 {
+	if r.Signal != 0 {
 		return 128 + int(r.Signal)
 	}
-	return code
+	return ExitCode(r.Outcomes)
 }
 
 // WriteSummary prints the end-of-run table, its failure and warning

@@ -57,7 +57,25 @@ type lineCopier struct {
 	buf     []byte
 	filled  int
 	holding bool // inside an over-long line: the lock is held
-	out     []byte
+	// detached: the process that opened the stream has exited, and what
+	// is left is written by processes it left behind (a daemon holding
+	// its stdout). Such a stream never holds the lock across reads: the
+	// other slots' threads would wait on it, their exits unhandled, and
+	// the run could not end to end the daemon (a hang for good).
+	detached bool
+	out      []byte
+}
+
+// detach: the stream's process has exited (see detached). A long line it
+// left open ends here, with a newline, and the lock is let go.
+func (c *lineCopier) detach() {
+	if c.holding {
+		c.m.write([]byte{'\n'})
+		c.ring.Write([]byte{'\n'})
+		c.holding = false
+		c.m.mu.Unlock()
+	}
+	c.detached = true
 }
 
 func (m *lineMux) copier(label string, ring *Ring) *lineCopier {
@@ -131,6 +149,16 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 	switch {
 	case c.filled == len(c.buf) && len(c.buf) < chunkSize:
 		c.buf = append(c.buf, make([]byte, len(c.buf))...)
+	case c.filled == len(c.buf) && c.detached:
+		// A line longer than the buffer from a leftover process: written
+		// as a line of its own, the lock not held (detached).
+		line := append(c.buf[:c.filled:c.filled], '\n')
+		m.mu.Lock()
+		m.write([]byte(c.label))
+		m.write(line)
+		m.mu.Unlock()
+		c.ring.Write(line)
+		c.filled = 0
 	case c.filled == len(c.buf):
 		// A line longer than the buffer: start it and keep the lock
 		// until its newline, so no other line can cut into it.

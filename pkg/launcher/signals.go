@@ -11,6 +11,11 @@ import (
 // forwarded are the signals gpulaunch passes on to its processes.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
+// afterRun takes the signals that come after a run is over, and is never
+// read: they are dropped (Run). Buffered, as signal.Notify asks; a full
+// channel drops them too.
+var afterRun = make(chan os.Signal, 1)
+
 // signalAction is what gpulaunch does about a signal it received.
 type signalAction struct {
 	// drain: start nothing new and let what runs finish; nothing is sent.

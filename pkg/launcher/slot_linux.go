@@ -161,6 +161,7 @@ func (t *slotThread) watch(p *process) reaped {
 	// that stream goes on in a goroutine, and the slot does not wait.
 	for _, s := range open {
 		if !s.drain() {
+			s.copier.detach()
 			t.leftovers.Go(s.copyRest)
 		}
 	}

@@ -126,6 +126,12 @@ func Run(spec Spec) (Result, error) {
 	}
 	signal.Notify(s.signalC, forwarded...)
 	defer signal.Stop(s.signalC)
+	// From the run's end, a signal is caught and dropped for good: the
+	// run is over and its status stands, and gpulaunch still writes the
+	// summary and the report. (It had its default action: gpulaunch died
+	// of it half-way through the report.) Deferred after Stop, so it
+	// runs first and leaves no gap.
+	defer signal.Notify(afterRun, forwarded...)
 
 	group, ctx := errgroup.WithContext(context.Background())
 	ctx, endLoop := context.WithCancel(ctx)
@@ -623,7 +629,12 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		// A scheduled restart sees stopping when its timer fires.
 		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(sig), s.policy.KillWait))
 		s.beginStop(EndedSignalled)
-		s.stopSignal = sig
+		if s.running > 0 || s.pending > 0 {
+			// a signal that finds every instance ended stopped nothing:
+			// the run finished (it comes between the last exit and the
+			// loop's end)
+			s.stopSignal = sig
+		}
 		for i := range s.slots {
 			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == EndedItself {
 				sl.endedBy = EndedSignalled
@@ -633,7 +644,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		s.armKill()
 	}
 	if a.killNow {
-		s.killAll()
+		s.killEvery() // mu is held: killAll would take it again and hang the loop
 	}
 }
 
@@ -677,10 +688,16 @@ func (s *supervisor) killLate(d deadline) {
 	}
 }
 
-// killAll KILLs every running process group.
+// killAll KILLs every running process group: the kill wait after the
+// first stop ran out.
 func (s *supervisor) killAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.killEvery()
+}
+
+// killEvery KILLs every running process group. The caller holds mu.
+func (s *supervisor) killEvery() {
 	for i := range s.slots {
 		s.signalGroup(i, syscall.SIGKILL)
 	}

@@ -35,13 +35,17 @@ func TestDirs(t *testing.T) {
 		{"TMPDIR=/tmp is one candidate", Env{"TMPDIR": "/tmp"}, []string{fmt.Sprintf("/tmp/gpulaunch-%d", uid)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Dirs(tc.env, uid); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			if got := Dirs(tc.env, uid, "/tmp"); strings.Join(got, " ") != strings.Join(tc.want, " ") {
 				t.Errorf("Dirs = %v, want %v", got, tc.want)
 			}
 		})
 	}
-	if got := Dirs(Env{"XDG_RUNTIME_DIR": mine}, uid+1); got[0] == mine+"/gpulaunch" {
+	if got := Dirs(Env{"XDG_RUNTIME_DIR": mine}, uid+1, "/tmp"); got[0] == mine+"/gpulaunch" {
 		t.Errorf("someone else's runtime dir was chosen: %v", got)
+	}
+	// the last resort is the temp root given, not /tmp: a test's own
+	if got := Dirs(Env{}, uid, mine); strings.Join(got, " ") != fmt.Sprintf("%s/gpulaunch-%d", mine, uid) {
+		t.Errorf("Dirs with temp root %s = %v", mine, got)
 	}
 }
 

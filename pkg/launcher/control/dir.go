@@ -27,8 +27,10 @@ type Env map[string]string
 // have none on compute nodes) a per-user directory in the temp dir. A
 // client looks in every candidate, because the shell it runs in (a
 // tmux pane, an `srun --pty` shell) may see a different environment
-// from the one gpulaunch started in.
-func Dirs(env Env, uid int) []string {
+// from the one gpulaunch started in. tmp is the system's temp directory,
+// the last resort ("/tmp"; a test gives its own, so that it never finds
+// another gpulaunch of the machine).
+func Dirs(env Env, uid int, tmp string) []string {
 	var dirs []string
 	add := func(d string) {
 		for _, have := range dirs {
@@ -46,7 +48,7 @@ func Dirs(env Env, uid int) []string {
 	if t := env["TMPDIR"]; t != "" && filepath.IsAbs(t) {
 		add(filepath.Join(t, fmt.Sprintf("gpulaunch-%d", uid)))
 	}
-	add(filepath.Join("/tmp", fmt.Sprintf("gpulaunch-%d", uid)))
+	add(filepath.Join(tmp, fmt.Sprintf("gpulaunch-%d", uid)))
 	return dirs
 }
 
