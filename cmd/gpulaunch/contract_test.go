@@ -155,7 +155,6 @@ var contract = []contractRow{
 	bad("run", "kill-wait", "negative", runS+" --kill-wait -1 -- ./app"),
 	bad("run", "kill-wait", "wrong type", runS+" --kill-wait x -- ./app"),
 	bad("run", "kill-wait", "too large", runS+" --kill-wait Inf -- ./app"),
-	bad("run", "mem-per-task", "zero", runS+" --mem-per-task 0 -- ./app"),
 	bad("run", "mem-per-task", "negative", runS+" --mem-per-task -1G -- ./app"),
 	bad("run", "mem-per-task", "wrong type", runS+" --mem-per-task lots -- ./app"),
 	bad("run", "mem-per-task", "too large", runS+" --mem-per-task 99999999T -- ./app"),

@@ -110,9 +110,9 @@ func (d decimal) Set(s string) error {
 }
 
 // ownEmptyCheck are the word flags whose own checks refuse "" with a fix
-// of their own (a list of the values, what to give): the task queue's
-// files (tasks.go), the choices and --master-addr, scale's --metric.
-var ownEmptyCheck = map[string]bool{"tasks": true, "each-line": true, "joblog": true, "log-format": true, "gpu-ids": true,
+// of their own (a list of the values, what to give): the choices and
+// --master-addr, scale's --metric.
+var ownEmptyCheck = map[string]bool{"log-format": true, "gpu-ids": true,
 	"gpu-visibility": true, "mem-bind": true, "ranks": true, "master-addr": true, "metric": true}
 
 // emptyValue refuses a word flag given an empty value (-o "$OUT" with

@@ -422,7 +422,7 @@ func TestReportRefusesOtherJSON(t *testing.T) {
 		{"a status", write("status.json", status), []string{"status.json is", "status --json"}},
 		{"other JSON", write("other.json", `{"name": "x"}`), []string{"other.json is not a gpulaunch run report", "--report FILE"}},
 		{"a list", write("list.json", `[1, 2]`), []string{"list.json is not a gpulaunch run report"}},
-		{"broken JSON", write("broken.json", "{\n  \"schema_version\": 1,\n  oops\n}"), []string{"broken.json is not a gpulaunch run report", "line 3"}},
+		{"broken JSON", write("broken.json", "{\n  \"schema_version\": 1,\n  oops\n}"), []string{"broken.json is not a gpulaunch run report", "broken.json:3:3: invalid character"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, "x.svg")

@@ -317,7 +317,9 @@ type sigExpect struct {
 //  1. A signal that reaches gpulaunch before it has set its handlers —
 //     only the start phase's first can, sent as gpulaunch starts — has
 //     its default action, and nothing has started yet: gpulaunch dies of
-//     it (QUIT: Go's exit 2). Or it came later, and the rules below hold.
+//     it (QUIT: Go's dump and exit 2, or before Go's runtime has its own
+//     handler, the signal's default). Or it came later, and the rules
+//     below hold.
 //  2. A run of instances (start, run, restart): the first INT, TERM, HUP
 //     or QUIT stops it: 128 + that signal, whatever the instances did
 //     then — exited, died of it, or ignored it until the KILL (the kill
@@ -390,10 +392,9 @@ func sigOracle(q sigSequence) sigExpect {
 	}
 	if q.phase == "start" { // rule 1
 		first := q.signals[0]
+		allow(-int(first))
 		if first == syscall.SIGQUIT {
-			allow(2)
-		} else {
-			allow(-int(first))
+			allow(2) // once Go's runtime has its handler: a dump, exit 2
 		}
 	}
 	if q.phase == "nodes" { // rule 7
