@@ -319,7 +319,10 @@ type sigExpect struct {
 //     its default action, and nothing has started yet: gpulaunch dies of
 //     it (QUIT: Go's dump and exit 2, or before Go's runtime has its own
 //     handler, the signal's default). Or it came later, and the rules
-//     below hold.
+//     below hold, but for USR1: in the start phase it may come before the
+//     instances exist (passed to none: they run to their end, 0) or
+//     before an instance has set its own trap (it dies of it: 138),
+//     whatever the instances do with it later.
 //  2. A run of instances (start, run, restart): the first INT, TERM, HUP
 //     or QUIT stops it: 128 + that signal, whatever the instances did
 //     then — exited, died of it, or ignored it until the KILL (the kill
@@ -358,7 +361,13 @@ func sigOracle(q sigSequence) sigExpect {
 		}
 	}
 	e := sigExpect{stopAt: stop, after: sigKillWait, natural: sigLifetime + sigKillWait}
-	allow := func(codes ...int) { e.statuses = append(e.statuses, codes...) }
+	allow := func(codes ...int) {
+		for _, c := range codes {
+			if !slices.Contains(e.statuses, c) {
+				e.statuses = append(e.statuses, c)
+			}
+		}
+	}
 	diesFirst := q.behaviour == "die" && usr1 >= 0 && (stop < 0 || usr1 < stop)
 	switch {
 	case !queue && stop >= 0: // rule 2
@@ -391,6 +400,12 @@ func sigOracle(q sigSequence) sigExpect {
 		e.natural = queueRounds(q.phase) * sigLifetime * 3 / 2
 	}
 	if q.phase == "start" { // rule 1
+		if !queue && usr1 >= 0 && (stop < 0 || usr1 < stop) {
+			allow(128 + int(syscall.SIGUSR1))
+			if stop < 0 {
+				allow(0)
+			}
+		}
 		first := q.signals[0]
 		allow(-int(first))
 		if first == syscall.SIGQUIT {
@@ -672,6 +687,8 @@ func TestSignalOracle(t *testing.T) {
 	}{
 		{"1: before the handlers: its default action", seq("start", "ignore", TERM), []int{143, -15}, 0},
 		{"1: QUIT before the handlers: its default, or Go's exit 2", seq("start", "ignore", QUIT), []int{131, -3, 2}, 0},
+		{"1: USR1 before the instances or their traps", seq("start", "ignore", USR1), []int{0, 138, -10}, -1},
+		{"1: USR1 before them, then a stop", seq("start", "catch", USR1, INT), []int{130, 138, -10}, 1},
 		{"2: the first stop decides", seq("run", "ignore", INT, TERM, QUIT), []int{130}, 0},
 		{"2: HUP stops a run of instances", seq("run", "catch", USR1, HUP), []int{129}, 1},
 		{"3: instances that die of USR1 end the run", seq("run", "die", USR1), []int{138}, -1},
