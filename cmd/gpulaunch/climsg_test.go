@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"path/filepath"
@@ -313,20 +312,7 @@ func TestLogsTailZero(t *testing.T) {
 	if out != "" {
 		t.Errorf("stdout %q", out)
 	}
-	follow := gpulaunch(t, "logs", "-f", "--tail", "0", "--pid", r.pid(), "0")
-	follow.Env = append(withoutSlurm(follow.Env), "XDG_RUNTIME_DIR="+r.runtime)
-	pipe, _ := follow.StdoutPipe()
-	if err := follow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	follow, lines := r.follow(t, "logs", "-f", "--tail", "0", "--pid", r.pid(), "0")
 	t.Cleanup(func() { _ = follow.Process.Kill() })
 	// The follower may connect after a signal was sent: USR1 again until
 	// its line comes through (each USR1 writes one), never assuming the

@@ -38,6 +38,27 @@ func startLiveRun(t *testing.T, env []string, args ...string) *liveRun {
 // directory, TMPDIR, and the temp root that replaces /tmp (GLTEST_TMP,
 // read by TestMain). Another gpulaunch on the machine — another test's, a
 // user's in /tmp — is never seen.
+// follow starts a client of r (`logs -f …`) that runs on, and hands its
+// stdout over line by line; the channel closes when the client ends.
+func (r *liveRun) follow(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := gpulaunch(t, args...)
+	cmd.Env = append(withoutSlurm(cmd.Env), ownSockets(r.runtime)...)
+	pipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, lines
+}
+
 func ownSockets(runtime string) []string {
 	return []string{"XDG_RUNTIME_DIR=" + runtime, "TMPDIR=" + runtime, "GLTEST_TMP=" + runtime}
 }
@@ -153,20 +174,7 @@ func TestControlStatusLogsAndSignal(t *testing.T) {
 
 	// logs -f follows instance 1 from its first line; a signal to
 	// instance 1 shows up there, and reaches instance 1 only.
-	follow := gpulaunch(t, "logs", "-f", "--pid", r.pid(), "1")
-	follow.Env = append(withoutSlurm(follow.Env), ownSockets(r.runtime)...)
-	pipe, _ := follow.StdoutPipe()
-	if err := follow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	follow, lines := r.follow(t, "logs", "-f", "--pid", r.pid(), "1")
 	expectLine(t, lines, "instance 1 ready")
 	out, errOut, code := r.client(t, "signal", "--pid", r.pid(), "1", "usr1")
 	if code != 0 || !regexpMatch(`^sent SIGUSR1 to instance 1 \(pid \d+\)\n$`, out) {
