@@ -14,7 +14,7 @@ $(shell mkdir -p $(TMPDIR))
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts \
   ./pkg/binding:FuzzAMDVisible ./pkg/binding:FuzzZEMask ./pkg/gpu:FuzzKFDProperties ./pkg/gpu:FuzzIntelUevent \
-  ./pkg/launcher:FuzzSplitWords ./pkg/launcher:FuzzFillTemplate ./cmd/gpulaunch:FuzzShellJoin \
+  ./pkg/taskqueue:FuzzSplitWords ./pkg/taskqueue:FuzzFillTemplate ./cmd/gpulaunch:FuzzShellJoin \
   ./cmd/gpulaunch:FuzzParseArgs
 
 .PHONY: build test integration demo bench fuzz lint clean pictures stress

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+
 	"io"
 	"strings"
-
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // useColour says whether output to a writer gets colour:
@@ -23,8 +23,8 @@ func useColour(terminal bool, env map[string]string) bool {
 }
 
 // paint is how gpulaunch's tables on w are coloured (useColour).
-func (a *app) paint(w io.Writer) launcher.Paint {
-	return launcher.Paint(useColour(isTerminal(w), a.env))
+func (a *app) paint(w io.Writer) summary.Paint {
+	return summary.Paint(useColour(isTerminal(w), a.env))
 }
 
 // warningsOnly passes on the lines that are warnings ("warning: …", in

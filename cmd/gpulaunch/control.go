@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,8 +21,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher/control"
 )
 
 const statusUsage = `Usage: gpulaunch status [--json] [--pid PID | --socket PATH]
@@ -379,7 +382,7 @@ func (a *app) signal(args []string) error {
 		return err
 	}
 	for _, s := range sent {
-		fmt.Fprintf(a.stdout, "sent %s to instance %d (pid %d)\n", launcher.SignalName(sig), s.Instance, s.PID)
+		fmt.Fprintf(a.stdout, "sent %s to instance %d (pid %d)\n", job.SignalName(sig), s.Instance, s.PID)
 	}
 	return nil
 }
@@ -387,7 +390,7 @@ func (a *app) signal(args []string) error {
 // writeStatus renders a snapshot as the live table, fitted to width
 // columns (0: no limit) by fitTable, its failure and warning cells
 // painted.
-func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint launcher.Paint) {
+func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint summary.Paint) {
 	counts := map[string]int{}
 	for _, r := range s.Instances {
 		counts[r.State]++

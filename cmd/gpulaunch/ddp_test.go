@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+
 	"net"
 	"os"
 	"path/filepath"
@@ -11,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // nodeOfStep is what srun --nodes=2 --ntasks-per-node=1 gives the task on
@@ -133,7 +134,7 @@ func TestSecondNodeOfAStep(t *testing.T) {
 // Over several nodes a report name must differ per node, whatever else
 // its pattern expands.
 func TestReportPathPerNode(t *testing.T) {
-	names := launcher.Names{JobID: "7", Host: "n2", NodeIndex: 1}
+	names := instance.Names{JobID: "7", Host: "n2", NodeIndex: 1}
 	for pattern, want := range map[string]string{
 		"run.json":        "run.n2.json",
 		"run-%j.json":     "run-7.n2.json",

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+
 	"fmt"
 	"strings"
 
@@ -8,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 const execUsage = `Usage: gpulaunch exec [flags] [--] COMMAND [ARGS…]
@@ -167,7 +169,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		return err
 	}
 	opts := envOptions(*alloc, ids, vis, rdv)
-	env, err := launcher.InstanceEnv(a.baseEnv(), slot, ranks, opts)
+	env, err := instance.Env(a.baseEnv(), slot, ranks, opts)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -204,7 +206,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		}
 		return nil
 	}
-	if err := launcher.Exec(launcher.BindingOf(slot), path, argv, env); err != nil {
+	if err := process.Exec(process.BindingOf(slot), path, argv, env); err != nil {
 		return commandError{126, err.Error() + ": nothing was started"}
 	}
 	return nil

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+
 	"io"
 	"slices"
 	"strings"
@@ -9,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // FuzzParseArgs: any argv (words joined by NUL) gives run's and scale's
@@ -62,7 +64,7 @@ func validRun(o *runOptions) string {
 		return "a policy value out of range"
 	case o.req.Instances < 0 || o.req.GPUsPerInstance < 0 || o.req.CPUsPerInstance < 0:
 		return "a negative count"
-	case o.ids != launcher.GPUIDsUUID && o.ids != launcher.GPUIDsIndex, o.vis != launcher.VisibleOwn && o.vis != launcher.VisibleAll:
+	case o.ids != instance.GPUIDsUUID && o.ids != instance.GPUIDsIndex, o.vis != instance.VisibleOwn && o.vis != instance.VisibleAll:
 		return "GPU naming"
 	case o.flags.ranks != "global" && o.flags.ranks != "local":
 		return "--ranks"
@@ -70,7 +72,7 @@ func validRun(o *runOptions) string {
 		return "no command"
 	case len(o.argv) > 0 && (o.argv[0] == "" || slices.ContainsFunc(o.argv, func(a string) bool { return strings.ContainsRune(a, 0) })):
 		return "an argument no program can be given"
-	case o.openMode() != launcher.OpenTruncate && o.openMode() != launcher.OpenAppend:
+	case o.openMode() != process.OpenTruncate && o.openMode() != process.OpenAppend:
 		return "--open-mode"
 	}
 	return emptyFlag(o.fs)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+
 	"fmt"
 	"io/fs"
 	"os"
@@ -29,7 +32,7 @@ type launch struct {
 	rdv   *binding.Rendezvous // --ddp's; nil without
 	argv  []string            // COMMAND [ARGS…]
 	path  string              // argv[0] resolved; "" for a task queue
-	names launcher.Names      // what output patterns expand to
+	names instance.Names      // what output patterns expand to
 	// report is --report's file for this node; "" without.
 	report string
 	// bind: the plan's CPUs are this machine's, so binding is applied
@@ -47,7 +50,7 @@ type launch struct {
 // others.
 func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, log *zap.Logger) (*launch, error) {
 	l := &launch{alloc: alloc, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
-		names: launcher.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}}
+		names: instance.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}}
 	if o.auto() {
 		if l.req.GPUsPerInstance == 0 || len(alloc.GPUs) < l.req.GPUsPerInstance {
 			return nil, usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
@@ -62,7 +65,7 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	// launcher runs the same one everywhere), or when Slurm granted every
 	// node the GPUs that made this node's N.
 	// A queue's nodes check it themselves: the holder refuses a node with
-	// another number of slots (link.Holder), since {%} counts node × N.
+	// another number of slots (nodelink.Holder), since {%} counts node × N.
 	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
 	if l.group, err = binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
 		return nil, usageError{err.Error()}
@@ -92,7 +95,7 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 
 // reportFile is where this node writes --report pattern, checked before
 // anything starts.
-func (a *app) reportFile(pattern string, names launcher.Names, multiNode bool, log *zap.Logger) (string, error) {
+func (a *app) reportFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
 	if pattern == "" {
 		return "", nil
 	}
@@ -119,13 +122,13 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 	var insts []launcher.Instance
 	for _, s := range l.plan.Slots {
 		ranks := l.group.Ranks(s.Index)
-		env, err := launcher.InstanceEnv(base, s, ranks, opts)
+		env, err := instance.Env(base, s, ranks, opts)
 		if err != nil {
 			return nil, usageError{err.Error()}
 		}
-		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: l.path, Args: launcher.ExpandArgs(l.argv, s.Index), Env: env}
+		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: l.path, Args: instance.ExpandArgs(l.argv, s.Index), Env: env}
 		if l.bind {
-			inst.Binding = launcher.BindingOf(s)
+			inst.Binding = process.BindingOf(s)
 		}
 		var gpus []string
 		for _, g := range s.GPUs {
@@ -134,10 +137,10 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 		}
 		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
 		if o.flags.output != "" {
-			inst.Stdout, _ = launcher.ExpandPattern(o.flags.output, s.Index, l.names)
+			inst.Stdout, _ = instance.ExpandPattern(o.flags.output, s.Index, l.names)
 		}
 		if o.flags.error != "" {
-			inst.Stderr, _ = launcher.ExpandPattern(o.flags.error, s.Index, l.names)
+			inst.Stderr, _ = instance.ExpandPattern(o.flags.error, s.Index, l.names)
 		}
 		insts = append(insts, inst)
 	}
@@ -187,7 +190,7 @@ func uuids(gpus []gpu.GPU) []string {
 }
 
 // envOptions shape the instances' environment for an allocation.
-func envOptions(a binding.Allocation, ids launcher.GPUIDs, vis launcher.Visibility, rdv *binding.Rendezvous) launcher.EnvOptions {
-	return launcher.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: a.GPUs, Vendor: a.Vendor, Ordinal: a.Ordinal, CardOrdinal: a.CardOrdinal,
+func envOptions(a binding.Allocation, ids instance.GPUIDs, vis instance.Visibility, rdv *binding.Rendezvous) instance.EnvOptions {
+	return instance.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: a.GPUs, Vendor: a.Vendor, Ordinal: a.Ordinal, CardOrdinal: a.CardOrdinal,
 		ZEHierarchy: a.ZEHierarchy, Rendezvous: rdv}
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +14,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher/link"
+	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 )
 
 // A task queue over several nodes (pkg/launcher/nodes.go has its rules,
@@ -54,7 +57,7 @@ func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
 	if err != nil {
 		return nodeQueue{}, usageError{err.Error()}
 	}
-	dir, err := link.KeyDir(a.env)
+	dir, err := nodelink.KeyDir(a.env)
 	if err != nil {
 		return nodeQueue{}, usageError{err.Error()}
 	}
@@ -92,7 +95,7 @@ func (nq nodeQueue) failed(err error, log *zap.Logger) {
 	if nq.role != roleHolder || err == nil || nq.opened {
 		return
 	}
-	if ferr := link.Fail(nq.keyDir, nq.run, err.Error()); ferr != nil {
+	if ferr := nodelink.Fail(nq.keyDir, nq.run, err.Error()); ferr != nil {
 		log.Warn("the other nodes could not be told that this queue failed (" + ferr.Error() + "); they stop when they give up waiting")
 	}
 }
@@ -103,13 +106,13 @@ func (nq nodeQueue) over(log *zap.Logger) {
 	if nq.role != roleHolder {
 		return
 	}
-	if err := link.Over(nq.keyDir, nq.run); err != nil {
+	if err := nodelink.Over(nq.keyDir, nq.run); err != nil {
 		log.Warn("the other nodes could not be told that the queue has nothing to run (" + err.Error() + "); they stop when they give up waiting")
 	}
 }
 
 // hold opens the link of a holder and makes q the queue of every node.
-func (a *app) hold(o *runOptions, l *launch, q *launcher.Queue, log *zap.Logger) (*link.Holder, error) {
+func (a *app) hold(o *runOptions, l *launch, q *taskqueue.Queue, log *zap.Logger) (*nodelink.Holder, error) {
 	g := l.group
 	q.OverNodes(g.Size - 1)
 	q.Host = g.Host
@@ -124,7 +127,7 @@ func (a *app) hold(o *runOptions, l *launch, q *launcher.Queue, log *zap.Logger)
 			port = rv.Port
 		}
 	}
-	h, err := link.Listen(link.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir})
+	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir})
 	if err != nil {
 		return nil, usagef("a task queue over %d nodes: node 0 cannot open its link on port %d: %v: give --master-port PORT; nothing was started", g.Size, port, err)
 	}
@@ -137,16 +140,16 @@ func (a *app) hold(o *runOptions, l *launch, q *launcher.Queue, log *zap.Logger)
 
 // join makes this node one of the holder's: it waits for the holder, and
 // gets a feed for the slots.
-func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*launcher.Feed, *link.Worker, error) {
+func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
 	g := l.group
-	w, err := link.Join(link.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait})
+	w, err := nodelink.Join(nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait})
 	if err != nil {
 		return nil, nil, err
 	}
 	log.Info(fmt.Sprintf("node %d of %d joined the queue held by node 0", g.Rank, g.Size))
 	files := o.taskFiles(l)
-	f := &launcher.Feed{Tries: o.tasks.retries, Host: g.Host,
-		ForSlot: func(t launcher.Task, slot int) launcher.Task {
+	f := &taskqueue.Feed{Tries: o.tasks.retries, Host: g.Host,
+		ForSlot: func(t job.Task, slot int) job.Task {
 			return forSlot(t, g.Ranks(slot).Rank, files)
 		}}
 	return f, w, nil
@@ -154,7 +157,7 @@ func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*launcher.Feed, *
 
 // tellStatus sends the whole queue's counts to every node twice a second,
 // for their `gpulaunch status`, until ctx ends.
-func tellStatus(ctx context.Context, h *link.Holder, board *launcher.Board) {
+func tellStatus(ctx context.Context, h *nodelink.Holder, board *launcher.Board) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -163,7 +166,7 @@ func tellStatus(ctx context.Context, h *link.Holder, board *launcher.Board) {
 			return
 		case <-t.C:
 			if qs := board.Snapshot().Queue; qs != nil {
-				h.Broadcast(launcher.NodeMessage{Kind: launcher.MsgStatus, Status: qs})
+				h.Broadcast(taskqueue.NodeMessage{Kind: taskqueue.MsgStatus, Status: qs})
 			}
 		}
 	}
@@ -172,21 +175,33 @@ func tellStatus(ctx context.Context, h *link.Holder, board *launcher.Board) {
 // peers is this node's link to the other nodes of a queue over several;
 // zero on one node.
 type peers struct {
-	holder *link.Holder
-	worker *link.Worker
-	feed   *launcher.Feed // a node's: what it runs
+	holder *nodelink.Holder
+	worker *nodelink.Worker
+	feed   *taskqueue.Feed // a node's: what it runs
 }
 
 // runQueue is a run's queue: the one kept here (nil on a node that is
 // not the holder), and the link to the other nodes.
 type runQueue struct {
-	q *launcher.Queue
+	q *taskqueue.Queue
 	peers
+}
+
+// work is what the run's slots run: this node's queue, the holder's
+// feed on another node, or (neither) their instances.
+func (rq runQueue) work() launcher.Work {
+	switch {
+	case rq.feed != nil:
+		return launcher.FeedTasks{Feed: rq.feed}
+	case rq.q != nil:
+		return launcher.QueueTasks{Queue: rq.q}
+	}
+	return nil
 }
 
 // openPeers opens the link of a queue over several nodes: the holder
 // listens, another node joins it.
-func (a *app) openPeers(o *runOptions, l *launch, q *launcher.Queue, log *zap.Logger) (peers, error) {
+func (a *app) openPeers(o *runOptions, l *launch, q *taskqueue.Queue, log *zap.Logger) (peers, error) {
 	var p peers
 	var err error
 	switch l.nodes.role {
@@ -199,7 +214,7 @@ func (a *app) openPeers(o *runOptions, l *launch, q *launcher.Queue, log *zap.Lo
 	return p, err
 }
 
-func (p peers) link() launcher.NodeLink {
+func (p peers) link() taskqueue.NodeLink {
 	switch {
 	case p.holder != nil:
 		return p.holder

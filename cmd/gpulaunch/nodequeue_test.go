@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpulaunch/gpulaunch/pkg/launcher/link"
+	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 )
 
 // Two (or three) gpulaunch processes on this machine play the nodes of an
@@ -223,7 +223,7 @@ func TestQueueRefusesIntruders(t *testing.T) {
 	if len(keys) != 1 {
 		t.Fatalf("key files %v", keys)
 	}
-	real, err := link.ReadKey(keys[0])
+	real, err := nodelink.ReadKey(keys[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func otherUser(t *testing.T, key, addr, run string) string {
 // intrude is the other user's attempt (helper "intrude"): read the key
 // file, then say hello without its token.
 func intrude(key, addr, run string) int {
-	_, err := link.ReadKey(key)
+	_, err := nodelink.ReadKey(key)
 	fmt.Println("read:", err)
 	raw, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {

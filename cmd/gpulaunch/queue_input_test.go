@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // writeFile writes content to dir/name and returns the path.
@@ -325,8 +326,8 @@ func TestQueueResumeRefusesAnotherSweepsJoblog(t *testing.T) {
 }
 
 // FuzzShellJoin: the Command a joblog records for an --each-line task
-// (shellJoin) splits back into the task's argv (launcher.SplitWords), and
-// is the same command to --resume (launcher.SameCommand).
+// (shellJoin) splits back into the task's argv (taskqueue.SplitWords), and
+// is the same command to --resume (taskqueue.SameCommand).
 func FuzzShellJoin(f *testing.F) {
 	f.Add("./app", "--lr", "0.1")
 	f.Add("echo", "a b", "it's")
@@ -334,11 +335,11 @@ func FuzzShellJoin(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		args := []string{a, b, c}
 		cmd := shellJoin(args)
-		got, err := launcher.SplitWords(cmd)
+		got, err := taskqueue.SplitWords(cmd)
 		if err != nil || !slices.Equal(got, args) {
 			t.Fatalf("%q joined as %q splits into %q, %v", args, cmd, got, err)
 		}
-		if !strings.ContainsAny(cmd, "\t\n") && !launcher.SameCommand(cmd, cmd) {
+		if !strings.ContainsAny(cmd, "\t\n") && !taskqueue.SameCommand(cmd, cmd) {
 			t.Fatalf("%q is not the same command as itself", cmd)
 		}
 	})
@@ -346,7 +347,7 @@ func FuzzShellJoin(f *testing.F) {
 
 // The replacement strings gpulaunch fills agree with GNU parallel's, run
 // on the same lines (where parallel is installed: the testbed installs
-// it). The table tests of launcher.FillTemplate hold the same values for
+// it). The table tests of taskqueue.FillTemplate hold the same values for
 // machines without it.
 func TestReplacementStringsAgreeWithGNUParallel(t *testing.T) {
 	if _, err := exec.LookPath("parallel"); err != nil {

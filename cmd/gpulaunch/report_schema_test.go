@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -360,7 +362,7 @@ func TestInterruptedRunReportMatchesSchema(t *testing.T) {
 	var r runReport
 	b, _ := os.ReadFile(file)
 	json.Unmarshal(b, &r)
-	if r.ExitCode != 130 || len(r.Instances) != 2 || r.Instances[0].EndedBy != string(launcher.EndedSignalled) {
+	if r.ExitCode != 130 || len(r.Instances) != 2 || r.Instances[0].EndedBy != string(job.EndedSignalled) {
 		t.Errorf("exit %d, instances %+v", r.ExitCode, r.Instances)
 	}
 }

@@ -1,6 +1,13 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +24,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher/control"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher/link"
+	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -99,9 +106,9 @@ type runOptions struct {
 	fs     *pflag.FlagSet // what was given on the command line
 	argv   []string       // COMMAND [ARGS…]
 	policy launcher.Policy
-	halt   launcher.Halt
-	ids    launcher.GPUIDs
-	vis    launcher.Visibility
+	halt   taskqueue.Halt
+	ids    instance.GPUIDs
+	vis    instance.Visibility
 	req    binding.Request // -n, -G, -c, --mem-bind, --share-gpus; Instances 0 without -n
 }
 
@@ -147,7 +154,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if err := o.flags.ddp.check(o.fs, o.tasks.queueMode()); err != nil {
 		return nil, err
 	}
-	if o.halt, err = launcher.ParseHalt(o.tasks.halt); err != nil {
+	if o.halt, err = taskqueue.ParseHalt(o.tasks.halt); err != nil {
 		return nil, usageError{err.Error()}
 	}
 	if o.ids, o.vis, err = gpuNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
@@ -168,7 +175,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.flags.output != "" && !o.fs.Changed("error") {
 		o.flags.error = o.flags.output
 	}
-	if m := o.flags.openMode; m != "" && m != string(launcher.OpenTruncate) && m != string(launcher.OpenAppend) {
+	if m := o.flags.openMode; m != "" && m != string(process.OpenTruncate) && m != string(process.OpenAppend) {
 		return nil, usagef("--open-mode %q: use truncate or append (as srun)", m)
 	}
 	if o.flags.openMode != "" && o.flags.output == "" && o.flags.error == "" {
@@ -207,20 +214,20 @@ func checkArgv(argv []string) error {
 
 // taskFiles are what a queue's task files are named from, here.
 func (o *runOptions) taskFiles(l *launch) taskFiles {
-	return newTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(launcher.OpenAppend))
+	return newTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(process.OpenAppend))
 }
 
 // openMode is how output files are opened: --open-mode, else truncate,
 // except that a --resume appends (the tasks it does not rerun keep what
 // they wrote).
-func (o *runOptions) openMode() launcher.OpenMode {
+func (o *runOptions) openMode() process.OpenMode {
 	switch {
 	case o.flags.openMode != "":
-		return launcher.OpenMode(o.flags.openMode)
+		return process.OpenMode(o.flags.openMode)
 	case o.tasks.resume || o.tasks.resumeFailed:
-		return launcher.OpenAppend
+		return process.OpenAppend
 	}
-	return launcher.OpenTruncate
+	return process.OpenTruncate
 }
 
 // run is `gpulaunch [run]`: read the command line, decide the launch,
@@ -264,7 +271,7 @@ func (a *app) run(args []string) error {
 	l.src, l.usageDir = src, usageDir
 	// The tasks are read where the queue is kept: here, or on node 0 of
 	// a queue over several nodes, whose other nodes never read the input.
-	var tasks []launcher.Task
+	var tasks []job.Task
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
 		if tasks, err = a.buildTasks(o.tasks, o.argv, a.stdin); err != nil {
 			l.nodes.failed(err, log)
@@ -313,7 +320,7 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 // checked first and opened only when every check has passed, so that a
 // refusal leaves the disk as it was: the output files and --report's file
 // (checkOutputs), then the control socket, then the joblog.
-func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *console, log *zap.Logger) error {
+func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
 	tmux := ""
 	if o.flags.tmux {
 		var err error
@@ -331,7 +338,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 	}
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	var queue *launcher.Queue
+	var queue *taskqueue.Queue
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
 		if queue, err = a.newQueue(o, l, tasks); queue == nil && err == nil {
 			l.nodes.over(log)
@@ -351,7 +358,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 		return err
 	}
 	if queue != nil && o.tasks.joblog != "" {
-		if queue.Joblog, err = launcher.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
+		if queue.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
 			srv.Close(0)
 			return usagef("--joblog: %v: nothing was started", err)
 		}
@@ -361,7 +368,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 	peers, err := a.openPeers(o, l, queue, log)
 	if err != nil {
 		srv.Close(0)
-		if errors.Is(err, link.ErrOver) {
+		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
 			return nil
 		}
@@ -371,11 +378,11 @@ func (a *app) start(o *runOptions, l *launch, tasks []launcher.Task, con *consol
 }
 
 // lockJoblog makes this sweep the owner of its joblog before it reads it
-// (launcher.JoblogLock): a second sweep on the same joblog is refused,
+// (taskqueue.JoblogLock): a second sweep on the same joblog is refused,
 // naming the owner. Only where the queue is kept: on one node, or on the
 // holder of a queue over several. nil: no joblog, or no lock on this
 // file system (a warning says so and the run goes on, as parallel's).
-func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*launcher.JoblogLock, error) {
+func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.JoblogLock, error) {
 	path := o.tasks.joblog
 	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" {
 		return nil, nil
@@ -387,12 +394,12 @@ func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*launcher.J
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	lock, err := launcher.LockJoblog(path, host, os.Getpid(), time.Now())
-	var locked *launcher.ErrJoblogLocked
+	lock, err := taskqueue.LockJoblog(path, host, os.Getpid(), time.Now())
+	var locked *taskqueue.ErrJoblogLocked
 	switch {
 	case errors.As(err, &locked):
 		return nil, usagef("--joblog %v: wait for it to end, or give this sweep its own --joblog; nothing was started", err)
-	case errors.Is(err, launcher.ErrLockUnsupported):
+	case errors.Is(err, taskqueue.ErrLockUnsupported):
 		log.Warn(fmt.Sprintf("--joblog %s: %v: another sweep on the same joblog would not be refused (docs/tasks.md, \"The joblog lock\")", path, err))
 	case err != nil:
 		return nil, usagef("--joblog %s: %v: nothing was started", path, pathless(err))
@@ -420,7 +427,7 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 
 // newQueue makes the task queue: what --resume leaves to run. Nil and no
 // error: the joblog has every task done.
-func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launcher.Queue, error) {
+func (a *app) newQueue(o *runOptions, l *launch, tasks []job.Task) (*taskqueue.Queue, error) {
 	todo, skipped, err := skipDone(tasks, o.tasks)
 	if err != nil {
 		return nil, err
@@ -436,8 +443,8 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []launcher.Task) (*launch
 	// machine: a resume by parallel itself matches it.
 	// {%} is the slot's number over every node of the launch, from 1.
 	g := l.group
-	q := &launcher.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
-		ForSlot: func(t launcher.Task, slot int) launcher.Task {
+	q := &taskqueue.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
+		ForSlot: func(t job.Task, slot int) job.Task {
 			return forSlot(t, g.Ranks(slot).Rank, files)
 		}}
 	return q, nil
@@ -483,7 +490,7 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, rq 
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
-			Queue: rq.q, Feed: rq.feed, Link: rq.link(),
+			Work: rq.work(), Link: rq.link(),
 		})
 		rq.close(log) // what the run said last reaches the other nodes
 		return err
@@ -503,17 +510,17 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
-	summary, paint := con.stderr, a.paint(a.stderr)
+	to, paint := con.stderr, a.paint(a.stderr)
 	if quiet { // -q: the summary's warnings only
-		summary = &warningsOnly{w: con.stderr}
+		to = &warningsOnly{w: con.stderr}
 	}
 	switch {
 	case rq.feed != nil:
 		code = rq.feed.ExitCode()
-		launcher.WriteFeedSummary(summary, rq.feed, insts, outs, paint)
+		summary.WriteFeed(to, rq.feed, insts, outs, paint)
 	case queue != nil:
 		code = queue.ExitCode()
-		launcher.WriteQueueSummary(summary, queue, insts, outs, time.Since(run.Started), paint)
+		summary.WriteQueue(to, queue, insts, outs, time.Since(run.Started), paint)
 		if lost, why := queue.Joblog.Lost(); lost > 0 {
 			// a --resume would run those tasks again: the run is not what
 			// its joblog says
@@ -522,14 +529,14 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		}
 	case quiet:
 		code = res.ExitCode()
-		launcher.WriteWarnings(a.stderr, outs, paint)
+		summary.WriteWarnings(a.stderr, outs, paint)
 	default:
 		code = res.ExitCode()
 		if l.group.MultiNode() {
 			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,
 				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)
 		}
-		launcher.WriteSummary(a.stderr, insts, outs, paint)
+		summary.Write(a.stderr, insts, outs, paint)
 	}
 	if l.report != "" {
 		if err := writeReport(l.report, buildReport(l, run, insts, outs, code)); err != nil {
@@ -600,12 +607,12 @@ func rankModeConflicts(fs *pflag.FlagSet) []string {
 }
 
 // gpuNaming reads --gpu-ids and --gpu-visibility.
-func gpuNaming(gpuIDs, visibility string) (launcher.GPUIDs, launcher.Visibility, error) {
-	ids, vis := launcher.GPUIDs(gpuIDs), launcher.Visibility(visibility)
-	if ids != launcher.GPUIDsUUID && ids != launcher.GPUIDsIndex {
+func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility, error) {
+	ids, vis := instance.GPUIDs(gpuIDs), instance.Visibility(visibility)
+	if ids != instance.GPUIDsUUID && ids != instance.GPUIDsIndex {
 		return ids, vis, usagef("--gpu-ids %q: use uuid or index", gpuIDs)
 	}
-	if vis != launcher.VisibleOwn && vis != launcher.VisibleAll {
+	if vis != instance.VisibleOwn && vis != instance.VisibleAll {
 		return ids, vis, usagef("--gpu-visibility %q: use own or all", visibility)
 	}
 	return ids, vis, nil

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func instance() int { n, _ := strconv.Atoi(os.Getenv("GPULAUNCH_INSTANCE")); return n }
+func thisInstance() int { n, _ := strconv.Atoi(os.Getenv("GPULAUNCH_INSTANCE")); return n }
 
 // helper is the fake app.
 func helper(name string, args []string) int {
@@ -63,7 +63,7 @@ func helper(name string, args []string) int {
 	case "intrude": // another user's attempt on a queue over nodes (nodequeue_test.go)
 		return intrude(args[0], args[1], args[2])
 	case "exitn": // exit with args[instance]
-		n, _ := strconv.Atoi(args[instance()])
+		n, _ := strconv.Atoi(args[thisInstance()])
 		return n
 	case "report": // write what the instance sees to args[0].<instance>
 		status, _ := os.ReadFile("/proc/self/status")
@@ -79,10 +79,10 @@ func helper(name string, args []string) int {
 		}
 		rep["args"] = strings.Join(args[1:], " ")
 		b, _ := json.Marshal(rep)
-		_ = os.WriteFile(fmt.Sprintf("%s.%d", args[0], instance()), b, 0o644)
+		_ = os.WriteFile(fmt.Sprintf("%s.%d", args[0], thisInstance()), b, 0o644)
 		return 0
 	case "fail-after": // instance 0 exits args[1] after args[0] seconds; the others sleep
-		if instance() == 0 {
+		if thisInstance() == 0 {
 			d, _ := time.ParseDuration(args[0])
 			time.Sleep(d)
 			n, _ := strconv.Atoi(args[1])
@@ -109,8 +109,8 @@ func helper(name string, args []string) int {
 		signal.Notify(ch, syscall.SIGTERM)
 		fmt.Println("ready")
 		for range ch {
-			_ = os.WriteFile(fmt.Sprintf("%s.%d", args[0], instance()), []byte("TERM"), 0o644)
-			if instance() != ignore {
+			_ = os.WriteFile(fmt.Sprintf("%s.%d", args[0], thisInstance()), []byte("TERM"), 0o644)
+			if thisInstance() != ignore {
 				return 0
 			}
 		}
@@ -146,7 +146,7 @@ func helper(name string, args []string) int {
 		n, _ := strconv.Atoi(args[0])
 		w := bufio.NewWriterSize(os.Stdout, 4096)
 		for i := range n {
-			fmt.Fprintf(w, "%d-%d\n", instance(), i)
+			fmt.Fprintf(w, "%d-%d\n", thisInstance(), i)
 		}
 		w.Flush()
 		return 0
@@ -167,22 +167,22 @@ func helper(name string, args []string) int {
 	case "control-app": // "ready", then a tick every 50ms; reports USR1; exits 0 on TERM
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM)
-		fmt.Printf("instance %d ready\n", instance())
+		fmt.Printf("instance %d ready\n", thisInstance())
 		tick := time.NewTicker(50 * time.Millisecond)
 		for {
 			select {
 			case s := <-sigs:
-				fmt.Printf("instance %d got %s\n", instance(), unix.SignalName(s.(syscall.Signal)))
+				fmt.Printf("instance %d got %s\n", thisInstance(), unix.SignalName(s.(syscall.Signal)))
 				if s == syscall.SIGTERM {
 					return 0
 				}
 			case <-tick.C:
-				fmt.Fprintf(os.Stderr, "instance %d tick\n", instance())
+				fmt.Fprintf(os.Stderr, "instance %d tick\n", thisInstance())
 			}
 		}
 	case "hello": // three lines naming the instance, then linger args[0]
 		for k := range 3 {
-			fmt.Printf("hello %d from instance %d\n", k, instance())
+			fmt.Printf("hello %d from instance %d\n", k, thisInstance())
 		}
 		d, _ := time.ParseDuration(args[0])
 		time.Sleep(d)

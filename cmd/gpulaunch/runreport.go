@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -110,14 +112,14 @@ func signalString(o launcher.Outcome) string {
 // for -o). Over several nodes every node writes its own report: a path
 // that names no node gets ".<host>" before its extension, so that the
 // nodes do not overwrite each other's on a shared filesystem.
-func reportPath(pattern string, names launcher.Names, multiNode bool) (string, error) {
-	p, err := launcher.ExpandPattern(pattern, 0, names)
+func reportPath(pattern string, names instance.Names, multiNode bool) (string, error) {
+	p, err := instance.ExpandPattern(pattern, 0, names)
 	if err != nil {
 		return "", fmt.Errorf("--report: %w", err)
 	}
 	other := names
 	other.Host, other.NodeIndex = names.Host+"-other", names.NodeIndex+1
-	if q, _ := launcher.ExpandPattern(pattern, 0, other); multiNode && q == p {
+	if q, _ := instance.ExpandPattern(pattern, 0, other); multiNode && q == p {
 		// no %N or %n: every node would write this one file
 		ext := filepath.Ext(p)
 		p = strings.TrimSuffix(p, ext) + "." + names.Host + ext

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+
 	"io"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // A column of a table that fitTable may shorten.
@@ -152,7 +152,7 @@ func cutLine(s string, width int) string {
 
 // writeColumns writes the columns shown, padded to their widths and
 // painted after the padding, so that escape codes never shift a column.
-func writeColumns(w io.Writer, cols []*column, paint launcher.Paint) {
+func writeColumns(w io.Writer, cols []*column, paint summary.Paint) {
 	var shown []*column
 	for _, c := range cols {
 		if c.Drop >= 0 {

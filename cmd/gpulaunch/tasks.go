@@ -1,6 +1,10 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"bufio"
 	"errors"
 	"fmt"
@@ -15,8 +19,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // taskFlags are the task queue's flags (run's, in queue mode).
@@ -182,7 +184,7 @@ func pathless(err error) error {
 // only blanks, as GNU parallel's -r — are not tasks; for --tasks neither
 // are # comments. Task numbers count tasks, so they stay the same from run
 // to run of the same input, which --resume relies on.
-func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launcher.Task, error) {
+func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]job.Task, error) {
 	src := tf.tasks + tf.eachLine
 	what := "--tasks"
 	if tf.eachLine != "" {
@@ -201,7 +203,7 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 		resolved[name] = p
 		return p, err
 	}
-	var tasks []launcher.Task
+	var tasks []job.Task
 	for n, line := range lines {
 		if strings.IndexByte(line, 0) >= 0 {
 			return nil, usagef("%s %s line %d holds a NUL byte, which no program argument can carry: remove it (is the file binary?)", what, src, n+1)
@@ -236,20 +238,20 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 // yet resolved: a --tasks line split into words (or given to the shell),
 // or --each-line's COMMAND filled from the line (FillTemplate; {%} waits
 // for the slot).
-func lineTask(tf taskFlags, argv []string, line string, seq int) (launcher.Task, error) {
-	t := launcher.Task{Seq: seq, Command: line}
+func lineTask(tf taskFlags, argv []string, line string, seq int) (job.Task, error) {
+	t := job.Task{Seq: seq, Command: line}
 	var err error
 	switch {
 	case tf.tasks != "" && tf.shell:
 		t.Args = []string{"/bin/sh", "-c", line}
 	case tf.tasks != "":
-		t.Args, err = launcher.SplitWords(line)
+		t.Args, err = taskqueue.SplitWords(line)
 	default:
-		in := launcher.TaskInput{Line: line, Seq: seq}
+		in := job.Input{Line: line, Seq: seq}
 		if tf.cols != nil {
 			in.Cols = tf.cols.Split(line, -1)
 		}
-		if t.Args, err = launcher.FillTemplate(argv, in); err == nil {
+		if t.Args, err = taskqueue.FillTemplate(argv, in); err == nil {
 			t.Template, t.Input, t.Command = argv, &in, shellJoin(t.Args)
 		}
 	}
@@ -259,7 +261,7 @@ func lineTask(tf taskFlags, argv []string, line string, seq int) (launcher.Task,
 // lineError says what is wrong with an input line, or with --each-line's
 // COMMAND, in one line with the fix.
 func lineError(err error, what, src string, n int, line string) error {
-	var te *launcher.TemplateError
+	var te *taskqueue.TemplateError
 	switch {
 	case errors.As(err, &te) && te.Line:
 		return usagef("%s %s line %d: %v", what, src, n, err)
@@ -273,7 +275,7 @@ func lineError(err error, what, src string, n int, line string) error {
 // patterns and the names they expand.
 type taskFiles struct {
 	out, err string
-	names    launcher.Names
+	names    instance.Names
 	// ownOut and ownErr: the pattern names the task (namesTask), and
 	// --open-mode append was not given, so that each try of a task starts
 	// its file afresh.
@@ -282,7 +284,7 @@ type taskFiles struct {
 
 // newTaskFiles are the task files of the -o and -e patterns; appendAll:
 // --open-mode append, which keeps even a task's own files.
-func newTaskFiles(out, err string, names launcher.Names, appendAll bool) taskFiles {
+func newTaskFiles(out, err string, names instance.Names, appendAll bool) taskFiles {
 	return taskFiles{out: out, err: err, names: names,
 		ownOut: !appendAll && namesTask(out, names), ownErr: !appendAll && namesTask(err, names)}
 }
@@ -295,12 +297,12 @@ func newTaskFiles(out, err string, names launcher.Names, appendAll bool) taskFil
 // the slot. A pattern that names the task gives the task files of its
 // own, which each try starts afresh; one without names a file that every
 // task (or every task of a slot) shares line by line.
-func forSlot(t launcher.Task, slot int, tf taskFiles) launcher.Task {
+func forSlot(t job.Task, slot int, tf taskFiles) job.Task {
 	s := strconv.Itoa(slot + 1)
 	if t.Template != nil && t.Input != nil {
 		in := *t.Input
 		in.Slot = slot + 1
-		if args, err := launcher.FillTemplate(t.Template, in); err == nil {
+		if args, err := taskqueue.FillTemplate(t.Template, in); err == nil {
 			t.Args, t.Command = args, shellJoin(args)
 		}
 	} else {
@@ -316,17 +318,17 @@ func forSlot(t launcher.Task, slot int, tf taskFiles) launcher.Task {
 }
 
 // taskFile is the file pattern pat names for task seq in slot (from 0).
-func taskFile(pat string, seq, slot int, names launcher.Names) string {
+func taskFile(pat string, seq, slot int, names instance.Names) string {
 	if pat == "" {
 		return ""
 	}
-	path, _ := launcher.ExpandPattern(queuePattern(pat, seq, slot), seq, names)
+	path, _ := instance.ExpandPattern(queuePattern(pat, seq, slot), seq, names)
 	return path
 }
 
 // namesTask: pat gives every task a file of its own (%t, %3t, {#}), as
 // two tasks in one slot get two files.
-func namesTask(pat string, names launcher.Names) bool {
+func namesTask(pat string, names instance.Names) bool {
 	return pat != "" && taskFile(pat, 1, 0, names) != taskFile(pat, 2, 0, names)
 }
 
@@ -348,7 +350,7 @@ func checkPattern(flag, pat string, queue bool) error {
 	} else if strings.Contains(pat, "{#}") || strings.Contains(pat, "{%}") {
 		return usagef("%s %q: {#} and {%%} name a task queue's task and slot (--tasks, --each-line); a run's instance is %%t", flag, pat)
 	}
-	if _, err := launcher.ExpandPattern(pat, 0, launcher.Names{}); err != nil {
+	if _, err := instance.ExpandPattern(pat, 0, instance.Names{}); err != nil {
 		return usagef("%s: %v", flag, err)
 	}
 	return nil
@@ -358,11 +360,11 @@ func checkPattern(flag, pat string, queue bool) error {
 // record that would skip a task must name the command this sweep runs at
 // that number: a joblog of another sweep (another input, another
 // COMMAND) is refused rather than read as "done".
-func skipDone(tasks []launcher.Task, tf taskFlags) ([]launcher.Task, int, error) {
+func skipDone(tasks []job.Task, tf taskFlags) ([]job.Task, int, error) {
 	if !tf.resume && !tf.resumeFailed {
 		return tasks, 0, nil
 	}
-	done, err := launcher.ReadJoblog(tf.joblog)
+	done, err := taskqueue.ReadJoblog(tf.joblog)
 	var pe *fs.PathError
 	switch {
 	case errors.As(err, &pe):
@@ -370,14 +372,14 @@ func skipDone(tasks []launcher.Task, tf taskFlags) ([]launcher.Task, int, error)
 	case err != nil:
 		return nil, 0, usagef("--joblog %v", err)
 	}
-	var left []launcher.Task
+	var left []job.Task
 	for _, t := range tasks {
 		e, ran := done[t.Seq]
 		if !ran || !tf.resume && (e.Exit != 0 || e.Signal != 0) {
 			left = append(left, t)
 			continue
 		}
-		if !launcher.SameCommand(e.Command, t.Command) {
+		if !taskqueue.SameCommand(e.Command, t.Command) {
 			return nil, 0, usagef("--joblog %s records task %d as %q, but this sweep's task %d is %q: the joblog is another sweep's; give this sweep its own --joblog, or drop --resume to start the file afresh",
 				tf.joblog, t.Seq, e.Command, t.Seq, t.Command)
 		}
@@ -407,7 +409,7 @@ type progressLine struct {
 	mu      sync.Mutex
 	term    io.Writer
 	shown   bool
-	last    launcher.QueueStatus
+	last    taskqueue.QueueStatus
 	drawn   time.Time
 	started time.Time
 }
@@ -434,7 +436,7 @@ func (p *progressLine) clearLocked() {
 }
 
 // update takes new counts; the line is redrawn at most ten times a second.
-func (p *progressLine) update(qs launcher.QueueStatus) {
+func (p *progressLine) update(qs taskqueue.QueueStatus) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = qs

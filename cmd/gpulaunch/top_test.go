@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -31,7 +34,7 @@ func eightOnH100() launcher.Snapshot {
 		case 2:
 			r.State, r.Exit, r.Restarts = launcher.StateExited, "1", 3
 		case 5:
-			r.State, r.Exit, r.EndedBy = launcher.StateExited, "SIGTERM", launcher.EndedSignalled
+			r.State, r.Exit, r.EndedBy = launcher.StateExited, "SIGTERM", job.EndedSignalled
 		case 6:
 			r.State, r.Exit = launcher.StateExited, "0"
 		case 7:
@@ -87,7 +90,7 @@ func TestFitTableRules(t *testing.T) {
 // wider than 80, and every exit shows, a failure in red and an end by
 // gpulaunch in yellow when painted.
 func TestStatusFits80Columns(t *testing.T) {
-	for _, paint := range []launcher.Paint{false, true} {
+	for _, paint := range []summary.Paint{false, true} {
 		var b bytes.Buffer
 		writeStatus(&b, eightOnH100(), 80, paint)
 		out := b.String()

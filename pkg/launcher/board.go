@@ -1,6 +1,12 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +23,8 @@ type Board struct {
 	mu    sync.Mutex
 	run   RunInfo
 	rows  []InstanceStatus
-	rings []*Ring
-	queue *QueueStatus
+	rings []*process.Ring
+	queue *taskqueue.QueueStatus
 
 	signals chan signalRequest
 	done    chan struct{}
@@ -72,8 +78,8 @@ type InstanceStatus struct {
 	Wall  time.Duration `json:"wall_ns"`
 	first time.Time     // the first start, from which a running row's Wall counts
 	// Exit is the last exit status ("0", "3", "SIGKILL"), "" while the first runs.
-	Exit    string `json:"exit,omitempty"`
-	EndedBy Ended  `json:"ended_by,omitempty"`
+	Exit    string    `json:"exit,omitempty"`
+	EndedBy job.Ended `json:"ended_by,omitempty"`
 	// Telemetry from the last sample; negative GPU utilisation: not sampled.
 	CPUPercent  float64  `json:"cpu_pct"`
 	CPUSeconds  float64  `json:"cpu_seconds"`
@@ -97,7 +103,7 @@ type Snapshot struct {
 	Taken     time.Time        `json:"taken"`
 	Instances []InstanceStatus `json:"instances"`
 	// Queue is the task queue's counts; nil in a run of N instances.
-	Queue *QueueStatus `json:"queue,omitempty"`
+	Queue *taskqueue.QueueStatus `json:"queue,omitempty"`
 }
 
 // NewBoard prepares the board for n instances, before the run starts, so
@@ -106,7 +112,7 @@ func NewBoard(run RunInfo, insts []Instance) *Board {
 	b := &Board{run: run, signals: make(chan signalRequest), done: make(chan struct{})}
 	for _, inst := range insts {
 		b.rows = append(b.rows, InstanceStatus{Index: inst.Index, Rank: inst.Rank, State: StateStarting, GPUs: inst.GPUs, CPUs: inst.CPUs, GPUUtil: -1, GPUUtilMean: -1})
-		b.rings = append(b.rings, NewRing(RingSize))
+		b.rings = append(b.rings, process.NewRing(process.RingSize))
 	}
 	return b
 }
@@ -135,7 +141,7 @@ func (b *Board) Snapshot() Snapshot {
 func (b *Board) Len() int { return len(b.rings) }
 
 // Output is instance i's output ring.
-func (b *Board) Output(i int) *Ring { return b.rings[i] }
+func (b *Board) Output(i int) *process.Ring { return b.rings[i] }
 
 // Done is closed when the run has ended.
 func (b *Board) Done() <-chan struct{} { return b.done }
@@ -153,7 +159,7 @@ func (b *Board) setGPUTelemetry(why string) {
 	b.mu.Unlock()
 }
 
-func (b *Board) setQueue(q QueueStatus) {
+func (b *Board) setQueue(q taskqueue.QueueStatus) {
 	b.mu.Lock()
 	b.queue = &q
 	b.mu.Unlock()
@@ -202,7 +208,7 @@ var ErrRunEnded = errors.New("the run has ended")
 
 // Signal sends sig to instance i's process group (AllInstances: every
 // running instance). The supervisor sends it, so it never reaches a pid
-// that has already been reaped and reused. Instance policies apply as to
+// that has already been process.Reaped and reused. Instance policies apply as to
 // any other signal: an instance that dies of it is restarted if it has
 // --restarts left.
 func (b *Board) Signal(ctx context.Context, i int, sig syscall.Signal) ([]Signalled, error) {

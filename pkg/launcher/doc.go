@@ -1,4 +1,14 @@
-// Package launcher starts each slot of a binding.Plan with the slot's CPU
-// affinity and memory policy applied before the app's first instruction,
-// and supervises the instances until every one has exited.
+//go:build linux
+
+// Package launcher is the supervisor of a run: it starts each slot of a
+// binding.Plan on a thread bound to the slot (pkg/process), follows the
+// exits, and carries out what its mode's rules say of them — a run of
+// instances (instanceMode and Policy's rules: restarts, -K, -W, the
+// memory cap), a --ddp group (groupMode), a task queue or a node's share
+// of one (queueMode, feedMode over pkg/taskqueue); it also holds what a
+// run publishes (Board for the control socket, Outcome and the exit
+// status, the telemetry and launch verification). It may touch processes
+// (through pkg/process), signals, timers and the GPU source it is given;
+// its rules (mode.go, group.go, policy.go, signals.go, outcome.go) touch
+// none of them.
 package launcher

@@ -1,44 +1,15 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 )
-
-// Ended says why an instance stopped.
-type Ended string
-
-// Reasons an instance stopped other than by itself.
-const (
-	EndedItself    Ended = ""
-	EndedBadExit   Ended = "kill-on-bad-exit"
-	EndedWait      Ended = "wait"
-	EndedTimeout   Ended = "timeout"
-	EndedMemory    Ended = "memory cap"
-	EndedSignalled Ended = "signal to gpulaunch"
-	EndedHalt      Ended = "halt"
-	EndedGroup     Ended = "group restart"
-	// A queue over several nodes, on a node that is not its holder: the
-	// holder stopped the queue now (a signal or --halt there), or the
-	// holder is gone.
-	EndedHolderStop Ended = "queue stopped by its holder"
-	EndedHolderLost Ended = "queue holder lost"
-)
-
-// byGpulaunch: a task ended so did not finish; a queue does not record
-// it, so that --resume (or another node) runs it again.
-func (e Ended) byGpulaunch() bool {
-	switch e {
-	case EndedHalt, EndedSignalled, EndedHolderStop, EndedHolderLost:
-		return true
-	}
-	return false
-}
 
 // Outcome is how one instance ended.
 type Outcome struct {
@@ -48,7 +19,7 @@ type Outcome struct {
 	Wall     time.Duration  `json:"wall_ns"`
 	Code     int            `json:"exit_code"` // -1 when killed by a signal
 	Signal   syscall.Signal `json:"signal,omitempty"`
-	EndedBy  Ended          `json:"ended_by,omitempty"`
+	EndedBy  job.Ended      `json:"ended_by,omitempty"`
 	PeakRSS  uint64         `json:"peak_rss_bytes"`
 	// CPUSeconds is the CPU time of the instance's process tree.
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -74,7 +45,7 @@ type Outcome struct {
 // Status renders the outcome as srun would: "0", "7", "SIGSEGV".
 func (o Outcome) Status() string {
 	if o.Signal != 0 {
-		return SignalName(o.Signal)
+		return job.SignalName(o.Signal)
 	}
 	return fmt.Sprint(o.Code)
 }
@@ -94,9 +65,9 @@ func ExitCode(outs []Outcome) int {
 	sig, code := 0, 0
 	for _, o := range outs {
 		switch o.EndedBy {
-		case EndedBadExit, EndedGroup:
+		case job.EndedBadExit, job.EndedGroup:
 			continue
-		case EndedWait, EndedTimeout, EndedMemory:
+		case job.EndedWait, job.EndedTimeout, job.EndedMemory:
 			o.Signal = syscall.SIGTERM
 		}
 		if o.Signal != 0 {
@@ -135,69 +106,6 @@ func (r Result) ExitCode() int {
 	return ExitCode(r.Outcomes)
 }
 
-// WriteSummary prints the end-of-run table, its failure and warning
-// cells painted by paint. An instance's WALL runs from its first start to
-// its last exit, its restarts included; a line under the table says so
-// when one restarted.
-func WriteSummary(w io.Writer, insts []Instance, outs []Outcome, paint Paint) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// Across nodes an instance's RANK is not its number on this node.
-	ranks := false
-	for _, inst := range insts {
-		ranks = ranks || inst.Rank != inst.Index
-	}
-	rank := func(i int) string {
-		if ranks {
-			return strconv.Itoa(insts[i].Rank) + "\t"
-		}
-		return ""
-	}
-	fmt.Fprintln(tw, "INSTANCE\t"+map[bool]string{true: "RANK\t"}[ranks]+"PID\tGPU\tCPUS\tWALL\t"+paint.Plain("EXIT")+"\tRESTARTS\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS\tCPU\t"+paint.Plain("ENDED BY"))
-	var warnings []string
-	restarted := false
-	for i, o := range outs {
-		failed := o.Code != 0 || o.Signal != 0
-		endedBy := paint.Plain("-")
-		if o.EndedBy != EndedItself {
-			endedBy = paint.Warn(string(o.EndedBy))
-		}
-		fmt.Fprintf(tw, "%d\t%s%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, rank(i), o.PID, orDash(insts[i].GPUs), orDash(insts[i].CPUs),
-			o.Wall.Round(time.Millisecond), paint.Exit(o.Status(), failed, o.EndedBy), o.Restarts, utilString(o, insts[i]), sizeString(o.GPUMemPeak), sizeString(o.PeakRSS), o.CPUSeconds, endedBy)
-		warnings = append(warnings, o.Warnings...)
-		restarted = restarted || o.Restarts > 0
-	}
-	tw.Flush()
-	if restarted {
-		fmt.Fprintln(w, "WALL: from an instance's first start to its last exit, its restarts and their back-off included")
-	}
-	writeWarnings(w, warnings, paint)
-}
-
-// WriteWarnings prints the outcomes' warnings alone: the summary's part
-// that -q keeps.
-func WriteWarnings(w io.Writer, outs []Outcome, paint Paint) {
-	var warnings []string
-	for _, o := range outs {
-		warnings = append(warnings, o.Warnings...)
-	}
-	writeWarnings(w, warnings, paint)
-}
-
-// utilString is the GPU% MEAN/PEAK column: "-" for an instance without
-// GPUs or without a sample.
-func utilString(o Outcome, inst Instance) string {
-	if o.GPUUtilMean < 0 || len(inst.GPUUUIDs) == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
-}
-
-func writeWarnings(w io.Writer, warnings []string, paint Paint) {
-	for _, msg := range warnings {
-		fmt.Fprintf(w, "%s %s\n", paint.Warn("warning:"), msg)
-	}
-}
-
 func describeSent(sent []Signalled) string {
 	parts := make([]string, len(sent))
 	for i, s := range sent {
@@ -206,14 +114,9 @@ func describeSent(sent []Signalled) string {
 	return strings.Join(parts, ", ")
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func sizeString(b uint64) string {
+// FormatBytes is a size as the summary and the log write it: "1.5 GiB",
+// "640 KiB"; "-" for 0, never sampled.
+func FormatBytes(b uint64) string {
 	switch {
 	case b == 0:
 		return "-" // never sampled: the instance ran shorter than a sample interval
@@ -223,4 +126,12 @@ func sizeString(b uint64) string {
 		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 	}
 	return fmt.Sprintf("%d KiB", b>>10)
+}
+
+// orDash is a value for a table or the log: "-" when there is none.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

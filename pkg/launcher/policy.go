@@ -1,6 +1,10 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
 	"time"
 
 	"go.uber.org/zap"
@@ -24,54 +28,21 @@ import (
 //     the others, unless the run is stopping (also because of a.).
 //
 // With Group (--ddp) the instances are one distributed job, as torchrun's
-// worker group, and rules 1 and 2a apply to the group (afterGroupExit).
-func (p Policy) afterInstanceExit(slot int, j job, e exitFacts) verdict {
-	if p.Group {
-		return p.afterGroupExit(slot, j, e)
-	}
-	if e.failed() && e.by == EndedItself && !e.stopping && j.try < p.Restarts {
-		next := j.again()
-		v := verdict{then: thenLater, job: next, delay: restartBackoff(next.try)}
-		v.say(zap.InfoLevel, "instance %d restarts in %s (restart %d of %d)", slot, v.delay, next.try, p.Restarts)
+// worker group, and groupMode's rules apply instead (group.go).
+func (p Policy) afterInstanceExit(slot int, j job.Job, e job.Exit) job.Verdict {
+	if e.Failed() && e.By == job.EndedItself && !e.Stopping && j.Try < p.Restarts {
+		next := j.Again()
+		v := job.Verdict{Then: job.Later, Job: next, Delay: restartBackoff(next.Try)}
+		v.Say(zap.InfoLevel, "instance %d restarts in %s (restart %d of %d)", slot, v.Delay, next.Try, p.Restarts)
 		return v
 	}
-	v := verdict{then: thenDone}
-	stopping := e.stopping
-	if e.failed() && p.KillOnBadExit && !stopping {
-		v.say(zap.InfoLevel, "instance %d failed: ending the others (--kill-on-bad-exit)", slot)
-		v.stopAll, stopping = EndedBadExit, true
+	v := job.Verdict{Then: job.Done}
+	stopping := e.Stopping
+	if e.Failed() && p.KillOnBadExit && !stopping {
+		v.Say(zap.InfoLevel, "instance %d failed: ending the others (--kill-on-bad-exit)", slot)
+		v.StopAll, stopping = job.EndedBadExit, true
 	}
-	v.startWait = p.WaitAfterFirst > 0 && !e.waitStarted && !stopping
-	return v
-}
-
-// afterGroupExit is afterInstanceExit for a group (--ddp): a rank that
-// fails leaves the others waiting for it in their collectives (NCCL's
-// timeout is ten minutes or more), so the group fails or restarts whole.
-// The rules, in order:
-//
-//	G1. An instance that failed by itself, while the run and the group
-//	    are not stopping, ends the group: while the group has --restarts
-//	    left, every other instance is ended and the whole group starts
-//	    again — every instance in its slot, with its rank — once all have
-//	    exited, after restartBackoff (TORCHELASTIC_RESTART_COUNT counts the
-//	    restarts); with none left, the others are ended as by -K.
-//	G2. Any other end — a success, an instance the group's stop ended —
-//	    leaves the instance done until a restart of the group.
-//	G3. -W applies as to instances, to the first done by itself.
-func (p Policy) afterGroupExit(slot int, j job, e exitFacts) verdict {
-	v := verdict{then: thenDone}
-	if e.failed() && e.by == EndedItself && !e.stopping {
-		if j.try < p.Restarts {
-			v.restartGroup, v.delay = true, restartBackoff(j.try+1)
-			v.say(zap.InfoLevel, "instance %d failed: every instance restarts in %s, as one group (restart %d of %d)", slot, v.delay, j.try+1, p.Restarts)
-			return v
-		}
-		v.say(zap.InfoLevel, "instance %d failed and the group has no restart left: ending the others", slot)
-		v.stopAll = EndedBadExit
-		return v
-	}
-	v.startWait = p.WaitAfterFirst > 0 && !e.waitStarted && !e.stopping && e.by == EndedItself
+	v.StartWait = p.WaitAfterFirst > 0 && !e.WaitStarted && !stopping
 	return v
 }
 
@@ -94,8 +65,8 @@ func restartBackoff(n int) time.Duration {
 
 // overMemoryCap: a process tree whose resident memory is rss is ended
 // (--mem-per-task) when it is over the cap and nothing ends it already.
-func (p Policy) overMemoryCap(rss uint64, endedBy Ended) bool {
-	return p.MemPerTask > 0 && rss > p.MemPerTask && endedBy == EndedItself
+func (p Policy) overMemoryCap(rss uint64, endedBy job.Ended) bool {
+	return p.MemPerTask > 0 && rss > p.MemPerTask && endedBy == job.EndedItself
 }
 
 // memCapEvery is the longest sampling interval under a memory cap: a

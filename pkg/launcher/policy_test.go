@@ -1,6 +1,10 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
 	"syscall"
 	"testing"
 	"time"
@@ -8,59 +12,63 @@ import (
 
 // failedExit and okExit are exits as a slot reports them.
 var (
-	okExit     = exitFacts{code: 0}
-	failedExit = exitFacts{code: 3}
-	killedExit = exitFacts{code: -1, signal: syscall.SIGSEGV}
+	okExit     = exit{Code: 0}
+	failedExit = exit{Code: 3}
+	killedExit = exit{Code: -1, Signal: syscall.SIGSEGV}
 )
 
-func (e exitFacts) endedBy(by Ended) exitFacts  { e.by = by; return e }
-func (e exitFacts) whileStopping() exitFacts    { e.stopping = true; return e }
-func (e exitFacts) afterWaitStarted() exitFacts { e.waitStarted = true; return e }
+// exit is a job.Exit for the tables, with the facts a case changes.
+type exit job.Exit
+
+func (e exit) endedBy(by job.Ended) exit { e.By = by; return e }
+func (e exit) whileStopping() exit       { e.Stopping = true; return e }
+func (e exit) afterWaitStarted() exit    { e.WaitStarted = true; return e }
+func (e exit) running(n int) exit        { e.Running = n; return e }
 
 func TestAfterInstanceExit(t *testing.T) {
 	type want struct {
-		then    then
+		then    job.Then
 		delay   time.Duration
 		try     int
-		stopAll Ended
+		stopAll job.Ended
 		wait    bool
 	}
 	cases := []struct {
 		name   string
 		policy Policy
 		try    int // restarts so far
-		exit   exitFacts
+		exit   exit
 		want   want
 	}{
-		{"success: done", Policy{}, 0, okExit, want{then: thenDone}},
-		{"failure without --restarts: done", Policy{}, 0, failedExit, want{then: thenDone}},
-		{"rule 1: failure restarts after 0.25 s", Policy{Restarts: 2}, 0, failedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
-		{"rule 1: a signal is a failure too", Policy{Restarts: 1}, 0, killedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
-		{"rule 1: the backoff doubles", Policy{Restarts: 5}, 2, failedExit, want{then: thenLater, delay: time.Second, try: 3}},
-		{"rule 1: no restart left", Policy{Restarts: 2}, 2, failedExit, want{then: thenDone}},
-		{"rule 1: success is not restarted", Policy{Restarts: 2}, 0, okExit, want{then: thenDone}},
-		{"rule 1: not while stopping", Policy{Restarts: 2}, 0, failedExit.whileStopping(), want{then: thenDone}},
-		{"rule 1: not after --timeout", Policy{Restarts: 2}, 0, killedExit.endedBy(EndedTimeout), want{then: thenDone}},
-		{"rule 1: not after --mem-per-task", Policy{Restarts: 2}, 0, killedExit.endedBy(EndedMemory), want{then: thenDone}},
-		{"rule 2a: -K ends the others", Policy{KillOnBadExit: true}, 0, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
-		{"rule 2a: -K after the restarts are used up", Policy{KillOnBadExit: true, Restarts: 1}, 1, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
-		{"rule 2a: -K waits for a restart", Policy{KillOnBadExit: true, Restarts: 1}, 0, failedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
-		{"rule 2a: -K ignores success", Policy{KillOnBadExit: true}, 0, okExit, want{then: thenDone}},
-		{"rule 2a: -K not when stopping already", Policy{KillOnBadExit: true}, 0, killedExit.endedBy(EndedSignalled).whileStopping(), want{then: thenDone}},
-		{"rule 2a: a timeout's failure triggers -K", Policy{KillOnBadExit: true}, 0, killedExit.endedBy(EndedTimeout), want{then: thenDone, stopAll: EndedBadExit}},
-		{"rule 2b: the first done starts -W", Policy{WaitAfterFirst: time.Second}, 0, okExit, want{then: thenDone, wait: true}},
-		{"rule 2b: a failure starts -W too", Policy{WaitAfterFirst: time.Second}, 0, failedExit, want{then: thenDone, wait: true}},
-		{"rule 2b: only the first", Policy{WaitAfterFirst: time.Second}, 0, okExit.afterWaitStarted(), want{then: thenDone}},
-		{"rule 2b: not while stopping", Policy{WaitAfterFirst: time.Second}, 0, okExit.whileStopping(), want{then: thenDone}},
-		{"rule 2b: not when -K stops the run", Policy{WaitAfterFirst: time.Second, KillOnBadExit: true}, 0, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
-		{"rule 2b: a restart is not done", Policy{WaitAfterFirst: time.Second, Restarts: 1}, 0, failedExit, want{then: thenLater, delay: 250 * time.Millisecond, try: 1}},
+		{"success: done", Policy{}, 0, okExit, want{then: job.Done}},
+		{"failure without --restarts: done", Policy{}, 0, failedExit, want{then: job.Done}},
+		{"rule 1: failure restarts after 0.25 s", Policy{Restarts: 2}, 0, failedExit, want{then: job.Later, delay: 250 * time.Millisecond, try: 1}},
+		{"rule 1: a signal is a failure too", Policy{Restarts: 1}, 0, killedExit, want{then: job.Later, delay: 250 * time.Millisecond, try: 1}},
+		{"rule 1: the backoff doubles", Policy{Restarts: 5}, 2, failedExit, want{then: job.Later, delay: time.Second, try: 3}},
+		{"rule 1: no restart left", Policy{Restarts: 2}, 2, failedExit, want{then: job.Done}},
+		{"rule 1: success is not restarted", Policy{Restarts: 2}, 0, okExit, want{then: job.Done}},
+		{"rule 1: not while stopping", Policy{Restarts: 2}, 0, failedExit.whileStopping(), want{then: job.Done}},
+		{"rule 1: not after --timeout", Policy{Restarts: 2}, 0, killedExit.endedBy(job.EndedTimeout), want{then: job.Done}},
+		{"rule 1: not after --mem-per-task", Policy{Restarts: 2}, 0, killedExit.endedBy(job.EndedMemory), want{then: job.Done}},
+		{"rule 2a: -K ends the others", Policy{KillOnBadExit: true}, 0, failedExit, want{then: job.Done, stopAll: job.EndedBadExit}},
+		{"rule 2a: -K after the restarts are used up", Policy{KillOnBadExit: true, Restarts: 1}, 1, failedExit, want{then: job.Done, stopAll: job.EndedBadExit}},
+		{"rule 2a: -K waits for a restart", Policy{KillOnBadExit: true, Restarts: 1}, 0, failedExit, want{then: job.Later, delay: 250 * time.Millisecond, try: 1}},
+		{"rule 2a: -K ignores success", Policy{KillOnBadExit: true}, 0, okExit, want{then: job.Done}},
+		{"rule 2a: -K not when stopping already", Policy{KillOnBadExit: true}, 0, killedExit.endedBy(job.EndedSignalled).whileStopping(), want{then: job.Done}},
+		{"rule 2a: a timeout's failure triggers -K", Policy{KillOnBadExit: true}, 0, killedExit.endedBy(job.EndedTimeout), want{then: job.Done, stopAll: job.EndedBadExit}},
+		{"rule 2b: the first done starts -W", Policy{WaitAfterFirst: time.Second}, 0, okExit, want{then: job.Done, wait: true}},
+		{"rule 2b: a failure starts -W too", Policy{WaitAfterFirst: time.Second}, 0, failedExit, want{then: job.Done, wait: true}},
+		{"rule 2b: only the first", Policy{WaitAfterFirst: time.Second}, 0, okExit.afterWaitStarted(), want{then: job.Done}},
+		{"rule 2b: not while stopping", Policy{WaitAfterFirst: time.Second}, 0, okExit.whileStopping(), want{then: job.Done}},
+		{"rule 2b: not when -K stops the run", Policy{WaitAfterFirst: time.Second, KillOnBadExit: true}, 0, failedExit, want{then: job.Done, stopAll: job.EndedBadExit}},
+		{"rule 2b: a restart is not done", Policy{WaitAfterFirst: time.Second, Restarts: 1}, 0, failedExit, want{then: job.Later, delay: 250 * time.Millisecond, try: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := tc.policy.afterInstanceExit(0, job{try: tc.try}, tc.exit)
-			got := want{then: v.then, delay: v.delay, stopAll: v.stopAll, wait: v.startWait}
-			if v.then != thenDone {
-				got.try = v.job.try
+			v := tc.policy.afterInstanceExit(0, job.Job{Try: tc.try}, job.Exit(tc.exit))
+			got := want{then: v.Then, delay: v.Delay, stopAll: v.StopAll, wait: v.StartWait}
+			if v.Then != job.Done {
+				got.try = v.Job.Try
 			}
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
@@ -86,14 +94,14 @@ func TestMemoryCapAndSampling(t *testing.T) {
 		name   string
 		policy Policy
 		rss    uint64
-		by     Ended
+		by     job.Ended
 		over   bool
 	}{
-		{"under the cap", capped, 99 << 20, EndedItself, false},
-		{"at the cap", capped, 100 << 20, EndedItself, false},
-		{"over the cap", capped, 101 << 20, EndedItself, true},
-		{"over, but ending already", capped, 200 << 20, EndedTimeout, false},
-		{"no cap", Policy{}, 1 << 40, EndedItself, false},
+		{"under the cap", capped, 99 << 20, job.EndedItself, false},
+		{"at the cap", capped, 100 << 20, job.EndedItself, false},
+		{"over the cap", capped, 101 << 20, job.EndedItself, true},
+		{"over, but ending already", capped, 200 << 20, job.EndedTimeout, false},
+		{"no cap", Policy{}, 1 << 40, job.EndedItself, false},
 	} {
 		if got := tc.policy.overMemoryCap(tc.rss, tc.by); got != tc.over {
 			t.Errorf("%s: over %v, want %v", tc.name, got, tc.over)
@@ -144,45 +152,5 @@ func TestOnSignal(t *testing.T) {
 		if got := onSignal(tc.sig, tc.drains, tc.stopping, tc.interrupts); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
-	}
-}
-
-// --ddp: the instances fail and restart as one group (afterGroupExit).
-func TestAfterGroupExit(t *testing.T) {
-	type want struct {
-		then    then
-		group   bool // restart the group
-		delay   time.Duration
-		stopAll Ended
-		wait    bool
-	}
-	group := Policy{Group: true, Restarts: 2}
-	cases := []struct {
-		name   string
-		policy Policy
-		try    int // the group's restarts so far
-		exit   exitFacts
-		want   want
-	}{
-		{"G1: a failure restarts the group", group, 0, failedExit, want{then: thenDone, group: true, delay: 250 * time.Millisecond}},
-		{"G1: a signal is a failure", group, 0, killedExit, want{then: thenDone, group: true, delay: 250 * time.Millisecond}},
-		{"G1: the backoff doubles", group, 1, failedExit, want{then: thenDone, group: true, delay: 500 * time.Millisecond}},
-		{"G1: no restart left: the others end as by -K", group, 2, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
-		{"G1: without --restarts: as by -K", Policy{Group: true}, 0, failedExit, want{then: thenDone, stopAll: EndedBadExit}},
-		{"G1: not while the run or the group stops", group, 0, failedExit.whileStopping(), want{then: thenDone}},
-		{"G2: ended by the group's stop: waits", group, 0, killedExit.endedBy(EndedGroup).whileStopping(), want{then: thenDone}},
-		{"G2: ended by --timeout: no group restart", group, 0, killedExit.endedBy(EndedTimeout), want{then: thenDone}},
-		{"G2: a success waits for the others", group, 0, okExit, want{then: thenDone}},
-		{"G3: -W after the first done", Policy{Group: true, WaitAfterFirst: time.Second}, 0, okExit, want{then: thenDone, wait: true}},
-		{"G3: not after a group stop", Policy{Group: true, WaitAfterFirst: time.Second}, 0, killedExit.endedBy(EndedGroup).whileStopping(), want{then: thenDone}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			v := tc.policy.afterInstanceExit(1, job{try: tc.try}, tc.exit)
-			got := want{then: v.then, group: v.restartGroup, delay: v.delay, stopAll: v.stopAll, wait: v.startWait}
-			if got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-		})
 	}
 }

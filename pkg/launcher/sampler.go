@@ -1,6 +1,11 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+
 	"context"
 	"fmt"
 	"slices"
@@ -62,7 +67,7 @@ func (sm *sampler) run(ctx context.Context, s *supervisor) error {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
-			procs := scanProcs()
+			procs := process.ScanProcs()
 			s.fold(now, &procs, sm.gpuUsage(s.log, s.board), sm)
 		}
 	}
@@ -88,7 +93,7 @@ func (sm *sampler) gpuUsage(log *zap.Logger, board *Board) []gpu.Usage {
 
 // fold takes one sample into every running slot, publishes it, and ends
 // a process tree over --mem-per-task.
-func (s *supervisor) fold(now time.Time, procs *procTable, usage []gpu.Usage, sm *sampler) {
+func (s *supervisor) fold(now time.Time, procs *process.ProcTable, usage []gpu.Usage, sm *sampler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.slots {
@@ -96,10 +101,10 @@ func (s *supervisor) fold(now time.Time, procs *procTable, usage []gpu.Usage, sm
 		if sl.pid == 0 {
 			continue
 		}
-		tree := procs.tree(sl.pid)
-		sl.sampled(now, tree.cpu(procs), tree.rss(procs))
+		tree := procs.Tree(sl.pid)
+		sl.sampled(now, tree.CPU(procs), tree.RSS(procs))
 		if sm.gpus != nil {
-			for _, w := range sl.watch.observe(i, usage, tree.pids, sm.owner, now.Sub(sl.started)) {
+			for _, w := range sl.watch.observe(i, usage, tree.PIDs, sm.owner, now.Sub(sl.started)) {
 				s.log.Warn(w)
 				sl.watch.warnings = append(sl.watch.warnings, w)
 				sl.tl.event(now, "warning", w)
@@ -112,8 +117,8 @@ func (s *supervisor) fold(now time.Time, procs *procTable, usage []gpu.Usage, sm
 		sl.tl.buf.add(now.Sub(s.begun).Seconds(), util, mem, sl.cpuPercent, float64(sl.rss))
 		s.publish(i)
 		if s.policy.overMemoryCap(sl.rss, sl.endedBy) {
-			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, sizeString(sl.rss), sizeString(s.policy.MemPerTask)))
-			s.terminate(i, EndedMemory)
+			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, FormatBytes(sl.rss), FormatBytes(s.policy.MemPerTask)))
+			s.terminate(i, job.EndedMemory)
 		}
 	}
 }

@@ -1,11 +1,10 @@
+//go:build linux
+
 package launcher
 
 import (
 	"os"
-	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // forwarded are the signals gpulaunch passes on to its processes.
@@ -57,12 +56,4 @@ func onSignal(sig syscall.Signal, drainsOnHangup, stopping bool, interrupts int)
 		a.killNow = stopping && sig == syscall.SIGINT && interrupts >= 2
 	}
 	return a
-}
-
-// SignalName is a signal as users write it: "SIGUSR1"; "" for none.
-func SignalName(s syscall.Signal) string {
-	if s == 0 {
-		return ""
-	}
-	return "SIG" + strings.TrimPrefix(unix.SignalName(s), "SIG")
 }

@@ -1,9 +1,13 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -13,21 +17,20 @@ import (
 // (row, outcome). The supervisor's lock guards every field but readers.
 type slot struct {
 	inst   Instance
-	thread *slotThread // made on the slot's first start
-	job    job         // the job running now, or the last one
+	thread *process.Thread // made on the slot's first start
+	job    job.Job         // the job running now, or the last one
 
-	proc    *process    // the process running now; nil: none
-	pid     int         // its pid; 0 when none runs
-	started time.Time   // when the current or last process started
-	first   time.Time   // when the slot's first process started: its wall counts from there
-	endedBy Ended       // who is ending the current process: EndedItself until gpulaunch does
-	timer   *time.Timer // the current process's --timeout
+	proc    *process.Process // the process running now; nil: none
+	pid     int              // its pid; 0 when none runs
+	started time.Time        // when the current or last process started
+	first   time.Time        // when the slot's first process started: its wall counts from there
+	endedBy job.Ended        // who is ending the current process: job.EndedItself until gpulaunch does
+	timer   *time.Timer      // the current process's --timeout
 
-	restarts int  // an instance's restarts so far
-	pending  bool // a restart waits out its backoff
-	waiting  bool // a queue slot waits for a task (thenWait)
-	done     bool // the slot runs nothing more
-	exited   bool // a process of the slot has exited
+	pending bool // a restart waits out its backoff
+	waiting bool // the slot waits for its mode (job.Wait): a task from another node, its group's restart
+	done    bool // the slot runs nothing more
+	exited  bool // a process of the slot has exited
 	// out holds the exit of the last process and the counts across all of
 	// them; outcome completes it with the GPU record.
 	out Outcome
@@ -56,29 +59,28 @@ type slot struct {
 	readers sync.WaitGroup
 }
 
-// environ is the environment job runs with: the instance's, plus the
-// task number for a task, or the group's restart count (torchrun's
-// variables) for an instance of a group.
-func (s *slot) environ(j job, p Policy) []string {
-	switch {
-	case j.task.Seq > 0:
-		s.env = append(append(s.env[:0], s.inst.Env...), "GPULAUNCH_TASK="+strconv.Itoa(j.task.Seq))
-	case p.Group:
-		s.env = append(append(s.env[:0], s.inst.Env...),
-			"TORCHELASTIC_RESTART_COUNT="+strconv.Itoa(j.try), "TORCHELASTIC_MAX_RESTARTS="+strconv.Itoa(p.Restarts))
-	default:
+// environ is the environment j runs with: the instance's, plus the task
+// number for a task, plus what its mode tells it (j.Env: a group's
+// restart count, torchrun's variables).
+func (s *slot) environ(j job.Job) []string {
+	if j.Task.Seq == 0 && len(j.Env) == 0 {
 		return s.inst.Env
 	}
+	s.env = append(s.env[:0], s.inst.Env...)
+	if j.Task.Seq > 0 {
+		s.env = append(s.env, "GPULAUNCH_TASK="+strconv.Itoa(j.Task.Seq))
+	}
+	s.env = append(s.env, j.Env...)
 	return s.env
 }
 
 // began records the start of the slot's process p.
-func (s *slot) began(p *process, now time.Time) {
-	s.proc, s.pid, s.started = p, p.pid, now
+func (s *slot) began(p *process.Process, now time.Time) {
+	s.proc, s.pid, s.started = p, p.PID, now
 	if s.first.IsZero() {
 		s.first = now
 	}
-	s.out.PID = p.pid
+	s.out.PID = p.PID
 	s.rss, s.cpuPercent, s.sampledAt, s.sampledCPU, s.cpuNow = 0, 0, time.Time{}, 0, 0
 }
 
@@ -95,45 +97,39 @@ func (s *slot) sampled(now time.Time, cpu float64, rss uint64) {
 	s.sampledAt, s.sampledCPU = now, s.cpuNow
 }
 
-// reaped is a child's end as wait4 reports it: its status, and the
-// kernel's own account of its resources — its CPU time and peak resident
-// memory, its reaped children's included. They are exact where samples
-// are not: a process that ends between two samples was never sampled.
-type reaped struct {
-	status syscall.WaitStatus
-	cpu    float64 // user + system CPU time, seconds
-	maxRSS uint64  // peak resident set, bytes
-}
-
 // ended records the end of the slot's process and returns what a mode
 // needs to know of it; the stopping and -W facts are the run's to add.
-func (s *slot) ended(end reaped, now time.Time) exitFacts {
+func (s *slot) ended(end process.Reaped, now time.Time) job.Exit {
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	s.cpuDone += max(s.cpuNow, end.cpu)
+	s.cpuDone += max(s.cpuNow, end.CPU)
 	s.cpuNow, s.rss = 0, 0
-	s.out.PeakRSS = max(s.out.PeakRSS, end.maxRSS)
-	code, sig := exitOf(end.status)
-	e := exitFacts{code: code, signal: sig, by: s.endedBy, started: s.started, wall: now.Sub(s.started)}
+	s.out.PeakRSS = max(s.out.PeakRSS, end.MaxRSS)
+	code, sig := job.ExitOf(end.Status)
+	e := job.Exit{Code: code, Signal: sig, By: s.endedBy, Started: s.started, Wall: now.Sub(s.started)}
 	s.proc, s.pid, s.exited = nil, 0, true
 	// The slot's wall is from its first start to this exit: a restarted
-	// instance's whole time, not its last attempt's (e.wall, the log's
+	// instance's whole time, not its last attempt's (e.Wall, the log's
 	// "exited … after" and a task's joblog runtime).
 	s.out.Wall, s.out.Code, s.out.Signal, s.out.EndedBy = now.Sub(s.first), code, sig, s.endedBy
-	s.endedBy = EndedItself
+	s.endedBy = job.EndedItself
 	return e
 }
 
 // state is the slot's state as `gpulaunch status` shows it.
 func (s *slot) state() string {
 	switch {
-	case s.pid > 0 && s.endedBy != EndedItself:
+	case s.pid > 0 && s.endedBy != job.EndedItself:
 		return StateStopping
 	case s.pid > 0:
 		return StateRunning
 	case s.done:
+		return StateExited
+	case s.waiting && s.exited && s.job.Task.Seq == 0:
+		// an instance of a group (--ddp) that ended and waits for the
+		// group's restart or end: it has exited, and may run again
 		return StateExited
 	case s.waiting:
 		return StateWaiting
@@ -146,7 +142,7 @@ func (s *slot) state() string {
 // outcome is how the slot ended, or stands now.
 func (s *slot) outcome(index int) Outcome {
 	o := s.out
-	o.Index, o.Restarts, o.CPUSeconds = index, s.restarts, s.cpuDone+s.cpuNow
+	o.Index, o.Restarts, o.CPUSeconds = index, s.job.Try, s.cpuDone+s.cpuNow
 	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.watch.meanUtil(), s.watch.utilPeak, s.watch.memPeak
 	o.Warnings = append([]string{}, s.watch.warnings...)
 	return o
@@ -155,7 +151,7 @@ func (s *slot) outcome(index int) Outcome {
 // row fills the slot's line of the live table.
 func (s *slot) row(index int, r *InstanceStatus) {
 	o := s.outcome(index)
-	r.State, r.PID, r.Started, r.Restarts = s.state(), o.PID, s.started, s.job.try
+	r.State, r.PID, r.Started, r.Restarts = s.state(), o.PID, s.started, o.Restarts
 	r.Wall, r.Exit, r.EndedBy, r.first = o.Wall, "", o.EndedBy, s.first
 	if s.exited {
 		r.Exit = o.Status()
@@ -166,5 +162,5 @@ func (s *slot) row(index int, r *InstanceStatus) {
 	r.CPUPercent, r.CPUSeconds, r.RSS, r.PeakRSS = s.cpuPercent, o.CPUSeconds, s.rss, o.PeakRSS
 	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.watch.lastUtil, s.watch.lastMem, o.GPUUtilMean
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
-	r.Task, r.Command = s.job.task.Seq, s.job.task.Command
+	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command
 }

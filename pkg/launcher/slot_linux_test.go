@@ -1,6 +1,10 @@
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"bytes"
 	"fmt"
 	"os"
@@ -15,17 +19,17 @@ import (
 // a last line without a newline, output past a pipe's capacity, and the
 // output of a process a task left behind while the slot goes on.
 func TestSlotCopiesOutputWithAndWithoutPidfd(t *testing.T) {
-	sh := func(seq int, script string) Task {
-		return Task{Seq: seq, Path: "/bin/sh", Args: []string{"sh", "-c", script}, Command: script}
+	sh := func(seq int, script string) job.Task {
+		return job.Task{Seq: seq, Path: "/bin/sh", Args: []string{"sh", "-c", script}, Command: script}
 	}
 	for _, pidfd := range []bool{true, false} {
 		t.Run(fmt.Sprintf("pidfd=%v", pidfd), func(t *testing.T) {
-			if pidfd && !kernelPidfd() {
+			if pidfd && !process.KernelPidfd() {
 				t.Skip("this kernel hands out no pidfds")
 			}
-			noPidfd = !pidfd
-			defer func() { noPidfd = false }()
-			q := &Queue{Total: 4, Tasks: []Task{
+			process.NoPidfd = !pidfd
+			defer func() { process.NoPidfd = false }()
+			q := &taskqueue.Queue{Total: 4, Tasks: []job.Task{
 				sh(1, "echo one; echo err >&2; printf partial"),
 				sh(2, "(sleep 0.3; echo late) & echo two"),
 				sh(3, "seq 20000"),
@@ -34,7 +38,7 @@ func TestSlotCopiesOutputWithAndWithoutPidfd(t *testing.T) {
 			var out, errOut bytes.Buffer
 			res, err := Run(Spec{
 				Instances: []Instance{{Path: "/bin/true", Args: []string{"true"}, Env: os.Environ()}},
-				Label:     true, Stdout: &out, Stderr: &errOut, Queue: q, Policy: Policy{KillWait: time.Second},
+				Label:     true, Stdout: &out, Stderr: &errOut, Work: QueueTasks{q}, Policy: Policy{KillWait: time.Second},
 			})
 			if err != nil {
 				t.Fatal(err)

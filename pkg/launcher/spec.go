@@ -1,26 +1,16 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"io"
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 )
-
-// Binding is what an instance is bound to before exec; empty CPUs: no affinity.
-type Binding struct {
-	CPUs      cpuset.Set
-	MemPolicy binding.MemPolicy
-	MemNodes  cpuset.Set
-}
-
-// BindingOf is the binding of a plan's slot.
-func BindingOf(s binding.Slot) Binding {
-	return Binding{CPUs: s.CPUs, MemPolicy: s.MemPolicy, MemNodes: s.MemNodes}
-}
 
 // Instance is one copy of the app, ready to start.
 type Instance struct {
@@ -31,7 +21,7 @@ type Instance struct {
 	Path    string   // resolved executable
 	Args    []string // argv, argv[0] as the user gave it
 	Env     []string
-	Binding Binding
+	Binding process.Binding
 	// Stdout and Stderr are file paths; "" writes to gpulaunch's own.
 	Stdout, Stderr string
 	// GPUs and CPUs describe the slot in logs and the summary.
@@ -80,7 +70,7 @@ type Spec struct {
 	Stdout, Stderr io.Writer
 	// OpenMode is how the instances' and tasks' output files are opened:
 	// truncated the first time (the default), or appended to.
-	OpenMode OpenMode
+	OpenMode process.OpenMode
 	Log      *zap.Logger
 	// GPUs samples GPU use; nil: none.
 	GPUs GPUUsage
@@ -91,14 +81,11 @@ type Spec struct {
 	// Board receives the live state for the control socket; nil: Run
 	// keeps one of its own.
 	Board *Board
-	// Queue, when set, makes the instances slots that run its tasks one
-	// after another (KillOnBadExit, WaitAfterFirst and Restarts do not
-	// apply; the queue has Retries and Halt).
-	Queue *Queue
-	// Feed, instead of Queue, makes the slots run the tasks another
-	// node's queue sends (a queue over several nodes, feed.go).
-	Feed *Feed
+	// Work is what the slots run besides their instances: a queue's
+	// tasks (QueueTasks), or those another node's queue sends (FeedTasks);
+	// nil: each slot runs its instance.
+	Work Work
 	// Link carries a queue's messages to and from the other nodes; nil
 	// on one node.
-	Link NodeLink
+	Link taskqueue.NodeLink
 }

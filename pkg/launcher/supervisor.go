@@ -1,6 +1,12 @@
+//go:build linux
+
 package launcher
 
 import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +38,7 @@ import (
 //     not events of the loop: a hand-off between threads on that path
 //     cost a task queue a third of its throughput (`make bench`).
 //
-// Lock order: mu, then the board's lock or a lineMux's; the reaper's
+// Lock order: mu, then the board's lock or a process.LineMux's; the reaper's
 // locks are taken without mu only by forks, which do not hold it.
 type supervisor struct {
 	// What it runs, fixed when it starts.
@@ -41,15 +47,15 @@ type supervisor struct {
 	mode   runMode
 	log    *zap.Logger
 	board  *Board
-	joblog *Joblog // a queue's, or nil
+	joblog *taskqueue.Joblog // a queue's, or nil
 	// progress is told a queue's counts at every change; nil: nobody.
-	progress func(QueueStatus)
-	stdout   *lineMux     // the console's stdout, shared by every slot
-	stderr   *lineMux     // and its stderr
-	files    *outputFiles // the jobs' output files
-	devnull  *os.File     // every process's stdin
-	reaper   *reaper      // gpulaunch as subreaper: forks registered, orphans swept
-	begun    time.Time    // when the run started
+	progress func(taskqueue.QueueStatus)
+	stdout   *process.LineMux     // the console's stdout, shared by every slot
+	stderr   *process.LineMux     // and its stderr
+	files    *process.OutputFiles // the jobs' output files
+	devnull  *os.File             // every process's stdin
+	reaper   *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
+	begun    time.Time            // when the run started
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -61,10 +67,10 @@ type supervisor struct {
 	// sampler for each fold, and each slot thread to hand over an exit.
 	mu       sync.Mutex
 	slots    []slot
-	running  int   // slots whose process runs or is being started
-	pending  int   // restarts waiting out their backoff
-	stopping bool  // nothing new starts: a signal, -K, -W or a halt
-	stopWhy  Ended // the first reason to stop
+	running  int       // slots whose process runs or is being started
+	pending  int       // restarts waiting out their backoff
+	stopping bool      // nothing new starts: a signal, -K, -W or a halt
+	stopWhy  job.Ended // the first reason to stop
 	// stopped is closed when stopping begins (beginStop), for an exit
 	// that waits to learn whether a stop came with it (stopGrace).
 	stopped    chan struct{}
@@ -73,11 +79,6 @@ type supervisor struct {
 	// killTimer KILLs everything the kill wait after the first stop
 	// (the first deadline stands); waitTimer is -W's clock.
 	killTimer, waitTimer *time.Timer
-	// groupStopping: a group restart (--ddp) waits for every process to
-	// exit; then, after groupDelay, every slot starts again. It counts
-	// in pending meanwhile.
-	groupStopping bool
-	groupDelay    time.Duration
 
 	// Events for the loop. Buffered to the number of slots, so a timer
 	// never blocks on a busy loop.
@@ -87,12 +88,12 @@ type supervisor struct {
 	killC     chan deadline  // a process outlived the kill wait after its TERM
 	killAllC  chan struct{}  // the kill wait after the first stop ran out
 	waitOverC chan struct{}  // -W ran out
-	groupC    chan struct{}  // a group restart's backoff ran out
+	wakeC     chan struct{}  // a verdict's WakeIn ran out: waiting slots are asked again
 	signalC   chan os.Signal // signals to gpulaunch
 	// link carries a queue's messages to and from other nodes; nodeC
 	// is its incoming side, nil (never ready) without one.
-	link  NodeLink
-	nodeC <-chan NodeMessage
+	link  taskqueue.NodeLink
+	nodeC <-chan taskqueue.NodeMessage
 }
 
 // deadline is a timer's message about slot's process pid: it applies only
@@ -100,7 +101,7 @@ type supervisor struct {
 type deadline struct{ slot, pid int }
 
 // Run starts every instance and supervises them until each has exited
-// and everything they left behind is reaped, and says how they ended.
+// and everything they left behind is process.Reaped, and says how they ended.
 func Run(spec Spec) (Result, error) {
 	s, err := newSupervisor(spec)
 	if err != nil {
@@ -145,7 +146,7 @@ func Run(spec Spec) (Result, error) {
 	sm.gpuUsage(s.log, s.board)
 	group.Go(func() error { defer endLoop(); return s.run(ctx) })
 	group.Go(func() error { return sm.run(ctx, s) })
-	group.Go(func() error { s.reaper.sweepUntil(ctx); return nil })
+	group.Go(func() error { s.reaper.SweepUntil(ctx); return nil })
 	err = group.Wait()
 	s.stopTimers()
 	if err = errors.Join(startErr, err); err != nil {
@@ -162,10 +163,10 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	}
 	n := len(spec.Instances)
 	s := &supervisor{
-		spec: spec, policy: spec.Policy, log: spec.Log, board: spec.Board, devnull: devnull, reaper: newReaper(), begun: time.Now(),
-		stdout: &lineMux{w: spec.Stdout}, stderr: &lineMux{w: spec.Stderr}, slots: make([]slot, n),
+		spec: spec, policy: spec.Policy, log: spec.Log, board: spec.Board, devnull: devnull, reaper: process.NewReaper(), begun: time.Now(),
+		slots: make([]slot, n),
 		idleC: make(chan struct{}, 1), restartC: make(chan int, n), timeoutC: make(chan deadline, n), killC: make(chan deadline, n),
-		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), groupC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
+		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), wakeC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
 		stopped: make(chan struct{}),
 	}
 	s.policy.KillWait = s.policy.killWait()
@@ -175,18 +176,15 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	if spec.Link != nil {
 		s.link, s.nodeC = spec.Link, spec.Link.Messages()
 	}
-	s.stdout.broken = func(err error) { s.outputLost("stdout", err) }
-	s.stderr.broken = func(err error) { s.outputLost("stderr", err) }
-	s.files = newOutputFiles(spec.OpenMode, func(path string, err error) { s.outputLost(path, err) })
+	s.stdout = process.NewLineMux(spec.Stdout, func(err error) { s.outputLost("stdout", err) })
+	s.stderr = process.NewLineMux(spec.Stderr, func(err error) { s.outputLost("stderr", err) })
+	s.files = process.NewOutputFiles(spec.OpenMode, func(path string, err error) { s.outputLost(path, err) })
 	if s.board == nil {
 		s.board = NewBoard(RunInfo{}, spec.Instances)
 	}
-	s.mode = &instanceMode{insts: spec.Instances, policy: s.policy}
-	if q := spec.Queue; q != nil {
-		s.mode, s.joblog, s.progress = queueMode{q}, q.Joblog, q.Progress
-	}
-	if spec.Feed != nil {
-		s.mode = feedMode{spec.Feed}
+	s.mode = modeOf(spec, s.policy)
+	if spec.Work != nil {
+		s.joblog, s.progress = spec.Work.journal()
 	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
@@ -216,13 +214,13 @@ func (s *supervisor) run(ctx context.Context) error {
 			s.killAll()
 		case <-s.waitOverC:
 			s.waitOver()
-		case <-s.groupC:
-			s.restartGroup()
+		case <-s.wakeC:
+			s.wake()
 		case m := <-s.nodeC:
 			s.fromNode(m)
 		}
 	}
-	if left := s.reaper.endDescendants(s.policy.KillWait); left > 0 {
+	if left := s.reaper.EndDescendants(s.policy.KillWait); left > 0 {
 		s.log.Info(fmt.Sprintf("ended %d process(es) the instances left behind", left))
 	}
 	return nil
@@ -238,7 +236,7 @@ func (s *supervisor) idle() bool {
 
 // startAll starts every slot's first job. When a slot's thread cannot be
 // bound, the run stops: the slots started already are killed, and Run
-// returns the error once they are reaped. (A job that cannot start is
+// returns the error once they are process.Reaped. (A job that cannot start is
 // another matter: see apply.)
 func (s *supervisor) startAll() error {
 	s.mu.Lock()
@@ -247,10 +245,10 @@ func (s *supervisor) startAll() error {
 	for i := range s.slots {
 		j, then := s.mode.first(i)
 		switch then {
-		case thenDone:
+		case job.Done:
 			s.final(i)
 			continue
-		case thenWait:
+		case job.Wait:
 			s.wait(i)
 			continue
 		}
@@ -263,7 +261,7 @@ func (s *supervisor) startAll() error {
 	for k, i := range starting {
 		if err := s.startSlot(i); err != nil {
 			s.running -= len(starting) - k
-			s.stopAll(EndedSignalled)
+			s.stopAll(job.EndedSignalled)
 			for _, i := range starting[:k] {
 				s.signalGroup(i, syscall.SIGKILL)
 			}
@@ -281,16 +279,16 @@ func (s *supervisor) startAll() error {
 func (s *supervisor) startSlot(i int) error {
 	sl := &s.slots[i]
 	if sl.thread == nil {
-		sl.thread = newSlotThread(s.reaper, sl.inst.Binding, s.leftovers, func(pid int, end reaped, fork forkFunc) *process {
+		sl.thread = process.NewThread(s.reaper, sl.inst.Binding, s.leftovers, func(pid int, end process.Reaped, fork process.SpawnFunc) *process.Process {
 			return s.handleExit(i, pid, end, fork)
 		})
 	}
 	s.mu.Unlock()
-	bindErr := sl.thread.start(func(fork forkFunc) *process {
+	bindErr := sl.thread.Start(func(fork process.SpawnFunc) *process.Process {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.running-- // apply counts it again as it starts the job
-		s.apply(i, verdict{then: thenNow, job: sl.job}, fork)
+		s.apply(i, job.Verdict{Then: job.Now, Job: sl.job}, fork)
 		return sl.proc
 	})
 	s.mu.Lock()
@@ -306,10 +304,10 @@ func (s *supervisor) startSlot(i int) error {
 // the same time (a slot thread that finds mu taken sleeps, and waking it
 // costs more than the work), and the run must not look finished
 // meanwhile. A stop that came in meanwhile ends the new process at once.
-func (s *supervisor) startOn(i int, fork forkFunc) error {
+func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 	sl := &s.slots[i]
 	j := sl.job
-	env := sl.environ(j, s.policy)
+	env := sl.environ(j)
 	s.mu.Unlock()
 	proc, err := s.forkJob(i, j, env, fork)
 	s.mu.Lock()
@@ -318,14 +316,14 @@ func (s *supervisor) startOn(i int, fork forkFunc) error {
 	}
 	sl.began(proc, time.Now())
 	if s.policy.Timeout > 0 {
-		d := deadline{i, proc.pid}
+		d := deadline{i, proc.PID}
 		sl.timer = time.AfterFunc(s.policy.Timeout, func() { deliver(s.ctx, s.timeoutC, d) })
 	}
 	switch {
 	case s.stopping:
 		s.terminate(i, s.stopWhy)
-	case s.groupStopping:
-		s.terminate(i, EndedGroup)
+	case s.mode.ending() != job.EndedItself:
+		s.terminate(i, s.mode.ending())
 	}
 	s.publish(i)
 	s.noteStart(i)
@@ -335,34 +333,33 @@ func (s *supervisor) startOn(i int, fork forkFunc) error {
 // handleExit is the end of slot i's process pid, on the slot's thread:
 // the mode decides what follows, and the slot's next process, when it
 // starts one at once, is forked here too and returned.
-func (s *supervisor) handleExit(i, pid int, end reaped, fork forkFunc) *process {
+func (s *supervisor) handleExit(i, pid int, end process.Reaped, fork process.SpawnFunc) *process.Process {
 	s.awaitStop(i, end)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[i]
 	s.running--
-	e := sl.ended(end, time.Now())
-	e.stopping, e.waitStarted = s.stopping || s.groupStopping, s.waitTimer != nil
+	e := s.runFacts(sl.ended(end, time.Now()))
 	s.noteExit(i, pid, e)
 	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)
 	s.publish(i)
 	s.publishCounts()
 	s.flushNodes()
-	if s.running == 0 && s.groupStopping {
-		s.groupStopping = false
-		time.AfterFunc(s.groupDelay, func() { deliver(s.ctx, s.groupC, struct{}{}) })
-	}
 	if s.running == 0 && s.pending == 0 {
-		select {
-		case s.idleC <- struct{}{}:
-		default:
-		}
+		s.signalIdle()
 	}
 	return sl.proc
 }
 
+// runFacts completes the facts of an exit with the run's: whether it
+// stops, whether -W's clock runs, how many slots still run.
+func (s *supervisor) runFacts(e job.Exit) job.Exit {
+	e.Stopping, e.WaitStarted, e.Running = s.stopping, s.waitTimer != nil, s.running
+	return e
+}
+
 // beginStop: nothing new starts from now on, for why. The caller holds mu.
-func (s *supervisor) beginStop(why Ended) {
+func (s *supervisor) beginStop(why job.Ended) {
 	s.stopping, s.stopWhy = true, why
 	close(s.stopped)
 }
@@ -370,7 +367,7 @@ func (s *supervisor) beginStop(why Ended) {
 // stopGrace is how long the end of a queue's task by a signal a scheduler
 // sends waits for a stop of gpulaunch's own. scancel and the time limit
 // signal every process of a Slurm step at once: the task's TERM can be
-// reaped before gpulaunch's own TERM is handled, and the task would be
+// process.Reaped before gpulaunch's own TERM is handled, and the task would be
 // recorded as failed instead of left for --resume. The wait costs only
 // tasks that die of such a signal while gpulaunch does not.
 const stopGrace = 2 * time.Second
@@ -378,8 +375,8 @@ const stopGrace = 2 * time.Second
 // awaitStop waits, on slot i's thread and without mu, for a stop that
 // may come with a queue task's death by TERM, INT or HUP that gpulaunch
 // did not send; handleSignal then marks the task ended by gpulaunch.
-func (s *supervisor) awaitStop(i int, end reaped) {
-	ws := end.status
+func (s *supervisor) awaitStop(i int, end process.Reaped) {
+	ws := end.Status
 	if !s.mode.records() || !ws.Signaled() {
 		return
 	}
@@ -389,7 +386,7 @@ func (s *supervisor) awaitStop(i int, end reaped) {
 		return
 	}
 	s.mu.Lock()
-	ours := s.slots[i].endedBy != EndedItself
+	ours := s.slots[i].endedBy != job.EndedItself
 	s.mu.Unlock()
 	if ours {
 		return
@@ -405,25 +402,24 @@ func (s *supervisor) awaitStop(i int, end reaped) {
 // a process would, with status 126 as a shell's for a command it cannot
 // execute, and the mode's verdict on that is carried out in turn: a queue
 // records the task as failed and takes the next one.
-func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
+func (s *supervisor) apply(i int, v job.Verdict, fork process.SpawnFunc) {
 	sl := &s.slots[i]
 	for {
 		s.effects(i, v)
-		switch v.then {
-		case thenDone:
+		switch v.Then {
+		case job.Done:
 			s.final(i)
 			return
-		case thenLater:
-			sl.job, sl.pending = v.job, true
-			sl.restarts++
+		case job.Later:
+			sl.job, sl.pending = v.Job, true
 			s.pending++
-			time.AfterFunc(v.delay, func() { deliver(s.ctx, s.restartC, i) })
+			time.AfterFunc(v.Delay, func() { deliver(s.ctx, s.restartC, i) })
 			return
-		case thenWait:
+		case job.Wait:
 			s.wait(i)
 			return
 		}
-		sl.job = v.job
+		sl.job = v.Job
 		s.running++
 		err := s.startOn(i, fork)
 		if err == nil {
@@ -434,82 +430,64 @@ func (s *supervisor) apply(i int, v verdict, fork forkFunc) {
 	}
 }
 
-// effects carries out what a verdict on slot i asks of the run: its
-// notes, its record, a stop, -W's clock, a group restart.
-func (s *supervisor) effects(i int, v verdict) {
-	for _, n := range v.notes {
-		s.log.Log(n.level, n.msg)
+// effects carries out what a verdict asks of the run: its notes, its
+// record (of slot i's task; i < 0: of another node's), a stop, -W's
+// clock, the end of the other slots' processes, a wake of the waiting
+// slots.
+func (s *supervisor) effects(i int, v job.Verdict) {
+	for _, n := range v.Notes {
+		s.log.Log(n.Level, n.Msg)
 	}
-	if v.record != nil {
-		s.recordTask(i, *v.record)
+	if v.Record != nil {
+		s.recordTask(i, *v.Record)
 	}
-	if v.stopAll != "" {
-		s.stopAll(v.stopAll)
+	if v.StopAll != "" {
+		s.stopAll(v.StopAll)
 		s.armKill()
 	}
-	if v.startWait {
+	if v.StartWait {
 		s.waitTimer = time.AfterFunc(s.policy.WaitAfterFirst, func() { deliver(s.ctx, s.waitOverC, struct{}{}) })
 	}
-	if v.restartGroup {
-		s.groupStopping, s.groupDelay = true, v.delay
-		s.pending++
+	if v.EndOthers != "" {
 		for k := range s.slots {
-			s.terminate(k, EndedGroup)
+			s.terminate(k, v.EndOthers)
 		}
+	}
+	if v.Wake {
+		s.wakeWaiting()
+	}
+	if v.WakeIn > 0 {
+		time.AfterFunc(v.WakeIn, func() { deliver(s.ctx, s.wakeC, struct{}{}) })
 	}
 }
 
 // notStarted records that slot i's job could not start, as an exit with
 // status 126, and returns what the mode needs to know of it.
-func (s *supervisor) notStarted(i int, err error) exitFacts {
+func (s *supervisor) notStarted(i int, err error) job.Exit {
 	sl := &s.slots[i]
 	now := time.Now()
-	s.log.Warn(fmt.Sprintf("%s could not start (%v): it counts as failed, with exit status %d", sl.job.name(i), err, exitNotStarted))
+	s.log.Warn(fmt.Sprintf("%s could not start (%v): it counts as failed, with exit status %d", sl.job.Name(i), err, exitNotStarted))
 	sl.started, sl.exited = now, true
-	sl.out.Wall, sl.out.Code, sl.out.Signal, sl.out.EndedBy = 0, exitNotStarted, 0, EndedItself
+	sl.out.Wall, sl.out.Code, sl.out.Signal, sl.out.EndedBy = 0, exitNotStarted, 0, job.EndedItself
 	if !sl.first.IsZero() { // a restart that could not start: the wall runs from the first start
 		sl.out.Wall = now.Sub(sl.first)
 	}
-	return exitFacts{code: exitNotStarted, started: now, stopping: s.stopping || s.groupStopping, waitStarted: s.waitTimer != nil}
+	return s.runFacts(job.Exit{Code: exitNotStarted, Started: now})
 }
 
 // exitNotStarted is the status of a job that could not start: a shell's
 // for a command it found but cannot execute.
 const exitNotStarted = 126
 
-// restartGroup starts every slot again once a group restart's backoff
-// ran out, unless the run stopped meanwhile.
-func (s *supervisor) restartGroup() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending--
-	if s.stopping {
-		for i := range s.slots {
-			s.final(i)
-		}
-		return
-	}
-	// every slot counts as running before the first starts (startAll)
-	s.running += len(s.slots)
-	for i := range s.slots {
-		sl := &s.slots[i]
-		sl.done, sl.job = false, sl.job.again()
-		sl.restarts++
-		if err := s.startSlot(i); err != nil {
-			s.running--
-			s.log.Error(err.Error())
-			s.final(i)
-		}
-	}
-}
-
 // recordTask writes a finished task to the joblog and the counts of slot
-// i, which ran it.
-func (s *supervisor) recordTask(i int, rec TaskRecord) {
-	out := &s.slots[i].out
-	out.Tasks++
-	if rec.Failed() {
-		out.TasksFailed++
+// i, which ran it; i < 0: another node did.
+func (s *supervisor) recordTask(i int, rec job.Record) {
+	if i >= 0 {
+		out := &s.slots[i].out
+		out.Tasks++
+		if rec.Failed() {
+			out.TasksFailed++
+		}
 	}
 	if s.joblog == nil {
 		return
@@ -547,16 +525,13 @@ func (s *supervisor) final(i int) {
 	}
 	sl.done = true
 	s.publish(i)
-	if s.policy.Group {
-		return // a group restart may start it again: its ring ends with the run
-	}
 	ring := s.board.Output(i)
 	go func() { sl.readers.Wait(); ring.Close() }()
 }
 
 // stopAll stops the run: nothing new starts, every running process is
 // ended for why, and a slot waiting to restart is done.
-func (s *supervisor) stopAll(why Ended) {
+func (s *supervisor) stopAll(why job.Ended) {
 	if !s.stopping {
 		s.beginStop(why)
 	}
@@ -573,12 +548,12 @@ func (s *supervisor) stopAll(why Ended) {
 
 // terminate ends slot i's process for why: TERM to its group now, KILL
 // after the kill wait if it is still there.
-func (s *supervisor) terminate(i int, why Ended) {
+func (s *supervisor) terminate(i int, why job.Ended) {
 	sl := &s.slots[i]
 	if sl.pid == 0 {
 		return
 	}
-	if sl.endedBy == EndedItself {
+	if sl.endedBy == job.EndedItself {
 		sl.endedBy = why
 	}
 	s.publish(i)
@@ -622,13 +597,13 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		s.signalGroup(i, sig)
 	}
 	if a.stop {
-		s.mode.stop(SignalName(sig), true)
+		s.mode.stop(job.SignalName(sig), true)
 		s.wakeWaiting()
 	}
 	if a.beginStop {
 		// A scheduled restart sees stopping when its timer fires.
-		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", SignalName(sig), s.policy.KillWait))
-		s.beginStop(EndedSignalled)
+		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", job.SignalName(sig), s.policy.KillWait))
+		s.beginStop(job.EndedSignalled)
 		if s.running > 0 || s.pending > 0 {
 			// a signal that finds every instance ended stopped nothing:
 			// the run finished (it comes between the last exit and the
@@ -636,8 +611,8 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 			s.stopSignal = sig
 		}
 		for i := range s.slots {
-			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == EndedItself {
-				sl.endedBy = EndedSignalled
+			if sl := &s.slots[i]; sl.pid > 0 && sl.endedBy == job.EndedItself {
+				sl.endedBy = job.EndedSignalled
 				s.publish(i)
 			}
 		}
@@ -661,7 +636,7 @@ func (s *supervisor) signalFromClient(req signalRequest) signalReply {
 	}
 	switch {
 	case len(sent) > 0:
-		s.log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", SignalName(req.sig), describeSent(sent)))
+		s.log.Info(fmt.Sprintf("%s from `gpulaunch signal`: sent to %s", job.SignalName(req.sig), describeSent(sent)))
 		return signalReply{sent: sent}
 	case req.instance == AllInstances:
 		return signalReply{err: errors.New("no instance is running")}
@@ -675,7 +650,7 @@ func (s *supervisor) timedOut(d deadline) {
 	defer s.mu.Unlock()
 	if s.slots[d.slot].pid == d.pid {
 		s.log.Info(fmt.Sprintf("instance %d ran past --timeout %s: ending it", d.slot, s.policy.Timeout))
-		s.terminate(d.slot, EndedTimeout)
+		s.terminate(d.slot, job.EndedTimeout)
 	}
 }
 
@@ -708,7 +683,7 @@ func (s *supervisor) waitOver() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log.Info(fmt.Sprintf("--wait %s after the first exit: ending the others", s.policy.WaitAfterFirst))
-	s.stopAll(EndedWait)
+	s.stopAll(job.EndedWait)
 	s.armKill()
 }
 
@@ -716,7 +691,7 @@ func (s *supervisor) waitOver() {
 // from now on; the run goes on.
 func (s *supervisor) outputLost(where string, err error) {
 	s.log.Warn(fmt.Sprintf("writing %s failed (%v): the instances' output to it is dropped from now on (`gpulaunch logs` still has the last %d KiB of each); the run goes on",
-		where, err, RingSize>>10))
+		where, err, process.RingSize>>10))
 }
 
 // publish writes slot i's row of the live table from the slot's facts:
@@ -750,32 +725,32 @@ func (s *supervisor) noteStart(i int) {
 		return
 	}
 	j, b := sl.job, sl.inst.Binding
-	msg := fmt.Sprintf("%s started in slot %d: pid %d", j.name(i), i, sl.pid)
-	if j.task.Seq == 0 {
-		msg = fmt.Sprintf("%s started: pid %d, GPU %s, CPUs %s, memory %s", j.name(i), sl.pid, orDash(sl.inst.GPUs), b.describeCPUs(), orDash(b.describeMemory()))
+	msg := fmt.Sprintf("%s started in slot %d: pid %d", j.Name(i), i, sl.pid)
+	if j.Task.Seq == 0 {
+		msg = fmt.Sprintf("%s started: pid %d, GPU %s, CPUs %s, memory %s", j.Name(i), sl.pid, orDash(sl.inst.GPUs), b.DescribeCPUs(), orDash(b.DescribeMemory()))
 	}
-	fields := append(j.fields(i), zap.Int("pid", sl.pid), zap.String("gpus", sl.inst.GPUs), zap.String("cpus", b.CPUs.String()),
+	fields := append(j.Fields(i), zap.Int("pid", sl.pid), zap.String("gpus", sl.inst.GPUs), zap.String("cpus", b.CPUs.String()),
 		zap.String("mem_policy", string(b.MemPolicy)), zap.String("mem_nodes", b.MemNodes.String()))
 	s.log.Log(level, msg, fields...)
 }
 
 // noteExit logs an exit, at the level of the mode's starts.
-func (s *supervisor) noteExit(i, pid int, e exitFacts) {
+func (s *supervisor) noteExit(i, pid int, e job.Exit) {
 	if !s.mode.manyStarts() {
-		detail := e.status()
-		if e.by != EndedItself {
-			detail += " (" + string(e.by) + ")"
+		detail := e.Status()
+		if e.By != job.EndedItself {
+			detail += " (" + string(e.By) + ")"
 		}
-		s.slots[i].tl.event(e.started.Add(e.wall), "exit", detail)
+		s.slots[i].tl.event(e.Started.Add(e.Wall), "exit", detail)
 	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
 		return
 	}
 	j := s.slots[i].job
-	fields := append(j.fields(i), zap.Int("pid", pid), zap.Int("exit_code", e.code), zap.String("signal", SignalName(e.signal)),
-		zap.Duration("wall", e.wall), zap.String("ended_by", string(e.by)))
-	s.log.Log(level, fmt.Sprintf("%s exited: %s after %s", j.name(i), e.status(), e.wall.Round(time.Millisecond)), fields...)
+	fields := append(j.Fields(i), zap.Int("pid", pid), zap.Int("exit_code", e.Code), zap.String("signal", job.SignalName(e.Signal)),
+		zap.Duration("wall", e.Wall), zap.String("ended_by", string(e.By)))
+	s.log.Log(level, fmt.Sprintf("%s exited: %s after %s", j.Name(i), e.Status(), e.Wall.Round(time.Millisecond)), fields...)
 }
 
 func (s *supervisor) startLevel() zapcore.Level {
@@ -800,7 +775,7 @@ func (s *supervisor) stopTimers() {
 func (s *supervisor) closeThreads() {
 	for i := range s.slots {
 		if t := s.slots[i].thread; t != nil {
-			t.close()
+			t.Close()
 		}
 	}
 }
@@ -831,21 +806,4 @@ func deliver[T any](ctx context.Context, ch chan<- T, v T) {
 	case ch <- v:
 	case <-ctx.Done():
 	}
-}
-
-// describeCPUs is a binding's CPUs for the log: "not bound" without any.
-func (b Binding) describeCPUs() string {
-	if b.CPUs.IsEmpty() {
-		return "not bound"
-	}
-	return b.CPUs.String()
-}
-
-// describeMemory is a binding's memory policy for the log.
-func (b Binding) describeMemory() string {
-	mem := string(b.MemPolicy)
-	if !b.MemNodes.IsEmpty() {
-		mem += " on NUMA " + b.MemNodes.String()
-	}
-	return mem
 }

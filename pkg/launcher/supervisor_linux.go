@@ -2,70 +2,70 @@ package launcher
 
 import (
 	"fmt"
+	"sync"
 	"syscall"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
-// forkJob starts slot i's job with env through fork, on the slot's
+// forkJob starts slot i's job with env through spawn, on the slot's
 // thread, without the supervisor's lock: it opens the job's output
 // streams and forks. What it reads of the supervisor is fixed for the
 // run.
-func (s *supervisor) forkJob(i int, j job, env []string, fork forkFunc) (*process, error) {
+func (s *supervisor) forkJob(i int, j job.Job, env []string, spawn process.SpawnFunc) (*process.Process, error) {
 	sl := &s.slots[i]
-	streams, err := s.openStreams(j, s.board.Output(i))
+	streams, err := s.openStreams(j, s.board.Output(i), &sl.readers)
 	if err != nil {
 		return nil, fmt.Errorf("instance %d: %w", i, err)
 	}
 	attr := &syscall.ProcAttr{
 		Env:   env,
-		Files: []uintptr{s.devnull.Fd(), uintptr(streams[0].child), uintptr(streams[1].child)},
+		Files: []uintptr{s.devnull.Fd(), streams[0].ChildFd(), streams[1].ChildFd()},
 		// Own process group: signals go to the whole instance.
 		// Parent-death signal: instances die with gpulaunch, even when it
 		// is SIGKILLed.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	for _, st := range streams {
-		// counted before the fork: a stream may end on its own goroutine
-		// at once
-		sl.readers.Add(1)
-		release := st.ended
-		st.ended = func() {
-			release()
-			sl.readers.Done()
-		}
-	}
-	proc, err := fork(launch{j.path, j.args, attr, streams[:]})
+	proc, err := spawn(process.Spawn{Path: j.Path, Argv: j.Args, Attr: attr, Streams: streams[:]})
 	if err != nil {
-		closeStreams(streams[:])
-		return nil, fmt.Errorf("instance %d: starting %s: %w", i, j.path, err)
+		process.CloseStreams(streams[:])
+		return nil, fmt.Errorf("instance %d: starting %s: %w", i, j.Path, err)
 	}
 	for _, st := range streams {
-		_ = syscall.Close(st.child)
+		st.CloseChild()
 	}
 	return proc, nil
 }
 
 // openStreams opens stdout and stderr for one start of j: to the console
 // or to j's files (shared with every other job that names them:
-// outputFiles), and to the slot's output ring. Lines are labelled with
-// -l wherever they go, as srun labels them in its files too.
-func (s *supervisor) openStreams(j job, ring *Ring) (out [2]*stream, err error) {
-	paths := [2]string{j.stdout, j.stderr}
-	own := [2]bool{j.task.OwnStdout, j.task.OwnStderr}
+// process.OutputFiles), and to the slot's output ring. Lines are labelled
+// with -l wherever they go, as srun labels them in its files too. readers
+// counts each stream until it has ended: the slot's ring ends after them.
+func (s *supervisor) openStreams(j job.Job, ring *process.Ring, readers *sync.WaitGroup) (out [2]*process.Stream, err error) {
+	paths := [2]string{j.Stdout, j.Stderr}
+	own := [2]bool{j.Task.OwnStdout, j.Task.OwnStderr}
 	for k, path := range paths {
-		sink, release := []*lineMux{s.stdout, s.stderr}[k], func() {}
+		sink, release := []*process.LineMux{s.stdout, s.stderr}[k], func() {}
 		if path != "" {
-			if sink, release, err = s.files.acquire(path, own[k]); err != nil {
-				closeStreams(out[:k])
+			if sink, release, err = s.files.Acquire(path, own[k]); err != nil {
+				process.CloseStreams(out[:k])
 				return out, err
 			}
 		}
-		fd, child, err := outputPipe()
-		if err != nil {
+		// counted before the fork: a stream may end on its own goroutine
+		// at once
+		readers.Add(1)
+		ended := func() {
 			release()
-			closeStreams(out[:k])
+			readers.Done()
+		}
+		if out[k], err = process.OpenStream(sink, s.label(j.Label), ring, ended); err != nil {
+			ended()
+			process.CloseStreams(out[:k])
 			return out, err
 		}
-		out[k] = &stream{child: child, fd: fd, copier: sink.copier(s.label(j.label), ring), ended: release}
 	}
 	return out, nil
 }
@@ -80,12 +80,4 @@ func (s *supervisor) label(n int) string {
 		return fmt.Sprintf("%s:%d: ", s.spec.LabelHost, n)
 	}
 	return fmt.Sprintf("%d: ", n)
-}
-
-// closeStreams gives up streams that no process will write.
-func closeStreams(ss []*stream) {
-	for _, s := range ss {
-		s.close()
-		s.ended()
-	}
 }

@@ -1,0 +1,16 @@
+//go:build linux
+
+// Package control is a running gpulaunch's control socket: a Unix socket
+// private to its user through which `gpulaunch status`, `top`, `logs`
+// and `signal` talk to it from another shell on the same node.
+//
+// Privacy has three layers, each enough alone: the socket lives in a
+// directory only its owner may enter (0700, checked, never trusted when
+// someone else owns it), the socket itself is 0600, and the server checks
+// the peer's uid on every connection (SO_PEERCRED), which also stops a
+// peer who reaches the socket some other way (a directory made
+// accessible by mistake, a descriptor passed on).
+//
+// It may touch the socket, its directory and the run's Board (pkg/launcher),
+// which it reads and asks to signal; it starts no process.
+package control

@@ -1,0 +1,6 @@
+// Package instance is what one instance is told, in rank mode (gpulaunch
+// exec) and in a run alike: its environment (ranks, its GPUs under the
+// vendor's visible-devices variable, the instance contract of the README)
+// and the file names its patterns expand to. Pure: it reads the plan's
+// slot and writes strings, touching no process or file.
+package instance

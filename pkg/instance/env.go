@@ -1,0 +1,210 @@
+package instance
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+)
+
+// GPUIDs is how an instance's visibility variable (CUDA_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES) names its GPUs.
+type GPUIDs string
+
+// Ways of naming GPUs to the app.
+const (
+	// GPUIDsUUID: full UUIDs, immune to any renumbering (the default).
+	GPUIDsUUID GPUIDs = "uuid"
+	// GPUIDsIndex: integer ordinals as the runtime numbers the GPUs
+	// gpulaunch itself can open, for apps that parse the variable as
+	// numbers. (Intel's ZE_AFFINITY_MASK takes ordinals only.)
+	GPUIDsIndex GPUIDs = "index"
+)
+
+// Visibility is which GPUs an instance sees.
+type Visibility string
+
+// Visibility modes.
+const (
+	// VisibleOwn: only the instance's GPUs.
+	VisibleOwn Visibility = "own"
+	// VisibleAll: every GPU of the allocation, the instance's own first,
+	// so CUDA IPC and NCCL P2P between instances keep working.
+	VisibleAll Visibility = "all"
+)
+
+// EnvOptions shape every instance's environment.
+type EnvOptions struct {
+	IDs        GPUIDs
+	Visibility Visibility
+	// AllGPUs are the allocation's GPUs (for VisibleAll).
+	AllGPUs []gpu.GPU
+	// Vendor made the GPUs: it decides the variables (visibleVars).
+	Vendor gpu.Vendor
+	// Ordinal and CardOrdinal are the allocation's: the ordinals the
+	// runtime gives the devices gpulaunch can open (for GPUIDsIndex and
+	// ZE_AFFINITY_MASK), and an Intel tile's card's.
+	Ordinal, CardOrdinal map[string]int
+	// ZEHierarchy is ZE_FLAT_DEVICE_HIERARCHY's model, which
+	// ZE_AFFINITY_MASK is written for.
+	ZEHierarchy string
+	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT and
+	// TORCHELASTIC_RUN_ID.
+	Rendezvous *binding.Rendezvous
+}
+
+// replaced are variables gpulaunch sets for each instance; inherited
+// values (a leaked RANK, Slurm's vendor lists) are dropped first so they
+// cannot contradict the instance's own.
+var replaced = []string{
+	"LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
+	"GPULAUNCH_INSTANCE", "GPULAUNCH_NINSTANCES", "GPULAUNCH_GPUS", "GPULAUNCH_CPUS",
+}
+
+// Env is the environment of the instance in slot with ranks r:
+// the base environment less stale GPU and rank variables, plus the
+// instance contract (the README's "Instance environment").
+// OMP_NUM_THREADS is set to the instance's CPU count unless the user set
+// it.
+func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]string, error) {
+	drop := map[string]bool{}
+	for _, k := range append(replaced, visibilityVars...) {
+		drop[k] = true
+	}
+	if o.Vendor == gpu.Intel {
+		drop["ZE_ENABLE_PCI_ID_DEVICE_ORDER"] = true
+	}
+	if o.Rendezvous != nil {
+		// NewRendezvous has honoured inherited values already; the
+		// restart count is the supervisor's (slot.environ)
+		for _, k := range []string{"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"} {
+			drop[k] = true
+		}
+	}
+	out := make([]string, 0, len(base)+16)
+	hasOMP := false
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		// The user's own settings (GPULAUNCH_NODE_FILE) pass through.
+		if drop[k] {
+			continue
+		}
+		hasOMP = hasOMP || k == "OMP_NUM_THREADS"
+		out = append(out, kv)
+	}
+	visible, err := visibleVars(o.Vendor, slot.GPUs, o)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, visible...)
+	own := make([]string, len(slot.GPUs))
+	for i, g := range slot.GPUs {
+		own[i] = g.UUID
+	}
+	itoa := strconv.Itoa
+	out = append(out,
+		"GPULAUNCH_INSTANCE="+itoa(slot.Index),
+		"GPULAUNCH_NINSTANCES="+itoa(r.LocalWorldSize),
+		"GPULAUNCH_GPUS="+strings.Join(own, ","),
+		"GPULAUNCH_CPUS="+slot.CPUs.String(),
+		"LOCAL_RANK="+itoa(r.LocalRank), "LOCAL_WORLD_SIZE="+itoa(r.LocalWorldSize),
+		"RANK="+itoa(r.Rank), "WORLD_SIZE="+itoa(r.WorldSize),
+		"ROLE_RANK="+itoa(r.Rank), "ROLE_WORLD_SIZE="+itoa(r.WorldSize),
+	)
+	if r.GroupRank >= 0 {
+		out = append(out, "GROUP_RANK="+itoa(r.GroupRank), "GROUP_WORLD_SIZE="+itoa(r.GroupWorldSize))
+	}
+	if rv := o.Rendezvous; rv != nil {
+		out = append(out, "MASTER_ADDR="+rv.Addr, "MASTER_PORT="+itoa(rv.Port), "TORCHELASTIC_RUN_ID="+rv.RunID)
+	}
+	if !hasOMP && slot.CPUs.Size() > 0 {
+		out = append(out, "OMP_NUM_THREADS="+strconv.Itoa(slot.CPUs.Size()))
+	}
+	return out, nil
+}
+
+func ownFirst(own, all []gpu.GPU) []gpu.GPU {
+	seen := map[string]bool{}
+	out := append([]gpu.GPU(nil), own...)
+	for _, g := range own {
+		seen[g.UUID] = true
+	}
+	for _, g := range all {
+		if !seen[g.UUID] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Names are what output patterns expand to.
+type Names struct {
+	JobID, StepID, Host string
+	NodeIndex           int
+}
+
+// ExpandPattern expands an srun-style file pattern for an instance:
+// %t instance, %j job id, %s step id, %N host, %n node index, %% a
+// percent sign; a width may precede the letter (%3t is 007).
+func ExpandPattern(pattern string, instance int, nm Names) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
+			j++
+		}
+		if j >= len(pattern) {
+			return "", fmt.Errorf("pattern %q ends in an unfinished %%", pattern)
+		}
+		width := 0
+		if j > i+1 {
+			width, _ = strconv.Atoi(pattern[i+1 : j])
+			if width > 10 {
+				return "", fmt.Errorf("pattern %q: width %d is more than 10", pattern, width)
+			}
+		}
+		num := func(n int) string { return fmt.Sprintf("%0*d", width, n) }
+		switch pattern[j] {
+		case 't':
+			b.WriteString(num(instance))
+		case 'n':
+			b.WriteString(num(nm.NodeIndex))
+		case 'j':
+			b.WriteString(orNone(nm.JobID))
+		case 's':
+			b.WriteString(orNone(nm.StepID))
+		case 'N':
+			b.WriteString(nm.Host)
+		case '%':
+			b.WriteByte('%')
+		default:
+			return "", fmt.Errorf("pattern %q: %%%c is not one of %%t %%j %%s %%N %%n %%%%", pattern, pattern[j])
+		}
+		i = j
+	}
+	return b.String(), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// ExpandArgs replaces %t in the app's arguments with the instance index;
+// other percent signs are the app's own (printf formats) and stay.
+func ExpandArgs(args []string, instance int) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, "%t", strconv.Itoa(instance))
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package instance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+)
+
+func TestInstanceEnv(t *testing.T) {
+	g := func(i int) gpu.GPU {
+		return gpu.GPU{UUID: fmt.Sprintf("GPU-%d", i), BusID: fmt.Sprintf("0000:%02x:00.0", i)}
+	}
+	all := []gpu.GPU{g(0), g(1), g(2), g(3)}
+	slot := binding.Slot{Index: 2, GPUs: []gpu.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
+	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1,2,3", "ROCR_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "ZE_AFFINITY_MASK=0",
+		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0", "GPULAUNCH_NODE_FILE=/etc/node.json"}
+	local := binding.LocalGroup(4, "h").Ranks(2)
+	env := func(o EnvOptions, base []string, r ...binding.Ranks) map[string]string {
+		ranks := local
+		if len(r) > 0 {
+			ranks = r[0]
+		}
+		list, err := Env(base, slot, ranks, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, kv := range list {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, dup := m[k]; dup {
+				t.Fatalf("%s set twice", k)
+			}
+			m[k] = v
+		}
+		return m
+	}
+	m := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}, base)
+	step := binding.Slurm{JobID: "7", StepID: "0", NodeID: 3, Nodes: []string{"a", "b", "c", "d"}}
+	procid := binding.GlobalRank{Rank: 14, Size: 16, Source: "SLURM_PROCID"}
+	wrapped := binding.WrapperRanks(procid, true, 2, binding.WrapperGroup(procid, true, 4, step, "d"))
+	rv := &binding.Rendezvous{Addr: "a", Port: 23456, RunID: "slurm-7.0"}
+	global := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn, Rendezvous: rv}, append(base, "MASTER_ADDR=stale", "TORCHELASTIC_RUN_ID=old"), wrapped)
+	for k, v := range map[string]string{"RANK": "14", "WORLD_SIZE": "16", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "3", "GROUP_WORLD_SIZE": "4",
+		"ROLE_RANK": "14", "MASTER_ADDR": "a", "MASTER_PORT": "23456", "TORCHELASTIC_RUN_ID": "slurm-7.0"} {
+		if global[k] != v {
+			t.Errorf("rank mode with --ddp: %s = %q, want %q", k, global[k], v)
+		}
+	}
+	if _, ok := m["MASTER_PORT"]; ok {
+		t.Error("MASTER_PORT set without --ddp")
+	}
+	want := map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "GPULAUNCH_INSTANCE": "2", "GPULAUNCH_NINSTANCES": "4",
+		"GPULAUNCH_GPUS": "GPU-2", "GPULAUNCH_CPUS": "4-7", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "RANK": "2", "WORLD_SIZE": "4",
+		"OMP_NUM_THREADS": "4", "PATH": "/bin", "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "SLURM_PROCID": "0", "GPULAUNCH_NODE_FILE": "/etc/node.json"}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %q, want %q", k, m[k], v)
+		}
+	}
+	for _, gone := range []string{"ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"} {
+		if _, ok := m[gone]; ok {
+			t.Errorf("stale %s kept", gone)
+		}
+	}
+	m = env(EnvOptions{IDs: GPUIDsIndex, Visibility: VisibleAll, AllGPUs: all, Ordinal: map[string]int{"GPU-0": 0, "GPU-1": 1, "GPU-2": 2, "GPU-3": 3}},
+		append(base, "OMP_NUM_THREADS=2"))
+	if m["CUDA_VISIBLE_DEVICES"] != "2,0,1,3" || m["OMP_NUM_THREADS"] != "2" || m["GPULAUNCH_GPUS"] != "GPU-2" {
+		t.Errorf("all-visible index env: CVD %q OMP %q", m["CUDA_VISIBLE_DEVICES"], m["OMP_NUM_THREADS"])
+	}
+	if _, err := Env(base, slot, local, EnvOptions{IDs: GPUIDsIndex, Ordinal: map[string]int{}}); err == nil {
+		t.Error("an index for a GPU without one was accepted")
+	}
+	cpuOnly := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0")}
+	list, _ := Env(nil, cpuOnly, binding.LocalGroup(1, "h").Ranks(0), EnvOptions{})
+	if !strings.Contains(strings.Join(list, "\n"), "CUDA_VISIBLE_DEVICES=\n") {
+		t.Errorf("a CPU-only instance must see no GPU (empty CUDA_VISIBLE_DEVICES): %q", list)
+	}
+}
+
+func TestExpandPattern(t *testing.T) {
+	nm := Names{JobID: "42", StepID: "0", Host: "gpu07", NodeIndex: 3}
+	cases := map[string]string{
+		"out-%t.log":      "out-5.log",
+		"%j/%s/%N-%n-%3t": "42/0/gpu07-3-005",
+		"100%%-%t":        "100%-5",
+		"plain":           "plain",
+		"":                "",
+		"%2n":             "03",
+	}
+	for in, want := range cases {
+		if got, err := ExpandPattern(in, 5, nm); err != nil || got != want {
+			t.Errorf("ExpandPattern(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if got, _ := ExpandPattern("%j-%s", 0, Names{}); got != "none-none" {
+		t.Errorf("outside Slurm: %q", got)
+	}
+	for _, bad := range []string{"%", "%x", "a-%3", "%99t"} {
+		if _, err := ExpandPattern(bad, 0, nm); err == nil {
+			t.Errorf("ExpandPattern(%q) accepted", bad)
+		}
+	}
+	if got := ExpandArgs([]string{"--shard=%t", "printf %d"}, 3); got[0] != "--shard=3" || got[1] != "printf %d" {
+		t.Errorf("ExpandArgs = %q", got)
+	}
+}

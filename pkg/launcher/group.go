@@ -1,0 +1,162 @@
+//go:build linux
+
+package launcher
+
+import (
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+)
+
+// groupMode runs the instances as one distributed job (--ddp), as
+// torchrun's agent runs its worker group: a rank that fails leaves the
+// others waiting for it in their collectives (NCCL's timeout is ten
+// minutes or more), so the group fails or restarts whole. It wraps
+// instanceMode, whose jobs it runs, and keeps the group's sequence —
+// end the others, wait for all, back off, start all — in its own
+// fields, so that the supervisor carries it out with the verdicts it
+// knows (EndOthers, Wait, WakeIn) and holds no state of it. The rules, in
+// order:
+//
+//	G1. An instance that failed by itself while the group runs and the
+//	    run is not stopping ends the group: with --restarts left, every
+//	    other instance is ended (EndOthers) and the group restarts (G2,
+//	    G4); with none left, the others are ended as by -K.
+//	G2. While the group is ending, every exit — the failed one's too —
+//	    waits for the restart; the last (no slot runs a process any
+//	    more) starts the backoff: the waiting instances are woken after
+//	    restartBackoff (WakeIn).
+//	G3. A process that starts while the group is ending is ended at once
+//	    (ending): it belongs to the group that is being ended.
+//	G4. Woken after the backoff, every waiting instance starts again, in
+//	    its slot with its rank; its job's Try is the group's restart count
+//	    (TORCHELASTIC_RESTART_COUNT).
+//	G5. Any other end — a success, or an end gpulaunch caused while the
+//	    group runs — leaves the instance waiting until the group restarts
+//	    or is over; the last to end while none runs is done, and wakes the
+//	    waiting ones, which are done too. -W applies as to instances, to
+//	    the first that ended by itself.
+//	G6. A stop of the run (a signal, -K, -W, --timeout of the run) is the
+//	    group's end: an instance that exits is done, the waiting ones are
+//	    done when woken, and nothing starts again.
+type groupMode struct {
+	alone
+	insts  []Instance
+	policy Policy
+	// restarts is the group's restarts so far: the Try of the jobs it
+	// starts.
+	restarts int
+	// ran is, per slot, the restart its instance last started in: a
+	// waiting slot with ran < restarts has yet to start in this one.
+	ran   []int
+	phase groupPhase
+	// delay is the backoff of the restart under way.
+	delay time.Duration
+}
+
+// groupPhase is where the group is in its sequence.
+type groupPhase int
+
+const (
+	groupRuns    groupPhase = iota // its instances run (or wait, done by G5)
+	groupEnding                    // G1: the others are being ended
+	groupBackoff                   // G2: every process ended; the restart waits out its delay
+	groupStopped                   // G6: the run stops
+)
+
+func newGroupMode(insts []Instance, p Policy) *groupMode {
+	return &groupMode{insts: insts, policy: p, ran: make([]int, len(insts))}
+}
+
+// jobOf is slot's instance in the group's current restart (G4).
+func (m *groupMode) jobOf(slot int) job.Job {
+	j := instanceJob(m.insts[slot])
+	j.Try = m.restarts
+	j.Env = []string{"TORCHELASTIC_RESTART_COUNT=" + strconv.Itoa(m.restarts), "TORCHELASTIC_MAX_RESTARTS=" + strconv.Itoa(m.policy.Restarts)}
+	m.ran[slot] = m.restarts
+	return j
+}
+
+func (m *groupMode) first(slot int) (job.Job, job.Then) { return m.jobOf(slot), job.Now }
+
+// resume is G4 after the backoff, and G5's and G6's end otherwise.
+func (m *groupMode) resume(slot int) (job.Job, job.Then) {
+	if m.phase == groupBackoff {
+		m.phase, m.restarts = groupRuns, m.restarts+1
+	}
+	if m.phase == groupRuns && m.ran[slot] < m.restarts {
+		return m.jobOf(slot), job.Now
+	}
+	return job.Job{}, job.Done
+}
+
+func (m *groupMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
+	switch {
+	case m.phase == groupEnding:
+		return m.waitForRestart(e)
+	case m.phase == groupStopped || e.Stopping:
+		return job.Verdict{Then: job.Done}
+	case e.Failed() && e.By == job.EndedItself:
+		return m.endGroup(slot, e)
+	}
+	return m.leaveWaiting(e)
+}
+
+// endGroup is G1.
+func (m *groupMode) endGroup(slot int, e job.Exit) job.Verdict {
+	if m.restarts >= m.policy.Restarts {
+		v := job.Verdict{Then: job.Done, StopAll: job.EndedBadExit}
+		v.Say(zap.InfoLevel, "instance %d failed and the group has no restart left: ending the others", slot)
+		return v
+	}
+	m.phase, m.delay = groupEnding, restartBackoff(m.restarts+1)
+	v := m.waitForRestart(e)
+	v.EndOthers = job.EndedGroup
+	v.Say(zap.InfoLevel, "instance %d failed: every instance restarts in %s, as one group (restart %d of %d)", slot, m.delay, m.restarts+1, m.policy.Restarts)
+	return v
+}
+
+// waitForRestart is G2.
+func (m *groupMode) waitForRestart(e job.Exit) job.Verdict {
+	v := job.Verdict{Then: job.Wait}
+	if e.Running == 0 {
+		m.phase, v.WakeIn = groupBackoff, m.delay
+	}
+	return v
+}
+
+// leaveWaiting is G5.
+func (m *groupMode) leaveWaiting(e job.Exit) job.Verdict {
+	v := job.Verdict{Then: job.Wait}
+	if e.Running == 0 {
+		v.Then, v.Wake = job.Done, true
+	}
+	v.StartWait = m.policy.WaitAfterFirst > 0 && !e.WaitStarted && e.By == job.EndedItself
+	return v
+}
+
+// stop is G6.
+func (m *groupMode) stop(string, bool) bool {
+	m.phase = groupStopped
+	return false
+}
+
+// ending is G3.
+func (m *groupMode) ending() job.Ended {
+	if m.phase == groupEnding {
+		return job.EndedGroup
+	}
+	return job.EndedItself
+}
+
+func (m *groupMode) drainsOnHangup() bool { return false }
+func (m *groupMode) records() bool        { return false }
+func (m *groupMode) manyStarts() bool     { return false }
+
+func (m *groupMode) counts(int, time.Duration) (taskqueue.QueueStatus, bool) {
+	return taskqueue.QueueStatus{}, false
+}

@@ -1,0 +1,168 @@
+//go:build linux
+
+package launcher
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+)
+
+// The group's whole sequence (groupMode, G1–G6) without a process: each
+// case feeds a group of three instances a series of events — an exit with
+// its facts, a wake of the waiting slots (resume), a stop of the run —
+// and checks each answer. A step's answer is written as the supervisor
+// reads it: what the slot does next, and what the run does.
+func TestGroupSequence(t *testing.T) {
+	type step struct {
+		event string // "exit SLOT", "resume SLOT", "stop"
+		exit  exit   // the exit's facts (exit steps)
+		want  string // the answer, as groupAnswer writes it
+	}
+	// running: how many slots still run after this exit
+	failed, ok := failedExit, okExit
+	ended := killedExit.endedBy(job.EndedGroup)
+	cases := []struct {
+		name   string
+		policy Policy
+		steps  []step
+	}{
+		{"G1, G2, G4: a failure ends the others, the last exit starts the backoff, all start again", Policy{Group: true, Restarts: 2}, []step{
+			{"exit 1", failed.running(2), "wait end-others=group restart"},
+			{"ending", exit{}, "group restart"},
+			{"exit 0", ended.running(1), "wait"},
+			{"exit 2", ended.running(0), "wait wake-in=250ms"},
+			{"ending", exit{}, ""},
+			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+		}},
+		{"G1: the backoff doubles; with no restart left the others end as by -K", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 0", failed.running(2), "wait end-others=group restart"},
+			{"exit 1", ended.running(1), "wait"},
+			{"exit 2", ended.running(0), "wait wake-in=250ms"},
+			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
+			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
+			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
+			{"exit 2", failed.running(2), "done stop-all=kill-on-bad-exit"},
+		}},
+		{"G1: the second restart waits twice as long", Policy{Group: true, Restarts: 2}, []step{
+			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
+			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=500ms"},
+			{"resume 1", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
+		}},
+		{"G1: without --restarts a failure is -K's", Policy{Group: true}, []step{
+			{"exit 1", failed.running(2), "done stop-all=kill-on-bad-exit"},
+		}},
+		{"G1: a signal is a failure", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 1", killedExit.running(2), "wait end-others=group restart"},
+		}},
+		{"G1: an end by --timeout is gpulaunch's, not the group's failure", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 1", killedExit.endedBy(job.EndedTimeout).running(2), "wait"},
+		}},
+		{"G2: a failure by itself while the group ends only waits", Policy{Group: true, Restarts: 3}, []step{
+			{"exit 0", failed.running(2), "wait end-others=group restart"},
+			{"exit 1", failed.running(1), "wait"},
+			{"exit 2", ok.running(0), "wait wake-in=250ms"},
+		}},
+		{"G3: a process that starts while the group ends is ended at once", Policy{Group: true, Restarts: 1}, []step{
+			{"ending", exit{}, ""},
+			{"exit 0", failed.running(2), "wait end-others=group restart"},
+			{"ending", exit{}, "group restart"},
+		}},
+		{"G5: a success waits; the last end is done and wakes the others, which are done", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 0", ok.running(2), "wait"},
+			{"exit 1", ok.running(1), "wait"},
+			{"exit 2", ok.running(0), "done wake"},
+			{"resume 0", exit{}, "done"},
+			{"resume 1", exit{}, "done"},
+		}},
+		{"G5, G4: a success restarts with its group", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 0", ok.running(2), "wait"},
+			{"exit 1", failed.running(1), "wait end-others=group restart"},
+			{"exit 2", ended.running(0), "wait wake-in=250ms"},
+			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
+		}},
+		{"G5: -W starts at the first end by itself", Policy{Group: true, WaitAfterFirst: time.Second}, []step{
+			{"exit 0", ok.running(2), "wait start-wait"},
+			{"exit 1", ok.afterWaitStarted().running(1), "wait"},
+		}},
+		{"G5: -W does not start at an end gpulaunch caused", Policy{Group: true, WaitAfterFirst: time.Second}, []step{
+			{"exit 0", killedExit.endedBy(job.EndedMemory).running(2), "wait"},
+		}},
+		{"G6: a stop during the backoff: the waiting are done, none starts", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
+			{"stop", exit{}, ""},
+			{"resume 0", exit{}, "done"},
+			{"resume 1", exit{}, "done"},
+		}},
+		{"G6: a stop while the group ends: the exits are done", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 0", failed.running(2), "wait end-others=group restart"},
+			{"stop", exit{}, ""},
+			{"ending", exit{}, ""},
+			{"exit 1", killedExit.endedBy(job.EndedSignalled).whileStopping().running(1), "done"},
+		}},
+		{"G6: an exit while the run stops is done, failed or not", Policy{Group: true, Restarts: 1}, []step{
+			{"exit 0", failed.whileStopping().running(2), "done"},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newGroupMode(make([]Instance, 3), tc.policy)
+			for k := range 3 {
+				if _, then := m.first(k); then != job.Now {
+					t.Fatalf("first(%d): %v, want now", k, then)
+				}
+			}
+			for k, st := range tc.steps {
+				var got string
+				var slot int
+				switch _, _ = fmt.Sscanf(st.event[strings.LastIndexByte(st.event, ' ')+1:], "%d", &slot); {
+				case strings.HasPrefix(st.event, "exit"):
+					got = groupAnswer(m.afterExit(slot, job.Job{Try: m.restarts}, job.Exit(st.exit)))
+				case strings.HasPrefix(st.event, "resume"):
+					j, then := m.resume(slot)
+					got = groupAnswer(job.Verdict{Then: then, Job: j})
+				case st.event == "stop":
+					m.stop("SIGTERM", true)
+				case st.event == "ending":
+					got = string(m.ending())
+				}
+				if got != st.want {
+					t.Fatalf("step %d (%s): %q, want %q", k, st.event, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// groupAnswer writes a verdict as the group's table reads it: what the
+// slot does (and its job when it starts one), then what the run does.
+func groupAnswer(v job.Verdict) string {
+	w := []string{map[job.Then]string{job.Done: "done", job.Now: "now", job.Later: "later", job.Wait: "wait"}[v.Then]}
+	if v.Then == job.Now {
+		w = append(w, fmt.Sprintf("try=%d", v.Job.Try), strings.Join(v.Job.Env, ","))
+	}
+	if v.StopAll != "" {
+		w = append(w, "stop-all="+string(v.StopAll))
+	}
+	if v.EndOthers != "" {
+		w = append(w, "end-others="+string(v.EndOthers))
+	}
+	if v.StartWait {
+		w = append(w, "start-wait")
+	}
+	if v.Wake {
+		w = append(w, "wake")
+	}
+	if v.WakeIn > 0 {
+		w = append(w, "wake-in="+v.WakeIn.String())
+	}
+	return strings.Join(w, " ")
+}

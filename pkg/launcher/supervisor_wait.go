@@ -1,0 +1,98 @@
+//go:build linux
+
+package launcher
+
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+)
+
+// The supervisor's part in waiting: messages from the other nodes of a
+// queue over several are events of its loop, and slots may wait
+// (job.Wait) for a task from another node, or for their group's restart.
+// The rules are the mode's (taskqueue's nodes.go and feed.go, group.go);
+// these methods carry out its answers.
+
+// fromNode hands a message from another node to the mode, and carries
+// out its verdict, which concerns no slot of this node.
+func (s *supervisor) fromNode(m taskqueue.NodeMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.effects(-1, s.mode.fromNode(m))
+	s.publishCounts()
+	s.flushNodes()
+	if s.idle0() {
+		s.signalIdle()
+	}
+}
+
+// wake asks the waiting slots again once a verdict's WakeIn ran out (a
+// group restart's backoff).
+func (s *supervisor) wake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wakeWaiting()
+	if s.idle0() {
+		s.signalIdle()
+	}
+}
+
+// wait parks slot i until the mode has something for it.
+func (s *supervisor) wait(i int) {
+	sl := &s.slots[i]
+	if !sl.waiting {
+		sl.waiting = true
+		s.pending++
+	}
+	s.publish(i)
+}
+
+// wakeWaiting asks the mode again for every waiting slot: it starts the
+// task it gets, is done, or waits on.
+func (s *supervisor) wakeWaiting() {
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if !sl.waiting {
+			continue
+		}
+		j, then := s.mode.resume(i)
+		if then == job.Wait {
+			continue
+		}
+		sl.waiting = false
+		s.pending--
+		if then == job.Done {
+			s.final(i)
+			continue
+		}
+		sl.job = j
+		s.running++
+		if err := s.startSlot(i); err != nil {
+			s.running--
+			s.log.Error(err.Error())
+			s.final(i)
+		}
+	}
+}
+
+// flushNodes sends what the mode's rules queued for other nodes.
+func (s *supervisor) flushNodes() {
+	for _, m := range s.mode.outbox() {
+		if s.link != nil {
+			s.link.Send(m)
+		}
+	}
+}
+
+// idle0 is idle with mu held.
+func (s *supervisor) idle0() bool {
+	return s.running == 0 && s.pending == 0 && !s.mode.awaitsNodes()
+}
+
+// signalIdle wakes the loop to find the run idle.
+func (s *supervisor) signalIdle() {
+	select {
+	case s.idleC <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,256 @@
+package nodelink
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
+)
+
+// frame is one line on the wire: a queue message, or one of the link's
+// own (hello, welcome, refused, ping).
+type frame struct {
+	taskqueue.NodeMessage
+	Token string `json:"token,omitempty"` // hello: the key's token
+	Run   string `json:"run,omitempty"`   // hello: the run it is for
+}
+
+// The link's own kinds.
+const (
+	kindHello   taskqueue.MessageKind = "hello"
+	kindWelcome taskqueue.MessageKind = "welcome"
+	kindRefused taskqueue.MessageKind = "refused"
+	kindPing    taskqueue.MessageKind = "ping"
+)
+
+// Beat is how often a side with nothing to say pings the other, and
+// silentFor how many beats of silence make the other side lost: a node
+// whose gpulaunch is killed is noticed at once (its kernel closes the
+// connection), one whose machine or network dies after 10 beats.
+const (
+	Beat      = 2 * time.Second
+	silentFor = 10
+)
+
+// maxLine bounds one message: a task line may be up to 1 MiB (the input
+// reader's limit), and its JSON form a few times that.
+const maxLine = 16 << 20
+
+// conn is one TLS connection of the link and its writer: messages are
+// queued without blocking and written in order by one goroutine.
+type conn struct {
+	c    *tls.Conn
+	r    *bufio.Reader // every read, the handshake's too: nothing read ahead is lost
+	beat time.Duration
+
+	mu      sync.Mutex
+	queue   []frame
+	closing bool
+	wake    chan struct{}
+	written chan struct{} // closed when the writer is done
+}
+
+func newConn(c *tls.Conn, beat time.Duration) *conn {
+	return &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), beat: beat, wake: make(chan struct{}, 1), written: make(chan struct{})}
+}
+
+// send queues f; a status replaces a status not yet written, so a slow
+// reader gets the latest counts, not every one.
+func (c *conn) send(f frame) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if n := len(c.queue); f.Kind == taskqueue.MsgStatus && n > 0 && c.queue[n-1].Kind == taskqueue.MsgStatus {
+		c.queue[n-1] = f
+	} else {
+		c.queue = append(c.queue, f)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes what is queued, and a ping after a beat of silence,
+// until close; then what is left, and the end of the stream.
+func (c *conn) writeLoop() {
+	defer close(c.written)
+	w := bufio.NewWriter(c.c)
+	enc := json.NewEncoder(w)
+	tick := time.NewTicker(c.beat)
+	defer tick.Stop()
+	for {
+		var idle bool
+		select {
+		case <-c.wake:
+		case <-tick.C:
+			idle = true
+		}
+		c.mu.Lock()
+		batch, closing := c.queue, c.closing
+		c.queue = nil
+		c.mu.Unlock()
+		if idle && len(batch) == 0 && !closing {
+			batch = []frame{{NodeMessage: taskqueue.NodeMessage{Kind: kindPing}}}
+		}
+		c.c.SetWriteDeadline(time.Now().Add(silentFor * c.beat))
+		for _, f := range batch {
+			if enc.Encode(f) != nil {
+				c.c.Close() // the reader sees it and says the other side is lost
+				return
+			}
+		}
+		if w.Flush() != nil {
+			c.c.Close()
+			return
+		}
+		if closing {
+			c.c.CloseWrite()
+			return
+		}
+	}
+}
+
+// close writes what is queued, ends the stream and waits for that up to
+// limit; then the connection is closed.
+func (c *conn) close(limit time.Duration) {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-c.written:
+	case <-time.After(limit):
+	}
+	c.c.Close()
+}
+
+// readLoop hands every message to deliver, pings left out, until the
+// stream ends or falls silent; it returns why.
+func (c *conn) readLoop(deliver func(frame) bool) error {
+	for {
+		f, err := c.read(silentFor * c.beat)
+		switch {
+		case errors.Is(err, io.EOF):
+			return errors.New("the connection was closed")
+		case err != nil:
+			return err
+		case f.Kind == kindPing:
+			continue
+		}
+		if !deliver(f) {
+			return nil
+		}
+	}
+}
+
+// read reads one frame within limit.
+func (c *conn) read(limit time.Duration) (frame, error) {
+	c.c.SetReadDeadline(time.Now().Add(limit))
+	var line []byte
+	for {
+		part, err := c.r.ReadSlice('\n')
+		line = append(line, part...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return frame{}, err
+		}
+		if len(line) > maxLine {
+			return frame{}, fmt.Errorf("a message over %d MiB", maxLine>>20)
+		}
+	}
+	var f frame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return frame{}, fmt.Errorf("a garbled message: %w", jsonerr.Explain("message", line, err))
+	}
+	return f, nil
+}
+
+// writeOne writes one frame of a handshake.
+func writeOne(c *tls.Conn, f frame, limit time.Duration) error {
+	c.SetWriteDeadline(time.Now().Add(limit))
+	defer c.SetWriteDeadline(time.Time{})
+	data, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	_, err = c.Write(append(data, '\n'))
+	return err
+}
+
+// newCert makes the holder's certificate for one run: a P-256 key and a
+// self-signed certificate, trusted by its hash in the key file only.
+func newCert(run string) (tls.Certificate, string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	tmpl := x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "gpulaunch queue " + run},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(90 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, certHash(der), nil
+}
+
+func certHash(der []byte) string {
+	h := sha256.Sum256(der)
+	return hex.EncodeToString(h[:])
+}
+
+// pinned is a node's TLS configuration: the holder is whoever shows the
+// certificate whose hash the key file holds (no CA: the file is the trust).
+func pinned(hash string) *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		InsecureSkipVerify: true, // the chain is not checked; VerifyConnection checks the pin
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || certHash(cs.PeerCertificates[0].Raw) != hash {
+				return errors.New("the holder's certificate is not the one in the key file")
+			}
+			return nil
+		},
+	}
+}
+
+// tcpConn turns keepalive on: a dead peer is also noticed by the kernel.
+func tcpConn(c net.Conn) net.Conn {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetKeepAlive(true)
+		tc.SetKeepAlivePeriod(Beat)
+	}
+	return c
+}

@@ -1,0 +1,261 @@
+package nodelink
+
+import (
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+)
+
+// handshakeWait bounds a node's TLS handshake and hello, so that a
+// connection that says nothing does not hold a goroutine.
+const handshakeWait = 10 * time.Second
+
+// Holder is node 0's side: it listens, admits the nodes that show the
+// key's token, and carries messages to and from them.
+type Holder struct {
+	ln      net.Listener
+	tls     *tls.Config
+	token   string
+	run     string
+	nodes   int // the launch's nodes, this one included
+	slots   int // every node's slots (0: not checked)
+	keyPath string
+	beat    time.Duration
+	// Refused is told of every connection that was turned away, and why
+	// (a wrong token, no TLS, a node that joined twice); nil: nobody.
+	Refused func(remote, why string)
+
+	msgs chan taskqueue.NodeMessage
+	done chan struct{}
+
+	mu     sync.Mutex
+	conns  map[int]*conn // the nodes there, to send to
+	joined map[int]bool  // every node that ever joined
+}
+
+// HolderConfig is what a holder is opened with.
+type HolderConfig struct {
+	Run   string // the run's id, the same on every node (job, step, launch)
+	Nodes int    // the launch's nodes, the holder included
+	// Slots is the holder's number of slots; every node must have as
+	// many, since a task's slot number ({%}) is node × Slots + slot + 1.
+	Slots int
+	// Host is the name the other nodes reach the holder by; Port its
+	// port (0: any free one; a taken one is an error).
+	Host string
+	Port int
+	// KeyDir holds the key file (KeyDir()).
+	KeyDir string
+	// Beat is the ping interval (default Beat).
+	Beat time.Duration
+}
+
+// Listen opens the holder: it listens on every address at cfg.Port,
+// then writes the key file, so that a node that reads it finds the
+// holder there.
+func Listen(cfg HolderConfig) (*Holder, error) {
+	cert, hash, err := newCert(cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := token()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	if err != nil {
+		return nil, err
+	}
+	h := &Holder{
+		ln: ln, tls: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13},
+		token: tok, run: cfg.Run, nodes: cfg.Nodes, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat,
+		msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{}), conns: map[int]*conn{}, joined: map[int]bool{},
+	}
+	if h.beat == 0 {
+		h.beat = Beat
+	}
+	sweep(cfg.KeyDir)
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	if err := writeKey(h.keyPath, Key{Run: cfg.Run, State: StateOpen, Addr: addr, CertHash: hash, Token: tok}); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("writing the key file: %w", err)
+	}
+	go h.acceptLoop()
+	return h, nil
+}
+
+// Port is where the holder listens.
+func (h *Holder) Port() int { return h.ln.Addr().(*net.TCPAddr).Port }
+
+// KeyPath is the run's key file.
+func (h *Holder) KeyPath() string { return h.keyPath }
+
+// Messages are the nodes' messages, and the link's news of them
+// (taskqueue.MsgJoined, taskqueue.MsgLost).
+func (h *Holder) Messages() <-chan taskqueue.NodeMessage { return h.msgs }
+
+// Send queues m for node m.Node; a node not (or no longer) there gets
+// nothing.
+func (h *Holder) Send(m taskqueue.NodeMessage) {
+	h.mu.Lock()
+	c := h.conns[m.Node]
+	h.mu.Unlock()
+	if c != nil {
+		c.send(frame{NodeMessage: m})
+	}
+}
+
+// Broadcast queues m for every node there.
+func (h *Holder) Broadcast(m taskqueue.NodeMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for node, c := range h.conns {
+		m.Node = node
+		c.send(frame{NodeMessage: m})
+	}
+}
+
+// acceptLoop admits connections until the listener is closed. The
+// goroutines it starts end with their connection; what they deliver after
+// Close is dropped (deliver).
+func (h *Holder) acceptLoop() {
+	for {
+		c, err := h.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		go h.admit(tcpConn(c))
+	}
+}
+
+// admit shakes hands with a connection, checks its hello and, if it is
+// one of the run's nodes, follows it until it ends.
+func (h *Holder) admit(raw net.Conn) {
+	tc := tls.Server(raw, h.tls)
+	tc.SetDeadline(time.Now().Add(handshakeWait))
+	if err := tc.Handshake(); err != nil {
+		h.refuse(raw, "no TLS handshake: "+err.Error())
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	c := newConn(tc, h.beat)
+	hello, err := c.read(handshakeWait)
+	if err == nil {
+		err = h.check(hello)
+	}
+	if err != nil {
+		h.refuse(raw, err.Error()) // before the answer: whoever hears it finds it said
+		writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindRefused, Why: err.Error()}}, time.Second)
+		tc.Close()
+		return
+	}
+	if err := writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindWelcome}}, handshakeWait); err != nil {
+		h.forget(hello.Node)
+		tc.Close()
+		return
+	}
+	go c.writeLoop()
+	h.mu.Lock()
+	h.conns[hello.Node] = c
+	h.mu.Unlock()
+	if !h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgJoined, Node: hello.Node, Host: hello.Host, Slots: hello.Slots}) {
+		c.close(time.Second)
+		return
+	}
+	why := c.readLoop(func(f frame) bool {
+		f.NodeMessage.Node = hello.Node // a node speaks for itself only
+		return h.deliver(f.NodeMessage)
+	})
+	h.forget(hello.Node)
+	c.close(time.Second)
+	if why != nil {
+		h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Node: hello.Node, Why: why.Error()})
+	}
+}
+
+// check admits a hello: the key's token, this run, a node of the launch
+// that has not joined before. The node is registered when admitted.
+func (h *Holder) check(f frame) error {
+	switch {
+	case f.Kind != kindHello:
+		return errors.New("no hello")
+	case subtle.ConstantTimeCompare([]byte(f.Token), []byte(h.token)) != 1:
+		return errors.New("a wrong token: it has not read this run's key file")
+	case f.Run != h.run:
+		return fmt.Errorf("run %q, not %q", f.Run, h.run)
+	case f.Node < 1 || f.Node >= h.nodes:
+		return fmt.Errorf("node %d is not one of nodes 1..%d", f.Node, h.nodes-1)
+	case f.Slots < 1:
+		return fmt.Errorf("node %d has no slot", f.Node)
+	case h.slots > 0 && f.Slots != h.slots:
+		return fmt.Errorf("node %d has %d slot(s) and node 0 has %d: the slot numbers ({%%} = node × slots + slot + 1) would overlap; give -n N so that every node runs N", f.Node, f.Slots, h.slots)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.joined[f.Node] {
+		return fmt.Errorf("node %d joined before", f.Node)
+	}
+	h.joined[f.Node] = true
+	return nil
+}
+
+// forget: node is no longer there to send to.
+func (h *Holder) forget(node int) {
+	h.mu.Lock()
+	delete(h.conns, node)
+	h.mu.Unlock()
+}
+
+// deliver hands m to the run, unless the holder is closed.
+func (h *Holder) deliver(m taskqueue.NodeMessage) bool {
+	select {
+	case h.msgs <- m:
+		return true
+	case <-h.done:
+		return false
+	}
+}
+
+func (h *Holder) refuse(raw net.Conn, why string) {
+	if h.Refused != nil {
+		h.Refused(raw.RemoteAddr().String(), why)
+	}
+}
+
+// Close ends the link once the run is over: every node gets what was
+// queued for it, then taskqueue.MsgEnd and the end of the stream. The key file goes too —
+// unless a node never joined: then it says the queue is over, so that a
+// node that comes late stops at once instead of waiting.
+func (h *Holder) Close() error {
+	h.ln.Close()
+	h.mu.Lock()
+	conns := make([]*conn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	all := len(h.joined) == h.nodes-1
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		// the queue is over for every node still there, also for one
+		// that joined after the run's last word
+		c.send(frame{NodeMessage: taskqueue.NodeMessage{Kind: taskqueue.MsgEnd}})
+		wg.Add(1)
+		go func() { defer wg.Done(); c.close(3 * time.Second) }()
+	}
+	wg.Wait()
+	close(h.done)
+	if all {
+		return os.Remove(h.keyPath)
+	}
+	return writeKey(h.keyPath, Key{Run: h.run, State: StateOver})
+}

@@ -1,0 +1,259 @@
+package nodelink
+
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
+	"crypto/tls"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+)
+
+const testBeat = 50 * time.Millisecond
+
+func holder(t *testing.T, nodes int) (*Holder, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "keys")
+	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: nodes, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, dir
+}
+
+func join(dir string, node int) (*Worker, error) {
+	return Join(WorkerConfig{Run: "job7.0", Node: node, Host: "n" + string(rune('0'+node)), Slots: 2, KeyDir: dir, Wait: 5 * time.Second, Beat: testBeat})
+}
+
+// next waits for the next message, for a condition, not a time: the
+// limit only ends a test that would hang.
+func next(t *testing.T, ch <-chan taskqueue.NodeMessage) taskqueue.NodeMessage {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("no message")
+	}
+	return taskqueue.NodeMessage{}
+}
+
+// A node joins, gets a task, reports it; the holder stamps the node.
+func TestJoinAndExchange(t *testing.T) {
+	h, dir := holder(t, 3)
+	defer h.Close()
+	w, err := join(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 2 || m.Host != "n2" || m.Slots != 2 {
+		t.Fatalf("joined: %+v", m)
+	}
+	h.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgTask, Node: 2, Task: &job.Task{Seq: 5, Args: []string{"a b", "{%}"}, Command: "x"}})
+	if m := next(t, w.Messages()); m.Kind != taskqueue.MsgTask || m.Task.Seq != 5 || m.Task.Args[0] != "a b" {
+		t.Fatalf("task: %+v", m)
+	}
+	w.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgDone, Node: 1, Record: &job.Record{Seq: 5, Exit: 3}})
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgDone || m.Node != 2 || m.Record.Exit != 3 {
+		t.Fatalf("done: %+v: a node speaks for itself only", m)
+	}
+	fi, err := os.Stat(h.KeyPath())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", fi, err)
+	}
+	if di, _ := os.Stat(dir); di.Mode().Perm() != 0o700 {
+		t.Fatalf("key dir mode %04o", di.Mode().Perm())
+	}
+}
+
+// Without the key's token a process is refused: no node joins, nothing
+// reaches the run.
+func TestWrongTokenGetsNothing(t *testing.T) {
+	h, dir := holder(t, 2)
+	defer h.Close()
+	var mu sync.Mutex
+	var refused []string
+	h.Refused = func(_, why string) { mu.Lock(); refused = append(refused, why); mu.Unlock() }
+	k, err := ReadKey(h.KeyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Token = strings.Repeat("0", 64)
+	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k)
+	if err == nil || !strings.Contains(err.Error(), "wrong token") {
+		t.Fatalf("a wrong token was not refused: %v", err)
+	}
+	// and a node of the run that does show the token still gets in,
+	// first: nothing was spent on the impostor
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
+		t.Fatalf("first message %+v: the impostor reached the run", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) != 1 || !strings.Contains(refused[0], "wrong token") {
+		t.Errorf("refused %q", refused)
+	}
+}
+
+// A process that took the holder's address first (another user's) is not
+// believed: the node checks the certificate before it says anything, so
+// the impostor never sees the token.
+func TestImpostorHolderLearnsNothing(t *testing.T) {
+	h, dir := holder(t, 2)
+	defer h.Close()
+	k, _ := ReadKey(h.KeyPath())
+	cert, _, err := newCert("impostor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 4096)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _ := c.Read(buf)
+		got <- string(buf[:n])
+	}()
+	k.Addr = ln.Addr().String()
+	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k)
+	if err == nil || !strings.Contains(err.Error(), "not the one in the key file") {
+		t.Fatalf("the impostor was trusted: %v", err)
+	}
+	if s := <-got; strings.Contains(s, k.Token) {
+		t.Fatal("the impostor learned the token")
+	}
+}
+
+// A node whose gpulaunch is killed is lost at once; one that falls silent
+// after ten beats.
+func TestLostNodes(t *testing.T) {
+	h, dir := holder(t, 3)
+	defer h.Close()
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, h.Messages())
+	w.c.c.Close() // what the kernel does for a killed process
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgLost || m.Node != 1 {
+		t.Fatalf("after a kill: %+v", m)
+	}
+	// node 2 shakes hands, then says nothing, not even pings
+	k, _ := ReadKey(h.KeyPath())
+	raw, err := net.Dial("tcp", k.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tc := tls.Client(raw, pinned(k.CertHash))
+	if err := writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: 2, Slots: 2}, Token: k.Token, Run: "job7.0"}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 2 {
+		t.Fatalf("%+v", m)
+	}
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgLost || m.Node != 2 {
+		t.Fatalf("after silence: %+v", m)
+	}
+}
+
+// The holder's end: what it queued arrives before the end of the stream;
+// a node that comes after finds the queue over; the key file is gone when
+// every node had joined.
+func TestHolderEnd(t *testing.T) {
+	h, dir := holder(t, 3)
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	next(t, h.Messages())
+	h.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgEnd, Node: 1})
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, w.Messages()); m.Kind != taskqueue.MsgEnd {
+		t.Fatalf("%+v", m)
+	}
+	// Close's own end, for a node that joined after the run's last word
+	if m := next(t, w.Messages()); m.Kind != taskqueue.MsgEnd {
+		t.Fatalf("%+v", m)
+	}
+	if m := next(t, w.Messages()); m.Kind != taskqueue.MsgLost {
+		t.Fatalf("%+v", m)
+	}
+	if _, err := join(dir, 2); !errors.Is(err, ErrOver) {
+		t.Fatalf("a late node: %v, want ErrOver", err)
+	}
+}
+
+// A key file others could read proves nothing: refused.
+func TestKeyFileMustBePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	path := KeyPath(dir, "r")
+	if err := writeKey(path, Key{Run: "r", State: StateOpen}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o644)
+	if _, err := ReadKey(path); err == nil || !strings.Contains(err.Error(), "open to others") {
+		t.Fatalf("a 0644 key file was read: %v", err)
+	}
+	if err := Fail(dir, "f", "--each-line params.txt: no such file"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Join(WorkerConfig{Run: "f", Node: 1, Slots: 1, KeyDir: dir, Wait: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "params.txt") {
+		t.Fatalf("a failed holder: %v", err)
+	}
+	os.Chmod(dir, 0o755)
+	if err := writeKey(KeyPath(dir, "x"), Key{}); err == nil || !strings.Contains(err.Error(), "chmod 700") {
+		t.Fatalf("an open directory: %v", err)
+	}
+}
+
+// A key file that is not one is refused in the file's words: where, and
+// what, without Go's type names.
+func TestKeyFileNotAKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.json")
+	if err := os.WriteFile(path, []byte(`{"run": 5}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadKey(path)
+	if err == nil || !strings.Contains(err.Error(), path+":1:9: run: a number where a string belongs") || strings.Contains(err.Error(), "link.Key") {
+		t.Fatalf("a key file with a number for run: %v", err)
+	}
+}
+
+// Every node has the holder's number of slots, or {%} would overlap: a
+// node with another is refused, at once, with the fix.
+func TestSlotsMustMatch(t *testing.T) {
+	h, dir := holder(t, 2)
+	defer h.Close()
+	_, err := Join(WorkerConfig{Run: "job7.0", Node: 1, Host: "n1", Slots: 3, KeyDir: dir, Wait: time.Minute, Beat: testBeat})
+	if err == nil || !strings.Contains(err.Error(), "node 1 has 3 slot(s) and node 0 has 2") || !strings.Contains(err.Error(), "give -n N") {
+		t.Fatalf("a node with 3 slots: %v", err)
+	}
+}

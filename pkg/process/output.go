@@ -1,0 +1,209 @@
+//go:build linux
+
+package process
+
+import (
+	"bytes"
+	"io"
+	"sync"
+)
+
+// chunkSize bounds what one instance stream buffers: a line longer than
+// this is streamed through while its writer holds the output, so memory
+// stays bounded whatever the app writes.
+const chunkSize = 64 << 10
+
+// firstChunk is a stream's first buffer. They are pooled: a task queue
+// opens two streams per task, thousands of tasks a minute.
+const firstChunk = 4 << 10
+
+var firstBuffers = sync.Pool{New: func() any { return new([firstChunk]byte) }}
+
+// LineMux writes the lines of many streams to one writer, each line
+// prefixed with its stream's label and never torn: a line is written
+// whole, under the lock, so lines of different instances do not
+// interleave mid-line. Complete lines read in one go are written in one
+// write call, which is what keeps it near cat's throughput.
+type LineMux struct {
+	mu sync.Mutex
+	w  io.Writer
+	// broken, when set, is told of the first write that fails (a reader
+	// that has gone, `gpulaunch … | head`; a full disk). The mux then
+	// drops what it is given, and the run goes on: no instance is ever
+	// blocked on output that nobody can take, and the output ring still
+	// has it for `gpulaunch logs`.
+	broken func(error)
+	failed bool // a write failed; guarded by mu, as every write is
+}
+
+// NewLineMux is a mux writing to w; broken is told of its first failed
+// write (nil: nobody).
+func NewLineMux(w io.Writer, broken func(error)) *LineMux {
+	return &LineMux{w: w, broken: broken}
+}
+
+// copyLabelled copies r to the mux until EOF, and the same lines,
+// unlabelled, to ring (nil: none). A last line without a newline is
+// written with one added, so the next label starts a line. Bytes are
+// passed through as they are: binary output survives.
+func (m *LineMux) copyLabelled(r io.Reader, label string, ring *Ring) error {
+	c := m.copier(label, ring)
+	for {
+		if err := c.readOnce(r); err != nil {
+			return ignoreEOF(err)
+		}
+	}
+}
+
+// lineCopier copies one stream to a mux a read at a time, so that
+// whoever owns the stream decides when to read: a goroutine until EOF, or
+// a slot thread between its other work.
+type lineCopier struct {
+	m       *LineMux
+	label   string
+	ring    *Ring
+	buf     []byte
+	filled  int
+	holding bool // inside an over-long line: the lock is held
+	// detached: the process that opened the stream has exited, and what
+	// is left is written by processes it left behind (a daemon holding
+	// its stdout). Such a stream never holds the lock across reads: the
+	// other slots' threads would wait on it, their exits unhandled, and
+	// the run could not end to end the daemon (a hang for good).
+	detached bool
+	out      []byte
+}
+
+// detach: the stream's process has exited (see detached). A long line it
+// left open ends here, with a newline, and the lock is let go.
+func (c *lineCopier) detach() {
+	if c.holding {
+		c.m.write([]byte{'\n'})
+		c.ring.Write([]byte{'\n'})
+		c.holding = false
+		c.m.mu.Unlock()
+	}
+	c.detached = true
+}
+
+func (m *LineMux) copier(label string, ring *Ring) *lineCopier {
+	// Most instances write little: the buffer starts small and doubles
+	// up to chunkSize only for a stream that fills it, so that starting
+	// 64 instances does not allocate 64 × 2 × chunkSize.
+	return &lineCopier{m: m, label: label, ring: ring, buf: firstBuffers.Get().(*[firstChunk]byte)[:]}
+}
+
+// readOnce reads from r once and writes out the complete lines it has.
+// A read of nothing with no error is no news. At the end of r (any
+// error, io.EOF included) it writes the last line, lets go of the mux and
+// its buffer, and returns that error; the copier is spent.
+func (c *lineCopier) readOnce(r io.Reader) error {
+	m := c.m
+	n, err := r.Read(c.buf[c.filled:])
+	c.filled += n
+	data := c.buf[:c.filled]
+	if c.holding {
+		// Continue the long line: up to its newline, then let go.
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			m.write(data)
+			c.ring.Write(data)
+			c.filled = 0
+			if err != nil {
+				m.write([]byte{'\n'})
+				c.ring.Write([]byte{'\n'})
+				m.mu.Unlock()
+				c.release()
+				return err
+			}
+			return nil
+		}
+		m.write(data[:i+1])
+		m.mu.Unlock()
+		c.ring.Write(data[:i+1])
+		c.holding = false
+		data = data[i+1:]
+	}
+	if j := bytes.LastIndexByte(data, '\n'); j >= 0 {
+		lines := data[:j+1]
+		c.ring.Write(lines)
+		if c.label != "" {
+			c.out = c.out[:0]
+			for len(lines) > 0 {
+				i := bytes.IndexByte(lines, '\n')
+				c.out = append(c.out, c.label...)
+				c.out = append(c.out, lines[:i+1]...)
+				lines = lines[i+1:]
+			}
+			lines = c.out
+		}
+		m.mu.Lock()
+		m.write(lines)
+		m.mu.Unlock()
+		data = data[j+1:]
+	}
+	c.filled = copy(c.buf, data)
+	if err != nil {
+		if c.filled > 0 {
+			last := append(c.buf[:c.filled:c.filled], '\n')
+			c.ring.Write(last)
+			m.mu.Lock()
+			m.write(append([]byte(c.label), last...))
+			m.mu.Unlock()
+		}
+		c.release()
+		return err
+	}
+	switch {
+	case c.filled == len(c.buf) && len(c.buf) < chunkSize:
+		c.buf = append(c.buf, make([]byte, len(c.buf))...)
+	case c.filled == len(c.buf) && c.detached:
+		// A line longer than the buffer from a leftover process: written
+		// as a line of its own, the lock not held (detached).
+		line := append(c.buf[:c.filled:c.filled], '\n')
+		m.mu.Lock()
+		m.write([]byte(c.label))
+		m.write(line)
+		m.mu.Unlock()
+		c.ring.Write(line)
+		c.filled = 0
+	case c.filled == len(c.buf):
+		// A line longer than the buffer: start it and keep the lock
+		// until its newline, so no other line can cut into it.
+		m.mu.Lock()
+		c.holding = true
+		m.write([]byte(c.label))
+		m.write(c.buf)
+		c.ring.Write(c.buf)
+		c.filled = 0
+	}
+	return nil
+}
+
+func (c *lineCopier) release() {
+	if len(c.buf) == firstChunk {
+		firstBuffers.Put((*[firstChunk]byte)(c.buf))
+	}
+	c.buf = nil
+}
+
+// write writes under m.mu. A failure is told once and ends the writing,
+// not the run: the supervisor still has to reap every instance.
+func (m *LineMux) write(b []byte) {
+	if m.failed {
+		return
+	}
+	if _, err := m.w.Write(b); err != nil {
+		m.failed = true
+		if m.broken != nil {
+			m.broken(err)
+		}
+	}
+}
+
+func ignoreEOF(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return err
+}

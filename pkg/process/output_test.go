@@ -1,0 +1,70 @@
+//go:build linux
+
+package process
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// slowReader hands out data in small, irregular pieces, as pipes do.
+type slowReader struct {
+	data []byte
+	step int
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.step, len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	r.step = r.step%7919 + 1
+	return n, nil
+}
+
+func TestLineMux(t *testing.T) {
+	var out bytes.Buffer
+	m := &LineMux{w: &out}
+	long := strings.Repeat("y", 3*chunkSize+17)
+	streams := map[string]string{
+		"0: ": "alpha\nbeta\n",
+		"1: ": "no newline at end",
+		"2: ": long + "\nshort\n",
+		"3: ": "bin\x00ary\xff\n",
+	}
+	var wg sync.WaitGroup
+	for label, data := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.copyLabelled(&slowReader{data: []byte(data), step: 3}, label, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got := out.String()
+	for _, want := range []string{"0: alpha\n", "0: beta\n", "1: no newline at end\n", "2: " + long + "\n", "2: short\n", "3: bin\x00ary\xff\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q", want[:min(len(want), 40)])
+		}
+	}
+	if lines := strings.Count(got, "\n"); lines != 6 {
+		t.Errorf("%d lines, want 6", lines)
+	}
+}
+
+func BenchmarkLineMux(b *testing.B) {
+	line := []byte(strings.Repeat("z", 79) + "\n")
+	data := bytes.Repeat(line, 1<<14)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		m := &LineMux{w: io.Discard}
+		_ = m.copyLabelled(bytes.NewReader(data), "7: ", nil)
+	}
+}

@@ -1,0 +1,215 @@
+package taskqueue
+
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Feed is the side of a queue over several nodes on a node that is not
+// its holder: it runs the tasks the holder sends on this node's slots and
+// reports their ends (nodes.go has the holder's side). The rules, in
+// order:
+//  1. A slot takes the oldest task the holder sent and it has not
+//     started. With none, it waits for the next one — unless the holder
+//     said the queue is over, or the run stops: then the slot is done.
+//  2. A task that gpulaunch ended (a stop here or from the holder, the
+//     holder lost) did not finish: it goes back to the holder, which hands
+//     it out again or leaves it for --resume.
+//  3. A failed task with tries left (--retries) runs again at once in the
+//     same slot, as on one node.
+//  4. Otherwise its record goes to the holder, which writes the joblog and
+//     counts it; the slot takes its next task (rule 1).
+//  5. A stop here (a signal to this gpulaunch) or from the holder starts
+//     nothing new; the tasks sent and not started go back to the holder.
+//     The holder's "now" also ends the tasks running here.
+//  6. The holder lost: nothing here can be recorded any more, so the tasks
+//     running here are ended and the run exits 255; the holder's
+//     joblog and --resume have the truth.
+type Feed struct {
+	// Tries is --retries: how many times a task runs at most.
+	Tries int
+	// Host is this node's name, for the records.
+	Host string
+	// ForSlot completes a task for the slot it is handed to ({%}, files).
+	ForSlot func(t job.Task, slot int) job.Task
+
+	waiting []job.Task // sent by the holder, not started
+	running int        // tasks running here
+	over    bool       // the holder has no more tasks
+	halted  string     // why nothing new starts here
+	// haltedHere: the stop came from this node (a signal), not from the
+	// holder.
+	haltedHere bool
+	lost       string      // why the holder is gone
+	status     QueueStatus // the whole queue's counts, as the holder last sent them
+	done       int         // tasks that finished here
+	failed     int
+	outbox     []NodeMessage
+}
+
+// Take is what slot runs next (rule 1).
+func (f *Feed) Take(slot int) (job.Task, job.Then) {
+	switch {
+	case f.halted != "":
+		return job.Task{}, job.Done
+	case len(f.waiting) > 0:
+		t := f.waiting[0]
+		f.waiting = f.waiting[1:]
+		f.running++
+		if f.ForSlot != nil {
+			t = f.ForSlot(t, slot)
+		}
+		return t, job.Now
+	case f.over:
+		return job.Task{}, job.Done
+	}
+	return job.Task{}, job.Wait
+}
+
+// AfterTaskExit applies rules 2 to 4 to the end of a task in slot.
+func (f *Feed) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
+	f.running--
+	t := j.Task
+	var v job.Verdict
+	rec := job.Record{Seq: t.Seq, Host: f.Host, Start: e.Started, Runtime: e.Wall, Exit: e.Code, Signal: int(e.Signal), Command: t.Command}
+	if e.Signal != 0 {
+		rec.Exit = 128 + int(e.Signal)
+	}
+	switch {
+	case e.By.ByGpulaunch():
+		v.Say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): given back to the queue's holder", t.Seq, e.By)
+		f.send(NodeMessage{Kind: MsgReturned, Seqs: []int{t.Seq}})
+	case rec.Failed() && !e.Stopping && j.Try+1 < f.Tries:
+		f.running++
+		v = job.Verdict{Then: job.Now, Job: j.Again()}
+		v.Say(zap.InfoLevel, "task %d failed (%s): try %d of %d", t.Seq, e.Status(), j.Try+2, f.Tries)
+		return v
+	default:
+		v.Record = &rec
+		f.done++
+		if rec.Failed() {
+			f.failed++
+			v.Say(zap.WarnLevel, "task %d failed: %s after %d %s: %s", t.Seq, e.Status(), j.Try+1, map[bool]string{true: "try", false: "tries"}[j.Try == 0], t.Command)
+		}
+		f.send(NodeMessage{Kind: MsgDone, Record: &rec, Running: f.running})
+	}
+	if e.Stopping {
+		return v
+	}
+	next, then := f.Take(slot)
+	v.Then, v.Job = then, job.OfTask(next)
+	return v
+}
+
+// FromNode applies a message from the holder.
+func (f *Feed) FromNode(m NodeMessage) job.Verdict {
+	var v job.Verdict
+	switch m.Kind {
+	case MsgTask:
+		if f.halted != "" {
+			f.send(NodeMessage{Kind: MsgReturned, Seqs: []int{m.Task.Seq}})
+			return v
+		}
+		f.waiting = append(f.waiting, *m.Task)
+		v.Wake = true
+	case MsgEnd:
+		f.over, v.Wake = true, true
+	case MsgStatus:
+		f.status = *m.Status
+	case MsgStopSoon, MsgStopNow:
+		if f.stop(m.Why) {
+			v.Say(zap.InfoLevel, "the queue's holder stops the queue (%s)", m.Why)
+		}
+		v.Wake = true
+		if m.Kind == MsgStopNow {
+			v.StopAll = job.EndedHolderStop
+		}
+	case MsgLost:
+		if (f.over || f.halted != "") && f.running == 0 {
+			return v // the holder closed after the end: a departure
+		}
+		f.lost = m.Why
+		f.stop("the queue's holder is lost")
+		v.Say(zap.ErrorLevel, "the queue's holder is lost (%s): ending the tasks here, which can no longer be recorded; its joblog and --resume tell what finished", m.Why)
+		v.StopAll, v.Wake = job.EndedHolderLost, true
+	}
+	return v
+}
+
+// StopHere is a stop from this node's side, a signal to this gpulaunch
+// (rule 5); true when this call stopped it.
+func (f *Feed) StopHere(why string) bool {
+	first := f.stop(why)
+	f.haltedHere = f.haltedHere || first
+	return first
+}
+
+// stop starts nothing new here and gives the tasks not started back to
+// the holder (rule 5); true when this call stopped it.
+func (f *Feed) stop(why string) bool {
+	if f.halted != "" {
+		return false
+	}
+	f.halted = why
+	if len(f.waiting) > 0 {
+		seqs := make([]int, len(f.waiting))
+		for i, t := range f.waiting {
+			seqs[i] = t.Seq
+		}
+		f.waiting = nil
+		f.send(NodeMessage{Kind: MsgReturned, Seqs: seqs})
+	}
+	return true
+}
+
+func (f *Feed) send(m NodeMessage) {
+	if f.lost == "" {
+		f.outbox = append(f.outbox, m)
+	}
+}
+
+// Counts are the whole queue's, as the holder last sent them, with this
+// node's running tasks when it has sent none yet.
+func (f *Feed) Counts(running int, elapsed time.Duration) QueueStatus {
+	s := f.status
+	if s.Total == 0 {
+		s.Running = running
+	}
+	if f.halted != "" && s.Halted == "" {
+		s.Halted = f.halted
+	}
+	return s
+}
+
+// ExitCode is this node's exit status: 255 when the holder was lost or a
+// signal here stopped the node's share early (rule 6), else 0 — the
+// queue's own status is the holder's, and srun exits with the highest of
+// its tasks'.
+func (f *Feed) ExitCode() int {
+	if f.lost != "" || f.haltedHere {
+		return 255
+	}
+	return 0
+}
+
+// Summary says what this node did, for its summary line.
+func (f *Feed) Summary() string {
+	s := fmt.Sprintf("tasks: %d finished on this node, %d failed; the queue's joblog, counts and exit status are the holder's (node 0)", f.done, f.failed)
+	switch {
+	case f.lost != "":
+		s += fmt.Sprintf("; the holder was lost (%s)", f.lost)
+	case f.halted != "":
+		s += fmt.Sprintf("; stopped: %s", f.halted)
+	}
+	return s
+}
+
+func (f *Feed) DrainOutbox() []NodeMessage {
+	out := f.outbox
+	f.outbox = nil
+	return out
+}

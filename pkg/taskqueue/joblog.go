@@ -1,0 +1,187 @@
+package taskqueue
+
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// joblogHeader is GNU parallel's, column for column, so that parallel's
+// own --resume and the tools written for its joblogs read ours.
+const joblogHeader = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
+
+// Joblog is the record of finished tasks. Each record is one write(2) to
+// a file opened O_APPEND, made as the task is reaped: if gpulaunch
+// crashes, every finished task's record is in the file (the kernel has
+// it), and no record is ever torn.
+type Joblog struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	// lost counts the records that could not be written, and err is the
+	// first reason: a --resume would run those tasks again.
+	lost int
+	err  error
+}
+
+// OpenJoblog opens path for new records: appending when resuming (with a
+// header if the file is new or empty), else truncated with a header.
+func OpenJoblog(path string, resume bool) (*Joblog, error) {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !resume {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() == 0 {
+		_, err = f.WriteString(joblogHeader)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Joblog{f: f, path: path}, nil
+}
+
+// recordLine renders a record as parallel does: start time in epoch seconds
+// with milliseconds, run time right-aligned in ten columns. Send and
+// Receive are parallel's bytes transferred to and from remote hosts:
+// always 0 here, as for parallel's local jobs.
+func recordLine(r job.Record) string {
+	cmd := strings.NewReplacer("\n", " ", "\t", " ").Replace(r.Command)
+	return fmt.Sprintf("%d\t%s\t%.3f\t%10.3f\t0\t0\t%d\t%d\t%s\n", r.Seq, r.Host,
+		float64(r.Start.UnixMilli())/1000, float64(r.Runtime.Milliseconds())/1000, r.Exit, r.Signal, cmd)
+}
+
+// Record appends one record.
+func (j *Joblog) Record(r job.Record) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, err := j.f.WriteString(recordLine(r))
+	if err != nil {
+		if j.lost++; j.err == nil {
+			j.err = err
+		}
+	}
+	return err
+}
+
+// Path is where the joblog is written.
+func (j *Joblog) Path() string { return j.path }
+
+// Lost is how many records could not be written, and why the first
+// could not.
+func (j *Joblog) Lost() (int, error) {
+	if j == nil {
+		return 0, nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lost, j.err
+}
+
+// Close closes the file; a nil Joblog has none.
+func (j *Joblog) Close() error {
+	if j == nil {
+		return nil
+	}
+	return j.f.Close()
+}
+
+// JoblogEntry is what a resume needs of an earlier record: how the task
+// ended, and its Command column, to tell a joblog of another sweep.
+type JoblogEntry struct {
+	Exit, Signal int
+	Command      string
+}
+
+// ReadJoblog reads the records of an earlier run, by task number; a task
+// recorded twice (a retry in an earlier resume) counts by its last record.
+// A missing file is an empty log: the first run of a resumable job.
+func ReadJoblog(path string) (map[int]JoblogEntry, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[int]JoblogEntry{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory: give the joblog file", path)
+	}
+	out := map[int]JoblogEntry{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if n == 1 && strings.HasPrefix(line, "Seq\t") {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 9)
+		if len(f) < 9 {
+			if line == "" {
+				continue
+			}
+			return nil, fmt.Errorf("%s line %d: not a joblog record (want 9 tab-separated columns, Seq … Command)", path, n)
+		}
+		seq, err1 := strconv.Atoi(f[0])
+		exit, err2 := strconv.Atoi(f[6])
+		sig, err3 := strconv.Atoi(f[7])
+		if err := errors.Join(err1, err2, err3); err != nil || seq < 1 {
+			return nil, fmt.Errorf("%s line %d: Seq, Exitval and Signal must be numbers: %q", path, n, line)
+		}
+		out[seq] = JoblogEntry{Exit: exit, Signal: sig, Command: f[8]}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: reading it failed: %w", path, err)
+	}
+	return out, nil
+}
+
+// SameCommand says whether a joblog's Command column (recorded) is the
+// command planned for the same task number: equal once tabs and newlines
+// are blanks (the joblog writes them so); or equal word for word, for a
+// joblog that GNU parallel wrote with its own quoting (a\ b for 'a b');
+// a "{%}" planned (the slot, not known before the task starts) matches
+// any slot number.
+func SameCommand(recorded, planned string) bool {
+	planned = strings.NewReplacer("\n", " ", "\t", " ").Replace(planned)
+	if matchSlot(recorded, planned) {
+		return true
+	}
+	rw, err1 := SplitWords(recorded)
+	pw, err2 := SplitWords(planned)
+	if err1 != nil || err2 != nil || len(rw) != len(pw) {
+		return false
+	}
+	for i := range rw {
+		if !matchSlot(rw[i], pw[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchSlot: s is pattern with each "{%}" a slot number.
+func matchSlot(s, pattern string) bool {
+	if !strings.Contains(pattern, "{%}") {
+		return s == pattern
+	}
+	parts := strings.Split(pattern, "{%}")
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, "[0-9]+") + "$").MatchString(s)
+}

@@ -1,0 +1,251 @@
+package taskqueue
+
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Queue runs tasks on the run's instances, which become slots: each slot
+// keeps its GPUs, CPUs and memory policy, and takes the next task when
+// its current one is finished.
+type Queue struct {
+	// Tasks are the tasks to run now, in order (a resume has already
+	// left out those done before).
+	Tasks []job.Task
+	// Total is the number of tasks in the input, Skipped those a resume
+	// left out.
+	Total, Skipped int
+	// Tries is how many times a task runs at most (--retries, GNU
+	// parallel's meaning: tries in all): a failed task runs again in the
+	// same slot until it succeeds or has run this often; 0 and 1: once.
+	Tries int
+	Halt  Halt
+	// Joblog receives a record for every task that finished (not for
+	// those gpulaunch ended itself: a resume runs them again).
+	Joblog *Joblog
+	Host   string
+	// ForSlot completes a task for the slot it is handed to ({%}).
+	ForSlot func(t job.Task, slot int) job.Task
+	// Progress, when set, is told of every change of the counts.
+	Progress func(QueueStatus)
+
+	// nodes are the other nodes of a queue over several (OverNodes);
+	// nil when this node runs the queue alone.
+	nodes *nodeLedger
+	// told is how far the other nodes were told to stop: "", "soon", "now".
+	told string
+	// ended: the other nodes were told the queue is over.
+	ended bool
+
+	next              int // the next task to hand out; the tasks before it were started
+	failed, succeeded int
+	failedSeqs        []int
+	halted            string // why no new task starts
+	haltCode          int    // the exit status --halt fixed, once haltSet
+	haltSet           bool
+}
+
+// QueueStatus is the queue's counts, for status, top and the progress line.
+type QueueStatus struct {
+	Total     int     `json:"total"`
+	Skipped   int     `json:"skipped"`
+	Done      int     `json:"done"`
+	Failed    int     `json:"failed"`
+	Running   int     `json:"running"`
+	Remaining int     `json:"remaining"`
+	Halted    string  `json:"halted,omitempty"`
+	Rate      float64 `json:"tasks_per_second"`
+}
+
+// OverNodes makes this queue the holder of a queue over several nodes,
+// the others numbering others (nodes.go).
+func (q *Queue) OverNodes(others int) { q.nodes = newNodeLedger(others) }
+
+// nextTask is the next task to hand out, to a slot here or to another
+// node: a lost node's first (nodes.go, rule 1).
+func (q *Queue) nextTask() (job.Task, bool) {
+	switch {
+	case q.halted != "":
+		return job.Task{}, false
+	case q.nodes != nil && len(q.nodes.again) > 0:
+		t := q.nodes.again[0]
+		q.nodes.again = q.nodes.again[1:]
+		return t, true
+	case q.next < len(q.Tasks):
+		q.next++
+		return q.Tasks[q.next-1], true
+	}
+	return job.Task{}, false
+}
+
+// Take is what slot runs next: a task, or nothing yet while another node
+// holds tasks that a loss would hand back (nodes.go, rule 6), or nothing.
+func (q *Queue) Take(slot int) (job.Task, job.Then) {
+	t, ok := q.nextTask()
+	switch {
+	case ok && q.ForSlot != nil:
+		return q.ForSlot(t, slot), job.Now
+	case ok:
+		return t, job.Now
+	case q.halted == "" && q.nodes.holding():
+		return job.Task{}, job.Wait
+	}
+	q.endNodes()
+	return job.Task{}, job.Done
+}
+
+// Stop starts no new task from now on, here and on the other nodes,
+// which now also end their running tasks; true when this call stopped it.
+func (q *Queue) Stop(why string, now bool) bool {
+	first := q.halted == ""
+	if first {
+		q.halted = why
+	}
+	q.tellNodes(why, now)
+	return first
+}
+
+// AfterTaskExit is what follows the end of a task in slot. The rules, in
+// order:
+//  1. A task that gpulaunch ended (--halt now, a signal to gpulaunch) did
+//     not finish: it is not recorded, so a --resume runs it again.
+//  2. A failed task runs again at once in the same slot while it has
+//     tries left (--retries N: N tries in all) and the run is not
+//     stopping.
+//  3. Otherwise the task is recorded (the joblog, the counts) and --halt
+//     is checked: "now" ends the running tasks, "soon" starts no more.
+//  4. Then the slot takes the next task, unless the run is stopping or
+//     the queue is halted or empty; then the slot is done.
+func (q *Queue) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
+	t := j.Task
+	rec := q.record(t, e)
+	var v job.Verdict
+	switch {
+	case e.By.ByGpulaunch():
+		v.Say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, e.By)
+	case rec.Failed() && !e.Stopping && j.Try+1 < q.Tries:
+		next := j.Again()
+		v = job.Verdict{Then: job.Now, Job: next}
+		v.Say(zap.InfoLevel, "task %d failed (%s): try %d of %d", t.Seq, e.Status(), next.Try+1, q.Tries)
+		return v
+	default:
+		v.Record = &rec
+		if rec.Failed() {
+			tries := map[bool]string{true: "try", false: "tries"}[j.Try == 0]
+			v.Say(zap.WarnLevel, "task %d failed: %s after %d %s: %s", t.Seq, e.Status(), j.Try+1, tries, t.Command)
+		}
+		var halt job.Note
+		if v.StopAll, halt = q.finishedNotes(rec); halt.Msg != "" {
+			v.Notes = append(v.Notes, halt)
+		}
+	}
+	if e.Stopping || v.StopAll != "" {
+		return v
+	}
+	next, then := q.Take(slot)
+	v.Then, v.Job = then, job.OfTask(next)
+	return v
+}
+
+// finishedNotes counts a finished task (finished) and says what a halt
+// it reached does: job.EndedHalt when the running tasks end now, and the
+// line for the log.
+func (q *Queue) finishedNotes(rec job.Record) (job.Ended, job.Note) {
+	switch q.finished(rec) {
+	case "now":
+		return job.EndedHalt, job.Note{Level: zap.InfoLevel, Msg: q.halted + ": ending the running tasks"}
+	case "soon":
+		return "", job.Note{Level: zap.InfoLevel, Msg: q.halted + ": no new task starts; the running ones finish"}
+	}
+	return "", job.Note{}
+}
+
+// finished counts a task that ran to its end (after its tries) and
+// says whether --halt is reached now: "now" or "soon".
+func (q *Queue) finished(rec job.Record) string {
+	if rec.Failed() {
+		q.failed++
+		q.failedSeqs = append(q.failedSeqs, rec.Seq)
+	} else {
+		q.succeeded++
+	}
+	if q.Halt.When == "" || q.haltSet {
+		return ""
+	}
+	reached, code := q.Halt.reached(haltCounts{failed: q.failed, succeeded: q.succeeded, tasks: len(q.Tasks)}, rec)
+	if !reached {
+		return ""
+	}
+	q.haltSet, q.haltCode = true, code
+	q.Stop(fmt.Sprintf("--halt %s reached at task %d", q.Halt, rec.Seq), q.Halt.When == "now")
+	return q.Halt.When
+}
+
+// ExitCode is the queue's exit status, as GNU parallel's. The rules, in
+// order:
+//  1. --halt reached: the status the halt fixed (Halt.reached).
+//  2. A queue a signal stopped with tasks unfinished (never started, or
+//     ended by gpulaunch): 255, as parallel exits on TERM and INT, so that
+//     `gpulaunch … && next` does not go on (parallel itself exits 0 after
+//     a SIGHUP when no task failed; gpulaunch does not).
+//  3. A queue over several nodes that lost one: 255, even when the others
+//     finished every task, so that the loss is not taken for success.
+//  4. Otherwise Halt.unreachedCode: the number of failed tasks up to 101
+//     (0 when every task succeeded), or with a share the failed share of
+//     the tasks started.
+func (q *Queue) ExitCode() int {
+	switch {
+	case q.haltSet:
+		return q.haltCode
+	case q.failed+q.succeeded < len(q.Tasks):
+		return 255
+	case len(q.nodes.losses()) > 0:
+		return 255
+	}
+	return q.Halt.unreachedCode(q.failed, q.next)
+}
+
+// Unfinished is how many of the queue's tasks have no record: never
+// started, or ended by gpulaunch.
+func (q *Queue) Unfinished() int { return len(q.Tasks) - q.failed - q.succeeded }
+
+// FailedSeqs are the tasks that failed, in the order they finished.
+func (q *Queue) FailedSeqs() []int { return q.failedSeqs }
+
+// Succeeded and Failed count the tasks that finished (after their tries);
+// Done is both.
+func (q *Queue) Succeeded() int { return q.succeeded }
+func (q *Queue) Failed() int    { return q.failed }
+func (q *Queue) Done() int      { return q.failed + q.succeeded }
+
+// Halted is why no new task starts; "" while they do.
+func (q *Queue) Halted() string { return q.halted }
+
+// Counts are the queue's figures now.
+func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
+	s := QueueStatus{Total: q.Total, Skipped: q.Skipped, Done: q.failed + q.succeeded, Failed: q.failed, Running: running + q.nodes.running(),
+		Remaining: len(q.Tasks) - q.next, Halted: q.halted}
+	if q.nodes != nil {
+		s.Remaining += len(q.nodes.again)
+	}
+	if elapsed > 0 {
+		s.Rate = float64(s.Done) / elapsed.Seconds()
+	}
+	return s
+}
+
+// record turns a task's end into its joblog line. A task killed by a
+// signal has Exitval 128 + the signal and the signal, as GNU parallel
+// writes it since 20221222 (bug #63263: "the same exit code as bash";
+// Debian 12's 20221122 still writes Exitval 0).
+func (q *Queue) record(t job.Task, e job.Exit) job.Record {
+	r := job.Record{Seq: t.Seq, Host: q.Host, Start: e.Started, Runtime: e.Wall, Exit: e.Code, Signal: int(e.Signal), Command: t.Command}
+	if e.Signal != 0 {
+		r.Exit = 128 + int(e.Signal)
+	}
+	return r
+}

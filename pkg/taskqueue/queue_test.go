@@ -1,0 +1,254 @@
+package taskqueue
+
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"syscall"
+
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseHalt(t *testing.T) {
+	for in, want := range map[string]Halt{
+		"":              {},
+		"never":         {},
+		"0":             {},
+		"1":             {When: "soon", Kind: "fail", Count: 1},
+		"2":             {When: "now", Kind: "fail", Count: 1},
+		"now,fail=1":    {When: "now", Kind: "fail", Count: 1},
+		"soon,fail=3":   {When: "soon", Kind: "fail", Count: 3},
+		"now,fail=10%":  {When: "now", Kind: "fail", Percent: 10},
+		"now,success=2": {When: "now", Kind: "success", Count: 2},
+		"soon,done=50%": {When: "soon", Kind: "done", Percent: 50},
+		"-1":            {When: "soon", Kind: "success", Count: 1},
+		"-2":            {When: "now", Kind: "success", Count: 1},
+		"5%":            {When: "soon", Kind: "fail", Percent: 5},
+	} {
+		got, err := ParseHalt(in)
+		if err != nil || got != want {
+			t.Errorf("ParseHalt(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, _ := ParseHalt(got.String()); back != got {
+			t.Errorf("%q does not survive String(): %q", in, got.String())
+		}
+	}
+	for _, bad := range []string{"later,fail=1", "now", "now,oops=1", "now,fail=0", "now,fail=-1", "now,fail=x", "now,fail=0%", "now,fail=101%", "3"} {
+		if _, err := ParseHalt(bad); err == nil {
+			t.Errorf("ParseHalt(%q) accepted", bad)
+		}
+	}
+}
+
+// The exit status of a queue, as GNU parallel computes it (checked
+// against Debian's parallel by test/integration's comparison).
+func TestQueueExitCode(t *testing.T) {
+	fail := func(seq, exit int) job.Record { return job.Record{Seq: seq, Exit: exit} }
+	killed := func(seq, sig int) job.Record { return job.Record{Seq: seq, Exit: 128 + sig, Signal: sig} }
+	ok := func(seq int) job.Record { return job.Record{Seq: seq} }
+	for _, tc := range []struct {
+		name    string
+		halt    string
+		tasks   int // the queue's tasks; records beyond those are unfinished
+		records []job.Record
+		code    int
+		when    string // the halt the last record triggers
+	}{
+		{"rule 4: all succeed", "never", 2, []job.Record{ok(1), ok(2)}, 0, ""},
+		{"rule 4: the count of failures", "never", 3, []job.Record{fail(1, 3), ok(2), fail(3, 1)}, 2, ""},
+		{"rule 4: at most 101", "never", 150, failures(150), 101, ""},
+		{"rule 3: a signal stopped it with tasks left: 255", "never", 4, []job.Record{ok(1), ok(2)}, 255, ""},
+		{"rule 3: even with failures", "never", 4, []job.Record{fail(1, 3)}, 255, ""},
+		{"rule 1: now,fail=1: the failing task's code", "now,fail=1", 4, []job.Record{ok(1), fail(2, 7)}, 7, "now"},
+		{"rule 1: now,fail=1: a signal as bash reports it", "now,fail=1", 4, []job.Record{killed(1, 9)}, 137, "now"},
+		{"rule 1: soon,fail=2: the count", "soon,fail=2", 4, []job.Record{fail(1, 5), fail(2, 6)}, 2, "soon"},
+		{"rule 1: fail=50% of all 4 tasks", "now,fail=50%", 4, []job.Record{fail(1, 1), ok(2), fail(3, 1)}, 50, "now"},
+		{"rule 1: fail=10% of 10 tasks is one task: its code", "now,fail=10%", 10, []job.Record{ok(1), fail(2, 4)}, 4, "now"},
+		{"rule 1: fail=30% of 5 tasks: reached at 1.5, the share", "now,fail=30%", 5, []job.Record{fail(1, 1), fail(2, 1)}, 40, "now"},
+		{"rule 1: success=1", "now,success=1", 4, []job.Record{fail(1, 1), ok(2)}, 0, "now"},
+		{"rule 1: done=1: the first task's code", "soon,done=1", 4, []job.Record{fail(1, 6)}, 6, "soon"},
+		{"rule 1: done=2: the failed count", "soon,done=2", 4, []job.Record{fail(1, 6), ok(2)}, 1, "soon"},
+		{"rule 4: fail=70% not reached: the failed share", "now,fail=70%", 10, append(failures(5), ok(6), ok(7), ok(8), ok(9), ok(10)), 50, ""},
+		{"rule 4: soon,fail=3 not reached: the count", "soon,fail=3", 3, []job.Record{fail(1, 1), fail(2, 1), ok(3)}, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ParseHalt(tc.halt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &Queue{Tasks: make([]job.Task, tc.tasks), Halt: h}
+			var when string
+			for _, r := range tc.records {
+				q.Take(0)
+				when = q.finished(r)
+			}
+			if q.ExitCode() != tc.code || when != tc.when {
+				t.Errorf("exit %d, halt %q; want %d, %q", q.ExitCode(), when, tc.code, tc.when)
+			}
+			if tc.when != "" {
+				if _, then := q.Take(0); then == job.Now {
+					t.Error("a task was handed out after the halt")
+				}
+			}
+		})
+	}
+}
+
+// failures are n failed records, tasks 1..n.
+func failures(n int) []job.Record {
+	out := make([]job.Record, n)
+	for i := range out {
+		out[i] = job.Record{Seq: i + 1, Exit: 1}
+	}
+	return out
+}
+
+func TestJoblogRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "joblog")
+	j, err := OpenJoblog(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1700000000, 123_000_000)
+	for _, r := range []job.Record{
+		{Seq: 1, Host: "n1", Start: start, Runtime: 1500 * time.Millisecond, Command: "app\targ\nnext"},
+		{Seq: 2, Host: "n1", Start: start, Runtime: 12345678 * time.Microsecond, Exit: 3, Command: "app 2"},
+		{Seq: 3, Host: "n1", Start: start, Runtime: time.Millisecond, Signal: 9, Command: "app 3"},
+	} {
+		if err := j.Record(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	b, _ := os.ReadFile(path)
+	want := joblogHeader +
+		"1\tn1\t1700000000.123\t     1.500\t0\t0\t0\t0\tapp arg next\n" +
+		"2\tn1\t1700000000.123\t    12.345\t0\t0\t3\t0\tapp 2\n" +
+		"3\tn1\t1700000000.123\t     0.001\t0\t0\t0\t9\tapp 3\n"
+	if string(b) != want {
+		t.Errorf("joblog:\n%s\nwant:\n%s", b, want)
+	}
+	// a resume appends, without a second header
+	j, _ = OpenJoblog(path, true)
+	_ = j.Record(job.Record{Seq: 2, Host: "n1", Start: start, Command: "app 2"})
+	j.Close()
+	got, err := ReadJoblog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2] != (JoblogEntry{Command: "app 2"}) || got[3] != (JoblogEntry{Signal: 9, Command: "app 3"}) {
+		t.Errorf("ReadJoblog = %+v (task 2 counts by its last record)", got)
+	}
+	if b, _ := os.ReadFile(path); strings.Count(string(b), "Seq\t") != 1 {
+		t.Errorf("two headers:\n%s", b)
+	}
+	if m, err := ReadJoblog(filepath.Join(t.TempDir(), "none")); err != nil || len(m) != 0 {
+		t.Errorf("a missing joblog is an empty one: %v %v", m, err)
+	}
+}
+
+// okExit, failedExit and killedExit are exits as a slot reports them.
+var (
+	okExit     = exit{Code: 0}
+	failedExit = exit{Code: 3}
+	killedExit = exit{Code: -1, Signal: syscall.SIGSEGV}
+)
+
+// exit is a job.Exit for the tables, with the facts a case changes.
+type exit job.Exit
+
+func (e exit) endedBy(by job.Ended) exit { e.By = by; return e }
+func (e exit) whileStopping() exit       { e.Stopping = true; return e }
+
+// What follows a task's end, rule by rule (Queue.AfterTaskExit).
+func TestAfterTaskExit(t *testing.T) {
+	type want struct {
+		then     job.Then
+		seq, try int  // the slot's next job
+		recorded bool // a joblog record
+		stopAll  job.Ended
+		halted   bool // the queue starts no new task
+	}
+	cases := []struct {
+		name    string
+		tries   int // --retries: tries in all
+		halt    string
+		stopped string // the queue was stopped before (a SIGHUP)
+		try     int    // the ended task's earlier tries
+		exit    exit
+		want    want
+	}{
+		{"success: recorded, the next task", 0, "never", "", 0, okExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"failure: recorded, the next task", 0, "never", "", 0, failedExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 1: ended by --halt now: not recorded, done", 0, "never", "", 0, killedExit.endedBy(job.EndedHalt).whileStopping(), want{then: job.Done}},
+		{"rule 1: ended by a signal to gpulaunch: not recorded, done", 0, "never", "", 0, killedExit.endedBy(job.EndedSignalled).whileStopping(), want{then: job.Done}},
+		{"rule 2: a second try in the same slot", 2, "never", "", 0, failedExit, want{then: job.Now, seq: 1, try: 1}},
+		{"rule 2: --retries 1 is one try", 1, "never", "", 0, failedExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 2: a signal is tried again too", 2, "never", "", 0, killedExit, want{then: job.Now, seq: 1, try: 1}},
+		{"rule 2: a timeout is tried again too", 2, "never", "", 0, killedExit.endedBy(job.EndedTimeout), want{then: job.Now, seq: 1, try: 1}},
+		{"rule 2: no try left: recorded", 3, "never", "", 2, failedExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 2: success needs no other try", 3, "never", "", 0, okExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 2: no other try while stopping", 3, "never", "", 0, failedExit.whileStopping(), want{then: job.Done, recorded: true}},
+		{"rule 3: now,fail=1 ends the others", 0, "now,fail=1", "", 0, failedExit, want{then: job.Done, recorded: true, stopAll: job.EndedHalt, halted: true}},
+		{"rule 3: soon,fail=1 starts no more", 0, "soon,fail=1", "", 0, failedExit, want{then: job.Done, recorded: true, halted: true}},
+		{"rule 3: now,success=1 at a success", 0, "now,success=1", "", 0, okExit, want{then: job.Done, recorded: true, stopAll: job.EndedHalt, halted: true}},
+		{"rule 3: done=1 at any end", 0, "soon,done=1", "", 0, failedExit, want{then: job.Done, recorded: true, halted: true}},
+		{"rule 3: the halt waits for the last try", 2, "now,fail=1", "", 0, failedExit, want{then: job.Now, seq: 1, try: 1}},
+		{"rule 4: a drained queue starts no more", 0, "never", "SIGHUP", 0, okExit, want{then: job.Done, recorded: true, halted: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ParseHalt(tc.halt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks := []job.Task{{Seq: 1, Command: "one"}, {Seq: 2, Command: "two"}, {Seq: 3, Command: "three"}}
+			q := &Queue{Tasks: tasks, Total: 3, Tries: tc.tries, Halt: h}
+			first, _ := q.Take(0)
+			if tc.stopped != "" {
+				q.Stop(tc.stopped, false)
+			}
+			j := job.OfTask(first)
+			j.Try = tc.try
+			v := q.AfterTaskExit(0, j, job.Exit(tc.exit))
+			got := want{then: v.Then, recorded: v.Record != nil, stopAll: v.StopAll, halted: q.halted != ""}
+			if v.Then != job.Done {
+				got.seq, got.try = v.Job.Task.Seq, v.Job.Try
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if v.Record != nil && (v.Record.Seq != 1 || v.Record.Failed() != job.Exit(tc.exit).Failed()) {
+				t.Errorf("record %+v for exit %+v", *v.Record, tc.exit)
+			}
+		})
+	}
+}
+
+// SameCommand tells this sweep's task from another sweep's in a joblog's
+// Command column, and takes GNU parallel's quoting and a filled-in slot
+// for the same command.
+func TestSameCommand(t *testing.T) {
+	for _, tc := range []struct {
+		recorded, planned string
+		same              bool
+	}{
+		{"./app --lr 0.1", "./app --lr 0.1", true},
+		{"./app --lr 0.1", "./app --lr 0.2", false},
+		{`echo a\ b`, `echo 'a b'`, true},
+		{"app a b", "app 'a b'", false},
+		{"app gpu3 x", "app gpu{%} x", true},
+		{"app gpu12", "app gpu{%}", true},
+		{"app gpu", "app gpu{%}", false},
+		{"app 21", "app {%}1", true},
+		{"app a b", "app\ta\nb", true},
+		{"sort x | uniq", "sort x | uniq", true},
+		{"sort x | uniq", "sort y | uniq", false},
+	} {
+		if got := SameCommand(tc.recorded, tc.planned); got != tc.same {
+			t.Errorf("SameCommand(%q, %q) = %v", tc.recorded, tc.planned, got)
+		}
+	}
+}
