@@ -368,7 +368,7 @@ func (a *app) signal(args []string) error {
 	}
 	sig, err := control.ParseSignal(fs.Arg(1))
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	c, err := a.findRun(cf)
 	if err != nil {

@@ -150,7 +150,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	}
 	slot, warnings, err := binding.RankSlot(*alloc, req, gpusGiven)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	size := 1
 	if alloc.LocalRank != nil && alloc.LocalRank.Size > 0 {
@@ -158,7 +158,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	}
 	global, ok, err := binding.DetectGlobalRank(a.env, alloc.Slurm)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	group := binding.WrapperGroup(global, ok, size, alloc.Slurm, a.hostname)
 	ranks := binding.WrapperRanks(global, ok, slot.Index, group)
@@ -169,7 +169,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	opts := envOptions(*alloc, ids, vis, rdv)
 	env, err := launcher.InstanceEnv(a.baseEnv(), slot, ranks, opts)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	// Every rank computes the same plan, so the same warnings: rank 0
 	// says them once for the node.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func FuzzParseArgs(f *testing.F) {
 func checkParsed(t *testing.T, args []string, err error, parsed bool, invalid func() string) {
 	t.Helper()
 	if err != nil {
-		if _, ok := err.(usageError); !ok {
+		if !errors.As(err, new(usageError)) {
 			t.Fatalf("%q: %T %v, want a usage error", args, err, err)
 		}
 		return

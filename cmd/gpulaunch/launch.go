@@ -56,7 +56,7 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	}
 	var err error
 	if l.plan, err = binding.NewPlan(alloc, l.req); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	// Every node runs the same N when -n is on the command line (the
 	// launcher runs the same one everywhere), or when Slurm granted every
@@ -65,7 +65,7 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	// another number of slots (link.Holder), since {%} counts node × N.
 	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
 	if l.group, err = binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	g := l.group
 	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
@@ -98,7 +98,7 @@ func (a *app) reportFile(pattern string, names launcher.Names, multiNode bool, l
 	}
 	file, err := reportPath(pattern, names, multiNode)
 	if err != nil {
-		return "", usageError{err.Error()}
+		return "", usageError{err}
 	}
 	if fi, err := os.Stat(filepath.Dir(file)); err != nil || !fi.IsDir() {
 		return "", usagef("--report %s: the directory %s does not exist: nothing was started", pattern, filepath.Dir(file))
@@ -121,7 +121,7 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 		ranks := l.group.Ranks(s.Index)
 		env, err := launcher.InstanceEnv(base, s, ranks, opts)
 		if err != nil {
-			return nil, usageError{err.Error()}
+			return nil, usageError{err}
 		}
 		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: l.path, Args: launcher.ExpandArgs(l.argv, s.Index), Env: env}
 		if l.bind {

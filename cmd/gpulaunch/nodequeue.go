@@ -52,11 +52,11 @@ func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
 	}
 	run, err := queueRunID(a.env, g.Source)
 	if err != nil {
-		return nodeQueue{}, usageError{err.Error()}
+		return nodeQueue{}, usageError{err}
 	}
 	dir, err := link.KeyDir(a.env)
 	if err != nil {
-		return nodeQueue{}, usageError{err.Error()}
+		return nodeQueue{}, usageError{err}
 	}
 	nq := nodeQueue{role: roleNode, run: run, keyDir: dir}
 	if g.Rank == 0 {

@@ -148,7 +148,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, err
 	}
 	if o.halt, err = launcher.ParseHalt(o.tasks.halt); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	if o.ids, o.vis, err = gpuNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
 		return nil, err

@@ -218,7 +218,8 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]launch
 			return nil, usagef("%s %s line %d: the command is an empty word: give the program to run", what, src, n+1)
 		}
 		path, err := resolve(t.Args[0])
-		if ce, ok := err.(commandError); ok {
+		var ce commandError
+		if errors.As(err, &ce) {
 			return nil, commandError{ce.code, fmt.Sprintf("%s %s line %d: %s", what, src, n+1, ce.msg)}
 		} else if err != nil {
 			return nil, err
