@@ -17,6 +17,10 @@ FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/bi
   ./pkg/taskqueue:FuzzSplitWords ./pkg/taskqueue:FuzzFillTemplate ./cmd/gpulaunch:FuzzShellJoin \
   ./cmd/gpulaunch:FuzzParseArgs
 
+# Pure packages: no cgo, no Linux specifics outside _linux.go files, so
+# they build (and vet) for any GOOS; lint checks them on darwin.
+PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/gpu ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir
+
 .PHONY: build test integration demo bench fuzz lint clean pictures stress
 
 build:
@@ -28,6 +32,8 @@ lint:
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) vet ./...
 	$(GO) vet -tags integration ./test/...
+	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(PURE_PKGS)
+	$(GO) mod tidy -diff
 
 test: lint
 	$(GO) test -race -count=1 ./...

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
-
 	"io"
 	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
 // useColour says whether output to a writer gets colour:

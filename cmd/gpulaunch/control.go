@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,7 +19,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/control"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
 const statusUsage = `Usage: gpulaunch status [--json] [--pid PID | --socket PATH]
@@ -371,7 +370,7 @@ func (a *app) signal(args []string) error {
 	}
 	sig, err := control.ParseSignal(fs.Arg(1))
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	c, err := a.findRun(cf)
 	if err != nil {

@@ -53,7 +53,7 @@ func (a *app) rendezvous(d ddpFlags, s binding.Slurm, g binding.Group, rank0 boo
 	}
 	rv, err := binding.NewRendezvous(a.env, s, g, d.masterAddr, d.masterPort, a.pid)
 	if err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	if rv.Port == 0 {
 		// One node outside Slurm: any free port will do, nobody else

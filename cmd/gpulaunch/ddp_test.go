@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
 )
 
 // nodeOfStep is what srun --nodes=2 --ntasks-per-node=1 gives the task on

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
 	"fmt"
 	"strings"
 
@@ -11,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 const execUsage = `Usage: gpulaunch exec [flags] [--] COMMAND [ARGS…]
@@ -152,7 +151,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	}
 	slot, warnings, err := binding.RankSlot(*alloc, req, gpusGiven)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	size := 1
 	if alloc.LocalRank != nil && alloc.LocalRank.Size > 0 {
@@ -160,7 +159,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	}
 	global, ok, err := binding.DetectGlobalRank(a.env, alloc.Slurm)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	group := binding.WrapperGroup(global, ok, size, alloc.Slurm, a.hostname)
 	ranks := binding.WrapperRanks(global, ok, slot.Index, group)
@@ -171,7 +170,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	opts := envOptions(*alloc, ids, vis, rdv)
 	env, err := instance.Env(a.baseEnv(), slot, ranks, opts)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	// Every rank computes the same plan, so the same warnings: rank 0
 	// says them once for the node.

@@ -344,7 +344,8 @@ func lookPath(name, pathEnv string) (string, error) {
 		if err == nil {
 			return filepath.Abs(p)
 		}
-		if ce, ok := err.(commandError); ok && ce.code == 126 && denied == nil {
+		var ce commandError
+		if errors.As(err, &ce) && ce.code == 126 && denied == nil {
 			denied = err
 		}
 	}

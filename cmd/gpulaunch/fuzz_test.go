@@ -1,9 +1,7 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -12,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // FuzzParseArgs: any argv (words joined by NUL) gives run's and scale's
@@ -43,7 +43,7 @@ func FuzzParseArgs(f *testing.F) {
 func checkParsed(t *testing.T, args []string, err error, parsed bool, invalid func() string) {
 	t.Helper()
 	if err != nil {
-		if _, ok := err.(usageError); !ok {
+		if !errors.As(err, new(usageError)) {
 			t.Fatalf("%q: %T %v, want a usage error", args, err, err)
 		}
 		return

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,7 +12,9 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // launch is one run as decided before anything starts: what the
@@ -59,7 +58,7 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	}
 	var err error
 	if l.plan, err = binding.NewPlan(alloc, l.req); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	// Every node runs the same N when -n is on the command line (the
 	// launcher runs the same one everywhere), or when Slurm granted every
@@ -68,7 +67,7 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	// another number of slots (nodelink.Holder), since {%} counts node × N.
 	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
 	if l.group, err = binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	g := l.group
 	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
@@ -101,7 +100,7 @@ func (a *app) reportFile(pattern string, names instance.Names, multiNode bool, l
 	}
 	file, err := reportPath(pattern, names, multiNode)
 	if err != nil {
-		return "", usageError{err.Error()}
+		return "", usageError{err}
 	}
 	if fi, err := os.Stat(filepath.Dir(file)); err != nil || !fi.IsDir() {
 		return "", usagef("--report %s: the directory %s does not exist: nothing was started", pattern, filepath.Dir(file))
@@ -124,7 +123,7 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 		ranks := l.group.Ranks(s.Index)
 		env, err := instance.Env(base, s, ranks, opts)
 		if err != nil {
-			return nil, usageError{err.Error()}
+			return nil, usageError{err}
 		}
 		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: l.path, Args: instance.ExpandArgs(l.argv, s.Index), Env: env}
 		if l.bind {

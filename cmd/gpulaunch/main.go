@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -67,27 +68,39 @@ type app struct {
 }
 
 // usageError is bad input: one line on stderr, exit 2, nothing started.
-type usageError struct{ msg string }
+// It wraps its cause, so errors.Is and errors.As still find what went
+// wrong (a *fs.PathError, a commandError); its text is the cause's.
+type usageError struct{ err error }
 
-func (e usageError) Error() string { return e.msg }
+func (e usageError) Error() string { return e.err.Error() }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func (e usageError) Unwrap() error { return e.err }
 
-func (a *app) main(args []string) int {
-	err := a.dispatch(args)
+// usagef is a usageError with fmt.Errorf's text (a %w verb wraps its cause).
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func (a *app) main(args []string) int { return a.exit(a.dispatch(args)) }
+
+// exit is the status for what dispatch returned, and writes the error's
+// line. Errors are found through wrapping (errors.As): an exitCode is the
+// instances' status, with no line; a usageError is exit 2, even when it
+// wraps a commandError; a commandError is its own 126/127; any other 1.
+func (a *app) exit(err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if code, ok := err.(exitCode); ok {
+	var code exitCode
+	if errors.As(err, &code) {
 		return int(code)
 	}
 	msg := strings.TrimSpace(err.Error())
 	fmt.Fprintf(a.stderr, "gpulaunch: error: %s\n", strings.ReplaceAll(msg, "\n", " "))
-	switch e := err.(type) {
-	case usageError:
+	var command commandError
+	switch {
+	case errors.As(err, new(usageError)):
 		return exitUsage
-	case commandError:
-		return e.code
+	case errors.As(err, &command):
+		return command.code
 	}
 	return exitError
 }

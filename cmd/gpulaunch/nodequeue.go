@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // A task queue over several nodes (pkg/launcher/nodes.go has its rules,
@@ -55,11 +54,11 @@ func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
 	}
 	run, err := queueRunID(a.env, g.Source)
 	if err != nil {
-		return nodeQueue{}, usageError{err.Error()}
+		return nodeQueue{}, usageError{err}
 	}
 	dir, err := nodelink.KeyDir(a.env)
 	if err != nil {
-		return nodeQueue{}, usageError{err.Error()}
+		return nodeQueue{}, usageError{err}
 	}
 	nq := nodeQueue{role: roleNode, run: run, keyDir: dir}
 	if g.Rank == 0 {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"cmp"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // checkOutputs says, before anything starts or is opened, why a file the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestFileClash(t *testing.T) {
 			if err == nil {
 				t.Fatal("no clash")
 			}
-			if _, usage := err.(usageError); !usage {
+			if !errors.As(err, new(usageError)) {
 				t.Errorf("%T, want a usage error (exit 2)", err)
 			}
 			for _, w := range tc.words {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // writeFile writes content to dir/name and returns the path.

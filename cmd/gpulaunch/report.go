@@ -222,7 +222,7 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 	}
 	pol, err := binding.ParseMemPolicy(p.memBind)
 	if err != nil {
-		return binding.Request{}, usageError{err.Error()}
+		return binding.Request{}, usageError{err}
 	}
 	r := binding.Request{Instances: p.instances, GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol, ShareGPUs: p.shareGPUs, Overcommit: p.overcommit}
 	return r, nil
@@ -251,7 +251,7 @@ func (a *app) plan(args []string) error {
 	}
 	plan, err := binding.NewPlan(alloc, req)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	if c.json {
 		return writeJSON(a.stdout, planJSON(alloc, req, plan))

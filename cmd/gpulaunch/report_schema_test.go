@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 

@@ -1,13 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
-
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +18,13 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/control"
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -155,7 +153,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, err
 	}
 	if o.halt, err = taskqueue.ParseHalt(o.tasks.halt); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	if o.ids, o.vis, err = gpuNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
 		return nil, err

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 

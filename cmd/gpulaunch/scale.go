@@ -114,7 +114,7 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 		list = o.ntasks
 	}
 	if o.sizes, err = scaling.Sizes(o.sizeFlag(), list); err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{err}
 	}
 	if o.fs.Changed("metric") {
 		of := map[bool]string{false: "last", true: "mean"}[o.mean]
@@ -122,7 +122,7 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 			of = "sum"
 		}
 		if o.m, err = scaling.NewMetric(o.metric, of); err != nil {
-			return nil, usageError{err.Error()}
+			return nil, usageError{err}
 		}
 	}
 	return o, nil

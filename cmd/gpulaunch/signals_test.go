@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -425,7 +426,8 @@ const hangMargin = 5 * time.Second
 // sigStatus is a finished process's status as the oracle writes it: its
 // exit code, or -N when signal N killed it.
 func sigStatus(err error) int {
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
 			return -int(ws.Signal())
 		}

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
-
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
 // A column of a table that fitTable may shorten.

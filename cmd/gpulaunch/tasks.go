@@ -1,10 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"bufio"
 	"errors"
 	"fmt"
@@ -19,6 +15,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // taskFlags are the task queue's flags (run's, in queue mode).
@@ -220,7 +220,8 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]job.Ta
 			return nil, usagef("%s %s line %d: the command is an empty word: give the program to run", what, src, n+1)
 		}
 		path, err := resolve(t.Args[0])
-		if ce, ok := err.(commandError); ok {
+		var ce commandError
+		if errors.As(err, &ce) {
 			return nil, commandError{ce.code, fmt.Sprintf("%s %s line %d: %s", what, src, n+1, ce.msg)}
 		} else if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -187,7 +188,8 @@ func TestQueueCrashThenResumeRunsEachTaskOnce(t *testing.T) {
 	crash := gpulaunch(t, queueArgs(dir, input, flags, "crash-at-500")...)
 	crash.Env = append(crash.Env, "GLTEST_RUN=1")
 	out, err := crash.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the first run should have been SIGKILLed by task 500: %v\n%s", err, out)
 	}
 	waitFor(t, "the killed run's tasks to be gone", func() bool { return len(liveWithMarker(dir)) == 0 })

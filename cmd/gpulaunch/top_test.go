@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -16,7 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
 // eightOnH100 is a live table of 8 instances on a DGX H100: some

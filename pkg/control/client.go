@@ -17,9 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-
 	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // dialTimeout bounds a connection to a socket whose server is stuck.

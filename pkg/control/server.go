@@ -3,8 +3,6 @@
 package control
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
 	"bufio"
 	"context"
 	"encoding/json"
@@ -20,9 +18,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-
 	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // Server answers clients on a running gpulaunch's control socket.

@@ -3,16 +3,16 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // Board is a running supervisor's live state: what `gpulaunch status` and

@@ -3,10 +3,10 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"syscall"
 	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 func TestExitCode(t *testing.T) {

@@ -3,12 +3,12 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // Outcome is how one instance ended.

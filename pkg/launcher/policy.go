@@ -3,11 +3,11 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // The instance supervisor's rules: pure functions of the Policy and what

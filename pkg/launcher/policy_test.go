@@ -3,11 +3,11 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // failedExit and okExit are exits as a slot reports them.

@@ -3,9 +3,6 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
 	"context"
 	"fmt"
 	"slices"
@@ -14,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // sampler measures every running slot each tick: its process tree's CPU

@@ -3,12 +3,12 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // slot is one slot of a run, as the supervisor keeps it: the instance the

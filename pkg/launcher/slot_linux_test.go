@@ -1,16 +1,16 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"bytes"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // A slot thread copies its processes' output itself when the kernel hands

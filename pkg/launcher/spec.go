@@ -3,13 +3,13 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"io"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // Instance is one copy of the app, ready to start.

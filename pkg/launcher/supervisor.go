@@ -3,10 +3,6 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +16,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // supervisor runs one Spec: it starts every slot, follows the exits,

@@ -3,10 +3,10 @@
 package launcher
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/process"
-
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // A restarted instance's wall runs from its first start to its last

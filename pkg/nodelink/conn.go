@@ -19,9 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
-
 	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // frame is one line on the wire: a queue message, or one of the link's

@@ -13,9 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
-
 	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
+	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
 )
 
 // Key is the content of a run's key file.

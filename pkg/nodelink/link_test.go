@@ -1,8 +1,6 @@
 package nodelink
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"crypto/tls"
 	"errors"
 	"net"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 

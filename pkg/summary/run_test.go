@@ -3,13 +3,13 @@
 package summary
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 )
 
 // The summary says what WALL is when an instance restarted, and paints

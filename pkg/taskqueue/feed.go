@@ -1,12 +1,12 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // Feed is the side of a queue over several nodes on a node that is not

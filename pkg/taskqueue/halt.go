@@ -1,11 +1,11 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // Halt is GNU parallel's --halt: when a task queue stops early.

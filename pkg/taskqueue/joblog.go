@@ -1,8 +1,6 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"bufio"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // joblogHeader is GNU parallel's, column for column, so that parallel's

@@ -1,13 +1,13 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"sort"
 	"syscall"
 
 	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // A queue over several nodes (`srun --ntasks-per-node=1 gpulaunch

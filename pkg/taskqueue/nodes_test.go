@@ -1,13 +1,13 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // holderOf is the holder of a queue of n tasks over this node and others.

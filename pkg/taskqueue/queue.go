@@ -1,12 +1,12 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // Queue runs tasks on the run's instances, which become slots: each slot

@@ -1,14 +1,14 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"syscall"
-
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 func TestParseHalt(t *testing.T) {

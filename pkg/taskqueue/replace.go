@@ -1,11 +1,11 @@
 package taskqueue
 
 import (
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // supported lists the replacement strings FillTemplate knows, for the

@@ -2,11 +2,11 @@ package taskqueue
 
 import (
 	"errors"
-	"github.com/gpulaunch/gpulaunch/pkg/job"
-
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // The expected values are what GNU parallel 20221122 (Debian 12) prints
