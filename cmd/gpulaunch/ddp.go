@@ -47,7 +47,7 @@ func (d ddpFlags) check(fs *pflag.FlagSet, queue bool) error {
 
 // rendezvous decides MASTER_ADDR/PORT for a launch whose node group is g
 // and whose rank 0 is on this node when rank0 is set: nil without --ddp.
-func (a *app) rendezvous(d ddpFlags, s binding.Slurm, g binding.Group, rank0 bool) (*binding.Rendezvous, error) {
+func (a *app) rendezvous(d ddpFlags, s binding.Slurm, g binding.NodeGroup, rank0 bool) (*binding.Rendezvous, error) {
 	if !d.ddp {
 		return nil, nil
 	}

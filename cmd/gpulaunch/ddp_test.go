@@ -58,7 +58,7 @@ func TestDistributedBadInput(t *testing.T) {
 func TestDerivedPortTaken(t *testing.T) {
 	env := nodeOfStep("0")
 	s, _ := binding.ParseSlurm(env)
-	g, err := binding.NodeGroup(env, s, "h", 2, true, false)
+	g, err := binding.FindNodeGroup(env, s, "h", 2, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if err != nil {
 		return usageError{err}
 	}
-	group := binding.WrapperGroup(global, ok, size, alloc.Slurm, a.hostname)
+	group := binding.WrapperNodeGroup(global, ok, size, alloc.Slurm, a.hostname)
 	ranks := binding.WrapperRanks(global, ok, slot.Index, group)
 	rdv, err := a.rendezvous(e.ddp, alloc.Slurm, group, ranks.Rank == 0)
 	if err != nil {

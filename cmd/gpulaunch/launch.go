@@ -27,7 +27,7 @@ type launch struct {
 	src   gpu.Source // the GPU backend, for telemetry
 	req   binding.Request
 	plan  binding.Plan
-	group binding.Group
+	group binding.NodeGroup
 	rdv   *binding.Rendezvous // --ddp's; nil without
 	argv  []string            // COMMAND [ARGS…]
 	path  string              // argv[0] resolved; "" for a task queue
@@ -45,10 +45,19 @@ type launch struct {
 	nodes nodeQueue
 }
 
-// newLaunch plans the run on alloc and places this node among the
-// others.
-func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, log *zap.Logger) (*launch, error) {
-	l := &launch{alloc: alloc, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
+// found is what discovery found to run on: the allocation, the GPU
+// backend and, on a simulated node, where its apps declare their GPU use.
+type found struct {
+	alloc    binding.Allocation
+	src      gpu.Source
+	usageDir string
+}
+
+// newLaunch plans the run on what was found and places this node among
+// the others.
+func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*launch, error) {
+	alloc := f.alloc
+	l := &launch{alloc: alloc, src: f.src, usageDir: f.usageDir, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
 		names: instance.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}}
 	if o.auto() {
 		if l.req.GPUsPerInstance == 0 || len(alloc.GPUs) < l.req.GPUsPerInstance {
@@ -66,14 +75,14 @@ func (a *app) newLaunch(o *runOptions, alloc binding.Allocation, path string, lo
 	// A queue's nodes check it themselves: the holder refuses a node with
 	// another number of slots (nodelink.Holder), since {%} counts node × N.
 	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
-	if l.group, err = binding.NodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
+	if l.group, err = binding.FindNodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
 		return nil, usageError{err}
 	}
 	g := l.group
 	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
 		return nil, err
 	}
-	if g.MultiNode() && o.policy.Group && o.policy.Restarts > 0 {
+	if g.MultiNode() && o.policy.DDP && o.policy.Restarts > 0 {
 		return nil, usagef("--ddp --restarts %d on %d nodes: a group restart here would leave the other nodes' ranks waiting for these in their collectives; over several nodes let a failure end the step (srun -K, see docs/multinode.md) and resubmit, or drop --restarts",
 			o.policy.Restarts, g.Size)
 	}
@@ -173,7 +182,7 @@ func (a *app) hasCPUs(plan binding.Plan) bool {
 
 // labelHost: with several nodes, labels name the node too (node3:2: …),
 // as the instance numbers repeat on every node.
-func labelHost(g binding.Group) string {
+func labelHost(g binding.NodeGroup) string {
 	if g.MultiNode() {
 		return g.Host
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // A task queue over several nodes (pkg/launcher/nodes.go has its rules,
-// pkg/launcher/link its transport): node 0's gpulaunch holds the queue,
+// pkg/nodelink its transport): node 0's gpulaunch holds the queue,
 // every other node's joins it.
 
 // queueRole is this gpulaunch's part in a queue over several nodes.
@@ -42,7 +42,7 @@ type nodeQueue struct {
 }
 
 // newNodeQueue decides this node's part, for a queue over the nodes of g.
-func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
+func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error) {
 	if !o.tasks.queueMode() {
 		return nodeQueue{}, nil
 	}
@@ -73,7 +73,7 @@ func (a *app) newNodeQueue(o *runOptions, g binding.Group) (nodeQueue, error) {
 // outside the srun step that starts the other nodes' daemons, so the step
 // is not the same on every node); an srun step by its job, step and
 // srun's own address (which a requeued job's rerun does not share).
-// source is where the node's index came from (binding.Group.Source).
+// source is where the node's index came from (binding.NodeGroup.Source).
 func queueRunID(env map[string]string, source string) (string, error) {
 	switch {
 	case env["GPULAUNCH_RUN_ID"] != "":
@@ -110,11 +110,10 @@ func (nq nodeQueue) over(log *zap.Logger) {
 	}
 }
 
-// hold opens the link of a holder and makes q the queue of every node.
-func (a *app) hold(o *runOptions, l *launch, q *taskqueue.Queue, log *zap.Logger) (*nodelink.Holder, error) {
+// hold opens the link of a holder, whose queue is every node's
+// (queueConfig).
+func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder, error) {
 	g := l.group
-	q.OverNodes(g.Size - 1)
-	q.Host = g.Host
 	host, port := o.flags.ddp.masterAddr, o.flags.ddp.masterPort
 	if host == "" {
 		host = g.Host
@@ -200,12 +199,12 @@ func (rq runQueue) work() launcher.Work {
 
 // openPeers opens the link of a queue over several nodes: the holder
 // listens, another node joins it.
-func (a *app) openPeers(o *runOptions, l *launch, q *taskqueue.Queue, log *zap.Logger) (peers, error) {
+func (a *app) openPeers(o *runOptions, l *launch, log *zap.Logger) (peers, error) {
 	var p peers
 	var err error
 	switch l.nodes.role {
 	case roleHolder:
-		p.holder, err = a.hold(o, l, q, log)
+		p.holder, err = a.hold(o, l, log)
 		l.nodes.opened = err == nil
 	case roleNode:
 		p.feed, p.worker, err = a.join(o, l, log)

@@ -21,7 +21,7 @@ import (
 // pattern names the slot), --report's file and the joblog; and whether
 // one of them is a file the run reads (inputs) or another output of
 // another kind (fileClash). It changes nothing on disk.
-func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqueue.Queue, inputs []pathUse) error {
+func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqueue.QueueConfig, inputs []pathUse) error {
 	c := writableCheck{dirs: map[string]error{}}
 	uses := inputs
 	for _, inst := range insts {
@@ -79,7 +79,7 @@ func outputUses(stdout, stderr string) []pathUse {
 
 // runInputs are the files a run reads: the task input, the node or
 // topology file, and the programs it starts (a queue's: every task's).
-func (a *app) runInputs(o *runOptions, l *launch, q *taskqueue.Queue) []pathUse {
+func (a *app) runInputs(o *runOptions, l *launch, q *taskqueue.QueueConfig) []pathUse {
 	uses := a.nodeInputs(o.common)
 	for flag, file := range map[string]string{"--tasks": o.tasks.tasks, "--each-line": o.tasks.eachLine} {
 		if file != "" && file != "-" {

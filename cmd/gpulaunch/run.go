@@ -182,7 +182,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if err := o.checkCommand(); err != nil {
 		return nil, err
 	}
-	o.policy.Group = o.flags.ddp.ddp
+	o.policy.DDP = o.flags.ddp.ddp
 	return o, nil
 }
 
@@ -262,11 +262,10 @@ func (a *app) run(args []string) error {
 		e := execFlags{shape: o.shape, gpuIDs: o.flags.gpuIDs, visibility: o.flags.visibility, dryRun: o.flags.dryRun, ddp: o.flags.ddp}
 		return a.execRank(o.common, e, o.fs.Changed("gpus-per-task"), o.argv, &alloc)
 	}
-	l, err := a.newLaunch(o, alloc, path, log)
+	l, err := a.newLaunch(o, found{alloc, src, usageDir}, path, log)
 	if err != nil {
 		return err
 	}
-	l.src, l.usageDir = src, usageDir
 	// The tasks are read where the queue is kept: here, or on node 0 of
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
@@ -336,16 +335,16 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	}
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	var queue *taskqueue.Queue
+	var qc *taskqueue.QueueConfig
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if queue, err = a.newQueue(o, l, tasks); queue == nil && err == nil {
+		if qc, err = a.queueConfig(o, l, tasks); qc == nil && err == nil {
 			l.nodes.over(log)
 		}
-		if queue == nil || err != nil {
+		if qc == nil || err != nil {
 			return err
 		}
 	}
-	if err := checkOutputs(o, l, insts, queue, a.runInputs(o, l, queue)); err != nil {
+	if err := checkOutputs(o, l, insts, qc, a.runInputs(o, l, qc)); err != nil {
 		return err
 	}
 	a.warnBeforeStart(o, l, log)
@@ -355,15 +354,22 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if err != nil {
 		return err
 	}
-	if queue != nil && o.tasks.joblog != "" {
-		if queue.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
-			srv.Close(0)
-			return usagef("--joblog: %v: nothing was started", err)
+	var queue *taskqueue.Queue
+	if qc != nil {
+		if o.tasks.joblog != "" {
+			if qc.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
+				srv.Close(0)
+				return usagef("--joblog: %v: nothing was started", err)
+			}
+			begun = true
+			defer qc.Joblog.Close()
 		}
-		begun = true
-		defer queue.Joblog.Close()
+		if con.progress != nil {
+			qc.Progress = con.progress.update
+		}
+		queue = taskqueue.NewQueue(*qc)
 	}
-	peers, err := a.openPeers(o, l, queue, log)
+	peers, err := a.openPeers(o, l, log)
 	if err != nil {
 		srv.Close(0)
 		if errors.Is(err, nodelink.ErrOver) {
@@ -372,7 +378,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		return err
 	}
-	return a.supervise(o, l, insts, runQueue{queue, peers}, board, srv, con, tmux, log)
+	return a.supervise(o, l, runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux}, log)
 }
 
 // lockJoblog makes this sweep the owner of its joblog before it reads it
@@ -423,9 +429,11 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 	}
 }
 
-// newQueue makes the task queue: what --resume leaves to run. Nil and no
-// error: the joblog has every task done.
-func (a *app) newQueue(o *runOptions, l *launch, tasks []job.Task) (*taskqueue.Queue, error) {
+// queueConfig is what the task queue is made of: what --resume leaves to
+// run, and on the holder of a queue over several nodes the others. Nil
+// and no error: the joblog has every task done. The joblog and the
+// progress line are added once the checks have passed (start).
+func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task) (*taskqueue.QueueConfig, error) {
 	todo, skipped, err := skipDone(tasks, o.tasks)
 	if err != nil {
 		return nil, err
@@ -441,22 +449,36 @@ func (a *app) newQueue(o *runOptions, l *launch, tasks []job.Task) (*taskqueue.Q
 	// machine: a resume by parallel itself matches it.
 	// {%} is the slot's number over every node of the launch, from 1.
 	g := l.group
-	q := &taskqueue.Queue{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
+	c := &taskqueue.QueueConfig{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
 		ForSlot: func(t job.Task, slot int) job.Task {
 			return forSlot(t, g.Ranks(slot).Rank, files)
 		}}
-	return q, nil
+	if l.nodes.role == roleHolder {
+		// the holder's records name it, as those of the other nodes do
+		c.Host, c.OtherNodes = g.Host, g.Size-1
+	}
+	return c, nil
+}
+
+// runParts are what a run starts with once every check has passed: its
+// instances, its queue, and what runs beside the supervisor.
+type runParts struct {
+	insts []launcher.Instance
+	queue runQueue
+	board *launcher.Board
+	srv   *control.Server // the control socket; nil without one
+	con   *console
+	tmux  string // --tmux's session; "" without
 }
 
 // supervise runs the instances, with the control socket that `gpulaunch
-// status` reads (srv, nil without one), --tmux's window and the progress
-// line beside them, and then says how it went. The supervisor, the socket
-// and the progress line are one group: the command returns when all three
-// have ended.
-func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, rq runQueue, board *launcher.Board, srv *control.Server,
-	con *console, tmux string, log *zap.Logger) error {
+// status` reads, --tmux's window and the progress line beside them, and
+// then says how it went. The supervisor, the socket and the progress line
+// are one group: the command returns when all three have ended.
+func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) error {
+	insts, rq, board, srv, con, tmux := st.insts, st.queue, st.board, st.srv, st.con, st.tmux
 	// Output to a reader that has gone (`gpulaunch … | head`) is dropped
-	// with a warning (lineMux) instead of killing gpulaunch, which would
+	// with a warning (process.LineMux) instead of killing gpulaunch, which would
 	// leave its instances unsupervised and its socket behind. Notify, not
 	// Ignore: an ignored signal would be ignored by the instances too.
 	pipe := make(chan os.Signal, 1)
@@ -475,7 +497,6 @@ func (a *app) supervise(o *runOptions, l *launch, insts []launcher.Instance, rq 
 	}
 	ctx, runEnded := context.WithCancel(context.Background())
 	if con.progress != nil && rq.q != nil {
-		rq.q.Progress = con.progress.update
 		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
 	}
 	if rq.holder != nil {

@@ -55,14 +55,13 @@ func (a *app) scale(args []string) error {
 		if err != nil {
 			return err
 		}
-		l, err := a.newLaunch(ro, alloc, path, log)
+		l, err := a.newLaunch(ro, found{alloc, src, usageDir}, path, log)
 		if err != nil {
 			return usagef("%s %d: %v: nothing was started", flag, size, err)
 		}
 		if l.group.MultiNode() {
 			return usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
 		}
-		l.src, l.usageDir = src, usageDir
 		points = append(points, scalePoint{size: size, opts: ro, l: l})
 	}
 	if err := a.checkStudyFiles(o, points, path); err != nil {

@@ -18,10 +18,10 @@ type Ranks struct {
 	GroupRank, GroupWorldSize int
 }
 
-// Group is where one gpulaunch's instances sit in a launch over several
+// NodeGroup is where one gpulaunch's instances sit in a launch over several
 // nodes: this node's index among them (torchrun's group rank), their
 // count, and the instances each runs.
-type Group struct {
+type NodeGroup struct {
 	Rank, Size int // this node, and how many
 	PerNode    int // instances on every node
 	// Host is this node's name, Hosts every node's in node order (the
@@ -34,10 +34,10 @@ type Group struct {
 }
 
 // MultiNode reports whether the launch spans more than this node.
-func (g Group) MultiNode() bool { return g.Size > 1 }
+func (g NodeGroup) MultiNode() bool { return g.Size > 1 }
 
 // Ranks are instance i's numbers: node rank × N + i.
-func (g Group) Ranks(i int) Ranks {
+func (g NodeGroup) Ranks(i int) Ranks {
 	return Ranks{
 		Rank: g.Rank*g.PerNode + i, WorldSize: g.Size * g.PerNode,
 		LocalRank: i, LocalWorldSize: g.PerNode,
@@ -45,12 +45,12 @@ func (g Group) Ranks(i int) Ranks {
 	}
 }
 
-// LocalGroup is a launch of this node only: instance i has rank i.
-func LocalGroup(n int, host string) Group {
-	return Group{Rank: 0, Size: 1, PerNode: n, Host: host, Source: "one node"}
+// LocalNodeGroup is a launch of this node only: instance i has rank i.
+func LocalNodeGroup(n int, host string) NodeGroup {
+	return NodeGroup{Rank: 0, Size: 1, PerNode: n, Host: host, Source: "one node"}
 }
 
-// NodeGroup places the n instances of this gpulaunch among every
+// FindNodeGroup places the n instances of this gpulaunch among every
 // instance of the launch, for `srun --ntasks-per-node=1 gpulaunch -n N`
 // and `mpirun --map-by ppr:1:node gpulaunch -n N`:
 //
@@ -66,22 +66,22 @@ func LocalGroup(n int, host string) Group {
 //     holds when n was given on the command line, because srun and mpirun
 //     run the same command line on every node (sameN), or when n was
 //     derived from a per-node GPU count that Slurm granted uniformly. When
-//     nothing guarantees it, NodeGroup stops with an error rather than
+//     nothing guarantees it, FindNodeGroup stops with an error rather than
 //     hand out overlapping ranks — unless local is set (--ranks local):
 //     then every node is a world of its own, ranks 0..n-1.
 //  4. Hosts is the step's node list (else the job's), in Slurm's node
 //     order, which is SLURM_PROCID's order for one task per node; Host is
 //     SLURMD_NODENAME, else hostname.
-func NodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) (Group, error) {
+func FindNodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) (NodeGroup, error) {
 	host := s.NodeName
 	if host == "" {
 		host = hostname
 	}
-	g := LocalGroup(n, host)
+	g := LocalNodeGroup(n, host)
 	g.Hosts = s.Nodes
 	launcher, ok, err := DetectGlobalRank(env, s)
 	if err != nil {
-		return Group{}, err
+		return NodeGroup{}, err
 	}
 	if !ok || launcher.Size <= 1 {
 		return g, nil
@@ -89,7 +89,7 @@ func NodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) (Gro
 	if launcher.Source == "SLURM_PROCID" {
 		for _, t := range s.TasksPerNode {
 			if t != 1 {
-				return Group{}, fmt.Errorf("this step runs %s tasks per node (SLURM_STEP_TASKS_PER_NODE), so its tasks are not one gpulaunch per node: for that, srun --ntasks-per-node=1 gpulaunch -n %d; for one rank per GPU instead, give every node as many tasks as it has GPUs (srun --ntasks-per-node=GPUS gpulaunch -- …)",
+				return NodeGroup{}, fmt.Errorf("this step runs %s tasks per node (SLURM_STEP_TASKS_PER_NODE), so its tasks are not one gpulaunch per node: for that, srun --ntasks-per-node=1 gpulaunch -n %d; for one rank per GPU instead, give every node as many tasks as it has GPUs (srun --ntasks-per-node=GPUS gpulaunch -- …)",
 					CountsString(s.TasksPerNode), n)
 			}
 		}
@@ -99,7 +99,7 @@ func NodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) (Gro
 		return g, nil
 	}
 	if !sameN {
-		return Group{}, fmt.Errorf("this is node %d of %d (%s), and nothing makes every node run the same number of instances (this one has %d): give -n %d so that every node runs %d and ranks are node × %d + instance, or --ranks local for ranks within each node",
+		return NodeGroup{}, fmt.Errorf("this is node %d of %d (%s), and nothing makes every node run the same number of instances (this one has %d): give -n %d so that every node runs %d and ranks are node × %d + instance, or --ranks local for ranks within each node",
 			launcher.Rank, launcher.Size, launcher.Source, n, n, n, n)
 	}
 	g.Rank, g.Size, g.Source = launcher.Rank, launcher.Size, launcher.Source
@@ -129,7 +129,7 @@ func GPUsPerNodeGranted(env Env) int {
 	return n
 }
 
-// WrapperGroup is the node group of a rank that a launcher started itself
+// WrapperNodeGroup is the node group of a rank that a launcher started itself
 // (`srun -n 8 gpulaunch -- app`, `mpirun -np 8 gpulaunch -- app`), one of
 // localSize ranks on this node:
 //
@@ -142,12 +142,12 @@ func GPUsPerNodeGranted(env Env) int {
 //     node count is the ranks over the ranks per node, and the node list is
 //     the job's when it has that many nodes (mpirun maps rank 0 on the
 //     first node of the allocation).
-func WrapperGroup(global GlobalRank, haveGlobal bool, localSize int, s Slurm, hostname string) Group {
+func WrapperNodeGroup(global GlobalRank, haveGlobal bool, localSize int, s Slurm, hostname string) NodeGroup {
 	host := s.NodeName
 	if host == "" {
 		host = hostname
 	}
-	g := LocalGroup(localSize, host)
+	g := LocalNodeGroup(localSize, host)
 	if !haveGlobal || global.Size <= localSize {
 		return g
 	}
@@ -165,7 +165,7 @@ func WrapperGroup(global GlobalRank, haveGlobal bool, localSize int, s Slurm, ho
 
 // WrapperRanks are the numbers of local rank localRank in group g: RANK
 // and WORLD_SIZE are the launcher's own when it has them.
-func WrapperRanks(global GlobalRank, haveGlobal bool, localRank int, g Group) Ranks {
+func WrapperRanks(global GlobalRank, haveGlobal bool, localRank int, g NodeGroup) Ranks {
 	r := Ranks{Rank: localRank, WorldSize: g.PerNode, LocalRank: localRank, LocalWorldSize: g.PerNode, GroupRank: g.Rank, GroupWorldSize: g.Size}
 	if haveGlobal {
 		r.Rank, r.WorldSize = global.Rank, global.Size
@@ -212,7 +212,7 @@ const (
 //     picks a free one.
 //  3. The run id is an inherited TORCHELASTIC_RUN_ID, else the job and
 //     step ids, else gpulaunch's host and pid.
-func NewRendezvous(env Env, s Slurm, g Group, addr string, port int, pid int) (Rendezvous, error) {
+func NewRendezvous(env Env, s Slurm, g NodeGroup, addr string, port int, pid int) (Rendezvous, error) {
 	rv := Rendezvous{Addr: addr, Port: port}
 	if rv.Addr == "" {
 		rv.Addr = env["MASTER_ADDR"]

@@ -57,7 +57,7 @@ func TestNodeGroup(t *testing.T) {
 			if len(warn) > 0 {
 				t.Fatal(warn)
 			}
-			g, err := NodeGroup(tc.env, s, "thishost", tc.n, tc.sameN, tc.local)
+			g, err := FindNodeGroup(tc.env, s, "thishost", tc.n, tc.sameN, tc.local)
 			if tc.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
 					t.Fatalf("error %v, want one with %q", err, tc.errHas)
@@ -84,7 +84,7 @@ func TestNodeGroupCoversEveryRankOnce(t *testing.T) {
 		seen := map[int]int{}
 		for node := 0; node < layout.nodes; node++ {
 			env := Env{"OMPI_COMM_WORLD_RANK": strconv.Itoa(node), "OMPI_COMM_WORLD_SIZE": strconv.Itoa(layout.nodes)}
-			g, err := NodeGroup(env, Slurm{}, "h", layout.n, true, false)
+			g, err := FindNodeGroup(env, Slurm{}, "h", layout.n, true, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestWrapperRanks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := WrapperGroup(global, have, lr.Size, s, "h")
+			g := WrapperNodeGroup(global, have, lr.Size, s, "h")
 			if got := WrapperRanks(global, have, lr.Rank, g); got != tc.want {
 				t.Errorf("%+v, want %+v", got, tc.want)
 			}
@@ -166,9 +166,9 @@ func TestGPUsPerNodeGranted(t *testing.T) {
 
 func TestNewRendezvous(t *testing.T) {
 	twoNodes := step("node[1-2]", "1(x2)", "2", "1", "1", "0")
-	group := func(env Env) (Slurm, Group) {
+	group := func(env Env) (Slurm, NodeGroup) {
 		s, _ := ParseSlurm(env)
-		g, err := NodeGroup(env, s, "h", 4, true, false)
+		g, err := FindNodeGroup(env, s, "h", 4, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestGroupSequence(t *testing.T) {
 		policy Policy
 		steps  []step
 	}{
-		{"G1, G2, G4: a failure ends the others, the last exit starts the backoff, all start again", Policy{Group: true, Restarts: 2}, []step{
+		{"G1, G2, G4: a failure ends the others, the last exit starts the backoff, all start again", Policy{DDP: true, Restarts: 2}, []step{
 			{"exit 1", failed.running(2), "wait end-others=group restart"},
 			{"ending", exit{}, "group restart"},
 			{"exit 0", ended.running(1), "wait"},
@@ -40,7 +40,7 @@ func TestGroupSequence(t *testing.T) {
 			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 		}},
-		{"G1: the backoff doubles; with no restart left the others end as by -K", Policy{Group: true, Restarts: 1}, []step{
+		{"G1: the backoff doubles; with no restart left the others end as by -K", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"exit 1", ended.running(1), "wait"},
 			{"exit 2", ended.running(0), "wait wake-in=250ms"},
@@ -49,7 +49,7 @@ func TestGroupSequence(t *testing.T) {
 			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
 			{"exit 2", failed.running(2), "done stop-all=kill-on-bad-exit"},
 		}},
-		{"G1: the second restart waits twice as long", Policy{Group: true, Restarts: 2}, []step{
+		{"G1: the second restart waits twice as long", Policy{DDP: true, Restarts: 2}, []step{
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
 			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
@@ -57,58 +57,58 @@ func TestGroupSequence(t *testing.T) {
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=500ms"},
 			{"resume 1", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
 		}},
-		{"G1: without --restarts a failure is -K's", Policy{Group: true}, []step{
+		{"G1: without --restarts a failure is -K's", Policy{DDP: true}, []step{
 			{"exit 1", failed.running(2), "done stop-all=kill-on-bad-exit"},
 		}},
-		{"G1: a signal is a failure", Policy{Group: true, Restarts: 1}, []step{
+		{"G1: a signal is a failure", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 1", killedExit.running(2), "wait end-others=group restart"},
 		}},
-		{"G1: an end by --timeout is gpulaunch's, not the group's failure", Policy{Group: true, Restarts: 1}, []step{
+		{"G1: an end by --timeout is gpulaunch's, not the group's failure", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 1", killedExit.endedBy(job.EndedTimeout).running(2), "wait"},
 		}},
-		{"G2: a failure by itself while the group ends only waits", Policy{Group: true, Restarts: 3}, []step{
+		{"G2: a failure by itself while the group ends only waits", Policy{DDP: true, Restarts: 3}, []step{
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"exit 1", failed.running(1), "wait"},
 			{"exit 2", ok.running(0), "wait wake-in=250ms"},
 		}},
-		{"G3: a process that starts while the group ends is ended at once", Policy{Group: true, Restarts: 1}, []step{
+		{"G3: a process that starts while the group ends is ended at once", Policy{DDP: true, Restarts: 1}, []step{
 			{"ending", exit{}, ""},
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"ending", exit{}, "group restart"},
 		}},
-		{"G5: a success waits; the last end is done and wakes the others, which are done", Policy{Group: true, Restarts: 1}, []step{
+		{"G5: a success waits; the last end is done and wakes the others, which are done", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 0", ok.running(2), "wait"},
 			{"exit 1", ok.running(1), "wait"},
 			{"exit 2", ok.running(0), "done wake"},
 			{"resume 0", exit{}, "done"},
 			{"resume 1", exit{}, "done"},
 		}},
-		{"G5, G4: a success restarts with its group", Policy{Group: true, Restarts: 1}, []step{
+		{"G5, G4: a success restarts with its group", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 0", ok.running(2), "wait"},
 			{"exit 1", failed.running(1), "wait end-others=group restart"},
 			{"exit 2", ended.running(0), "wait wake-in=250ms"},
 			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
 		}},
-		{"G5: -W starts at the first end by itself", Policy{Group: true, WaitAfterFirst: time.Second}, []step{
+		{"G5: -W starts at the first end by itself", Policy{DDP: true, WaitAfterFirst: time.Second}, []step{
 			{"exit 0", ok.running(2), "wait start-wait"},
 			{"exit 1", ok.afterWaitStarted().running(1), "wait"},
 		}},
-		{"G5: -W does not start at an end gpulaunch caused", Policy{Group: true, WaitAfterFirst: time.Second}, []step{
+		{"G5: -W does not start at an end gpulaunch caused", Policy{DDP: true, WaitAfterFirst: time.Second}, []step{
 			{"exit 0", killedExit.endedBy(job.EndedMemory).running(2), "wait"},
 		}},
-		{"G6: a stop during the backoff: the waiting are done, none starts", Policy{Group: true, Restarts: 1}, []step{
+		{"G6: a stop during the backoff: the waiting are done, none starts", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
 			{"stop", exit{}, ""},
 			{"resume 0", exit{}, "done"},
 			{"resume 1", exit{}, "done"},
 		}},
-		{"G6: a stop while the group ends: the exits are done", Policy{Group: true, Restarts: 1}, []step{
+		{"G6: a stop while the group ends: the exits are done", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"stop", exit{}, ""},
 			{"ending", exit{}, ""},
 			{"exit 1", killedExit.endedBy(job.EndedSignalled).whileStopping().running(1), "done"},
 		}},
-		{"G6: an exit while the run stops is done, failed or not", Policy{Group: true, Restarts: 1}, []step{
+		{"G6: an exit while the run stops is done, failed or not", Policy{DDP: true, Restarts: 1}, []step{
 			{"exit 0", failed.whileStopping().running(2), "done"},
 		}},
 	}

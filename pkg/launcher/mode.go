@@ -98,7 +98,7 @@ func modeOf(spec Spec, policy Policy) runMode {
 	switch {
 	case spec.Work != nil:
 		return spec.Work.mode()
-	case policy.Group:
+	case policy.DDP:
 		return newGroupMode(spec.Instances, policy)
 	}
 	return &instanceMode{insts: spec.Instances, policy: policy}

@@ -103,15 +103,15 @@ func (s *supervisor) fold(now time.Time, procs *process.ProcTable, usage []gpu.U
 		tree := procs.Tree(sl.pid)
 		sl.sampled(now, tree.CPU(procs), tree.RSS(procs))
 		if sm.gpus != nil {
-			for _, w := range sl.watch.observe(i, usage, tree.PIDs, sm.owner, now.Sub(sl.started)) {
+			for _, w := range sl.gpus.observe(i, usage, tree.PIDs, sm.owner, now.Sub(sl.started)) {
 				s.log.Warn(w)
-				sl.watch.warnings = append(sl.watch.warnings, w)
+				sl.gpus.warnings = append(sl.gpus.warnings, w)
 				sl.tl.event(now, "warning", w)
 			}
 		}
 		util, mem := -1.0, -1.0
-		if sl.watch.lastUtil >= 0 {
-			util, mem = float64(sl.watch.lastUtil), float64(sl.watch.lastMem)
+		if sl.gpus.lastUtil >= 0 {
+			util, mem = float64(sl.gpus.lastUtil), float64(sl.gpus.lastMem)
 		}
 		sl.tl.buf.add(now.Sub(s.begun).Seconds(), util, mem, sl.cpuPercent, float64(sl.rss))
 		s.publish(i)

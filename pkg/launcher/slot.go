@@ -52,7 +52,7 @@ type slot struct {
 	cpuPercent float64
 	sampledAt  time.Time
 	sampledCPU float64
-	watch      *gpuWatch // the slot's GPUs across samples
+	gpus       *gpuWatch // the slot's GPUs across samples
 
 	// readers counts the output streams still being copied: the slot's
 	// output ring ends when the slot is done and they are.
@@ -143,8 +143,8 @@ func (s *slot) state() string {
 func (s *slot) outcome(index int) Outcome {
 	o := s.out
 	o.Index, o.Restarts, o.CPUSeconds = index, s.job.Try, s.cpuDone+s.cpuNow
-	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.watch.meanUtil(), s.watch.utilPeak, s.watch.memPeak
-	o.Warnings = append([]string{}, s.watch.warnings...)
+	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.gpus.meanUtil(), s.gpus.utilPeak, s.gpus.memPeak
+	o.Warnings = append([]string{}, s.gpus.warnings...)
 	return o
 }
 
@@ -160,7 +160,7 @@ func (s *slot) row(index int, r *InstanceStatus) {
 		r.EndedBy = s.endedBy
 	}
 	r.CPUPercent, r.CPUSeconds, r.RSS, r.PeakRSS = s.cpuPercent, o.CPUSeconds, s.rss, o.PeakRSS
-	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.watch.lastUtil, s.watch.lastMem, o.GPUUtilMean
+	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.gpus.lastUtil, s.gpus.lastMem, o.GPUUtilMean
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
 	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command
 }

@@ -48,10 +48,10 @@ type Policy struct {
 	// Monitor is the telemetry interval (CPU time, RSS, GPU use, launch
 	// verification); 0 turns telemetry off.
 	Monitor time.Duration
-	// Group makes the instances one distributed job (--ddp, torchrun's
+	// DDP makes the instances one distributed job (--ddp, torchrun's
 	// worker group): a failure ends them all, and Restarts restarts them
-	// all (afterGroupExit).
-	Group bool
+	// all (groupMode, group.go).
+	DDP bool
 }
 
 // defaultKillWait is the grace between TERM and KILL when the policy

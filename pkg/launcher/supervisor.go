@@ -28,18 +28,21 @@ import (
 // Its goroutines and threads, all in one errgroup (Run):
 //   - the loop (run): waits for an event and hands it to one method —
 //     a signal to gpulaunch, a request from `gpulaunch signal`, a restart
-//     whose backoff ran out, a deadline (--timeout, the kill wait, -W);
+//     whose backoff ran out, a wake of the waiting slots, a deadline
+//     (--timeout, the kill wait, -W), a message from another node;
 //   - the sampler (sampler.go): measures the slots every tick;
-//   - the reaper's sweep (reaper_linux.go): reaps orphans once a second;
-//   - output streams that outlive their process (output_linux.go);
+//   - the reaper's sweep (pkg/process): reaps orphans once a second;
+//   - output streams that outlive their process (pkg/process);
 //   - and, outside the group, one locked thread per slot
-//     (slot_linux.go), which forks the slot's processes, copies their
+//     (process.Thread), which forks the slot's processes, copies their
 //     output, and hands each exit to handleExit there and then. Exits are
 //     not events of the loop: a hand-off between threads on that path
 //     cost a task queue a third of its throughput (`make bench`).
 //
-// Lock order: mu, then the board's lock or a process.LineMux's; the reaper's
-// locks are taken without mu only by forks, which do not hold it.
+// Lock order (docs/architecture.md, "Lock order"): mu, then the board's
+// lock (then a ring's), the joblog's or the progress line's. A
+// process.LineMux's lock is taken by output copiers and the reaper's by
+// forks and sweeps, never with mu held.
 type supervisor struct {
 	// What it runs, fixed when it starts.
 	spec   Spec
@@ -187,7 +190,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		s.joblog, s.progress = spec.Work.journal()
 	}
 	for i, inst := range spec.Instances {
-		s.slots[i].inst, s.slots[i].watch = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
+		s.slots[i].inst, s.slots[i].gpus = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
 		s.slots[i].tl.begun = s.begun
 	}
 	return s, nil
@@ -243,17 +246,9 @@ func (s *supervisor) startAll() error {
 	defer s.mu.Unlock()
 	var starting []int
 	for i := range s.slots {
-		j, then := s.mode.first(i)
-		switch then {
-		case job.Done:
-			s.final(i)
-			continue
-		case job.Wait:
-			s.wait(i)
-			continue
+		if j, then := s.mode.first(i); s.settle(i, then, j, 0) {
+			starting = append(starting, i)
 		}
-		s.slots[i].job = j
-		starting = append(starting, i)
 	}
 	// Every slot counts as running from now: an early exit must not find
 	// the run idle while the others are still starting.
@@ -263,7 +258,7 @@ func (s *supervisor) startAll() error {
 			s.running -= len(starting) - k
 			s.stopAll(job.EndedSignalled)
 			for _, i := range starting[:k] {
-				s.signalGroup(i, syscall.SIGKILL)
+				s.signalSlot(i, syscall.SIGKILL)
 			}
 			return err
 		}
@@ -406,20 +401,9 @@ func (s *supervisor) apply(i int, v job.Verdict, fork process.SpawnFunc) {
 	sl := &s.slots[i]
 	for {
 		s.effects(i, v)
-		switch v.Then {
-		case job.Done:
-			s.final(i)
-			return
-		case job.Later:
-			sl.job, sl.pending = v.Job, true
-			s.pending++
-			time.AfterFunc(v.Delay, func() { deliver(s.ctx, s.restartC, i) })
-			return
-		case job.Wait:
-			s.wait(i)
+		if !s.settle(i, v.Then, v.Job, v.Delay) {
 			return
 		}
-		sl.job = v.Job
 		s.running++
 		err := s.startOn(i, fork)
 		if err == nil {
@@ -427,6 +411,42 @@ func (s *supervisor) apply(i int, v job.Verdict, fork process.SpawnFunc) {
 		}
 		s.running--
 		v = s.mode.afterExit(i, sl.job, s.notStarted(i, err))
+	}
+}
+
+// settle carries out what then says of slot i's next job j, short of
+// starting it: the slot is done, starts j after delay (from the loop), or
+// waits. It reports whether j starts now (job.Now), which the caller does
+// on the slot's thread (startOn) or hands to it (startFromLoop); the
+// slot's job is j from then. The one place that decides between a start
+// and a slot's end: its first job, a verdict, a wake.
+func (s *supervisor) settle(i int, then job.Then, j job.Job, delay time.Duration) (startNow bool) {
+	sl := &s.slots[i]
+	switch then {
+	case job.Done:
+		s.final(i)
+		return false
+	case job.Later:
+		sl.job, sl.pending = j, true
+		s.pending++
+		time.AfterFunc(delay, func() { deliver(s.ctx, s.restartC, i) })
+		return false
+	case job.Wait:
+		s.wait(i)
+		return false
+	}
+	sl.job = j
+	return true
+}
+
+// startFromLoop starts slot i's job, from the loop or a timer, on the
+// slot's thread; a thread that cannot be bound leaves the slot done.
+func (s *supervisor) startFromLoop(i int) {
+	s.running++
+	if err := s.startSlot(i); err != nil {
+		s.running--
+		s.log.Error(err.Error())
+		s.final(i)
 	}
 }
 
@@ -509,12 +529,7 @@ func (s *supervisor) restart(i int) {
 		s.final(i)
 		return
 	}
-	s.running++
-	if err := s.startSlot(i); err != nil {
-		s.running--
-		s.log.Error(err.Error())
-		s.final(i)
-	}
+	s.startFromLoop(i)
 }
 
 // final: slot i will not run again; its output ends once drained.
@@ -557,7 +572,7 @@ func (s *supervisor) terminate(i int, why job.Ended) {
 		sl.endedBy = why
 	}
 	s.publish(i)
-	s.signalGroup(i, syscall.SIGTERM)
+	s.signalSlot(i, syscall.SIGTERM)
 	d := deadline{i, sl.pid}
 	time.AfterFunc(s.policy.KillWait, func() { deliver(s.ctx, s.killC, d) })
 }
@@ -570,7 +585,9 @@ func (s *supervisor) armKill() {
 	}
 }
 
-func (s *supervisor) signalGroup(i int, sig syscall.Signal) {
+// signalSlot sends sig to slot i's process group: the instance and what it
+// started (each slot's process leads a group of its own).
+func (s *supervisor) signalSlot(i int, sig syscall.Signal) {
 	if pid := s.slots[i].pid; pid > 0 {
 		_ = syscall.Kill(-pid, sig)
 	}
@@ -594,7 +611,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		return
 	}
 	for i := range s.slots {
-		s.signalGroup(i, sig)
+		s.signalSlot(i, sig)
 	}
 	if a.stop {
 		s.mode.stop(job.SignalName(sig), true)
@@ -630,7 +647,7 @@ func (s *supervisor) signalFromClient(req signalRequest) signalReply {
 	var sent []Signalled
 	for i := range s.slots {
 		if pid := s.slots[i].pid; (req.instance == i || req.instance == AllInstances) && pid > 0 {
-			s.signalGroup(i, req.sig)
+			s.signalSlot(i, req.sig)
 			sent = append(sent, Signalled{Instance: i, PID: pid})
 		}
 	}
@@ -674,7 +691,7 @@ func (s *supervisor) killAll() {
 // killEvery KILLs every running process group. The caller holds mu.
 func (s *supervisor) killEvery() {
 	for i := range s.slots {
-		s.signalGroup(i, syscall.SIGKILL)
+		s.signalSlot(i, syscall.SIGKILL)
 	}
 }
 
@@ -786,7 +803,7 @@ func (s *supervisor) closeThreads() {
 func (s *supervisor) outcomes(verify bool) []Outcome {
 	outs := make([]Outcome, len(s.slots))
 	for i := range s.slots {
-		w := s.slots[i].watch
+		w := s.slots[i].gpus
 		if verify {
 			for _, msg := range w.verify(i) {
 				s.log.Warn(msg)

@@ -61,16 +61,8 @@ func (s *supervisor) wakeWaiting() {
 		}
 		sl.waiting = false
 		s.pending--
-		if then == job.Done {
-			s.final(i)
-			continue
-		}
-		sl.job = j
-		s.running++
-		if err := s.startSlot(i); err != nil {
-			s.running--
-			s.log.Error(err.Error())
-			s.final(i)
+		if s.settle(i, then, j, 0) {
+			s.startFromLoop(i)
 		}
 	}
 }

@@ -70,39 +70,25 @@ func (f *Feed) Take(slot int) (job.Task, job.Then) {
 	return job.Task{}, job.Wait
 }
 
-// AfterTaskExit applies rules 2 to 4 to the end of a task in slot.
+// AfterTaskExit applies rules 2 to 4 to the end of a task in slot, with
+// the rules of every task's end (task.go).
 func (f *Feed) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	f.running--
-	t := j.Task
-	var v job.Verdict
-	rec := job.Record{Seq: t.Seq, Host: f.Host, Start: e.Started, Runtime: e.Wall, Exit: e.Code, Signal: int(e.Signal), Command: t.Command}
-	if e.Signal != 0 {
-		rec.Exit = 128 + int(e.Signal)
-	}
-	switch {
-	case e.By.ByGpulaunch():
-		v.Say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): given back to the queue's holder", t.Seq, e.By)
-		f.send(NodeMessage{Kind: MsgReturned, Seqs: []int{t.Seq}})
-	case rec.Failed() && !e.Stopping && j.Try+1 < f.Tries:
+	end, v := judgeTask(j, e, f.Tries, f.Host, "given back to the queue's holder")
+	switch end {
+	case givenBack:
+		f.send(NodeMessage{Kind: MsgReturned, Seqs: []int{j.Task.Seq}})
+	case triedAgain:
 		f.running++
-		v = job.Verdict{Then: job.Now, Job: j.Again()}
-		v.Say(zap.InfoLevel, "task %d failed (%s): try %d of %d", t.Seq, e.Status(), j.Try+2, f.Tries)
 		return v
-	default:
-		v.Record = &rec
+	case finished:
 		f.done++
-		if rec.Failed() {
+		if v.Record.Failed() {
 			f.failed++
-			v.Say(zap.WarnLevel, "task %d failed: %s after %d %s: %s", t.Seq, e.Status(), j.Try+1, map[bool]string{true: "try", false: "tries"}[j.Try == 0], t.Command)
 		}
-		f.send(NodeMessage{Kind: MsgDone, Record: &rec, Running: f.running})
+		f.send(NodeMessage{Kind: MsgDone, Record: v.Record, Running: f.running})
 	}
-	if e.Stopping {
-		return v
-	}
-	next, then := f.Take(slot)
-	v.Then, v.Job = then, job.OfTask(next)
-	return v
+	return takeNext(v, e.Stopping, slot, f.Take)
 }
 
 // FromNode applies a message from the holder.

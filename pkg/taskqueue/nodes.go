@@ -15,7 +15,7 @@ import (
 // the input, keeps the queue (Queue) and alone writes the joblog; every
 // other node's gpulaunch runs what the holder sends it on its own slots
 // (Feed, feed.go) and reports each task's end. The messages travel over a
-// NodeLink (pkg/launcher/link: TLS over the step's network); the rules of
+// NodeLink (pkg/nodelink: TLS over the step's network); the rules of
 // who gets what are this file's and feed.go's, pure and tested without a
 // network.
 
@@ -380,12 +380,10 @@ func (q *Queue) NodeCounts() []NodeCount {
 	return out
 }
 
-// Losses name the nodes the queue lost; AbsentNodes is how many never
-// joined.
-func (q *Queue) Losses() []string { return q.nodes.losses() }
+// AbsentNodes is how many nodes never joined.
 func (q *Queue) AbsentNodes() int { return q.nodes.absent() }
 
-// holdingNodes: another node holds tasks, whose ends the holder awaits.
+// HoldingNodes: another node holds tasks, whose ends the holder awaits.
 func (q *Queue) HoldingNodes() bool { return q.nodes.holding() }
 
 // DrainOutbox hands over the messages the rules queued.

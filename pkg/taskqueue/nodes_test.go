@@ -12,12 +12,11 @@ import (
 
 // holderOf is the holder of a queue of n tasks over this node and others.
 func holderOf(n, others int) *Queue {
-	q := &Queue{Total: n, Tries: 1}
+	c := QueueConfig{Total: n, Tries: 1, OtherNodes: others}
 	for i := 1; i <= n; i++ {
-		q.Tasks = append(q.Tasks, job.Task{Seq: i, Path: "/bin/true", Command: fmt.Sprintf("task %d", i)})
+		c.Tasks = append(c.Tasks, job.Task{Seq: i, Path: "/bin/true", Command: fmt.Sprintf("task %d", i)})
 	}
-	q.OverNodes(others)
-	return q
+	return NewQueue(c)
 }
 
 // sent lists the outbox as "node:kind[:seq]" words.
@@ -125,7 +124,7 @@ func TestHolderRules(t *testing.T) {
 				}
 			}
 			if got := q.ExitCode(); got != tc.exit {
-				t.Errorf("exit %d, want %d (losses %q)", got, tc.exit, q.Losses())
+				t.Errorf("exit %d, want %d (losses %q)", got, tc.exit, q.nodes.losses())
 			}
 		})
 	}

@@ -33,7 +33,7 @@ type Queue struct {
 	// Progress, when set, is told of every change of the counts.
 	Progress func(QueueStatus)
 
-	// nodes are the other nodes of a queue over several (OverNodes);
+	// nodes are the other nodes of a queue over several (NewQueue);
 	// nil when this node runs the queue alone.
 	nodes *nodeLedger
 	// told is how far the other nodes were told to stop: "", "soon", "now".
@@ -61,9 +61,31 @@ type QueueStatus struct {
 	Rate      float64 `json:"tasks_per_second"`
 }
 
-// OverNodes makes this queue the holder of a queue over several nodes,
-// the others numbering others (nodes.go).
-func (q *Queue) OverNodes(others int) { q.nodes = newNodeLedger(others) }
+// QueueConfig is what a Queue is made of (Queue's fields of the same
+// names say what each is); OtherNodes, on the holder of a queue over
+// several nodes, is how many other nodes take its tasks (nodes.go), 0 on
+// one node.
+type QueueConfig struct {
+	Tasks          []job.Task
+	Total, Skipped int
+	Tries          int
+	Halt           Halt
+	Joblog         *Joblog
+	Host           string
+	ForSlot        func(t job.Task, slot int) job.Task
+	Progress       func(QueueStatus)
+	OtherNodes     int
+}
+
+// NewQueue makes the queue c describes, complete.
+func NewQueue(c QueueConfig) *Queue {
+	q := &Queue{Tasks: c.Tasks, Total: c.Total, Skipped: c.Skipped, Tries: c.Tries, Halt: c.Halt, Joblog: c.Joblog, Host: c.Host,
+		ForSlot: c.ForSlot, Progress: c.Progress}
+	if c.OtherNodes > 0 {
+		q.nodes = newNodeLedger(c.OtherNodes)
+	}
+	return q
+}
 
 // nextTask is the next task to hand out, to a slot here or to another
 // node: a lost node's first (nodes.go, rule 1).
@@ -109,46 +131,23 @@ func (q *Queue) Stop(why string, now bool) bool {
 	return first
 }
 
-// AfterTaskExit is what follows the end of a task in slot. The rules, in
-// order:
-//  1. A task that gpulaunch ended (--halt now, a signal to gpulaunch) did
-//     not finish: it is not recorded, so a --resume runs it again.
-//  2. A failed task runs again at once in the same slot while it has
-//     tries left (--retries N: N tries in all) and the run is not
-//     stopping.
-//  3. Otherwise the task is recorded (the joblog, the counts) and --halt
-//     is checked: "now" ends the running tasks, "soon" starts no more.
-//  4. Then the slot takes the next task, unless the run is stopping or
-//     the queue is halted or empty; then the slot is done.
+// AfterTaskExit is what follows the end of a task in slot: the rules of
+// every task's end (task.go), then for a task that finished its count and
+// --halt ("now" ends the running tasks, "soon" starts no more); then the
+// slot takes the next task, unless the run is stopping or the queue is
+// halted or empty, when it is done.
 func (q *Queue) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
-	t := j.Task
-	rec := q.record(t, e)
-	var v job.Verdict
-	switch {
-	case e.By.ByGpulaunch():
-		v.Say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): not in the joblog, so --resume runs it again", t.Seq, e.By)
-	case rec.Failed() && !e.Stopping && j.Try+1 < q.Tries:
-		next := j.Again()
-		v = job.Verdict{Then: job.Now, Job: next}
-		v.Say(zap.InfoLevel, "task %d failed (%s): try %d of %d", t.Seq, e.Status(), next.Try+1, q.Tries)
+	end, v := judgeTask(j, e, q.Tries, q.Host, "not in the joblog, so --resume runs it again")
+	switch end {
+	case triedAgain:
 		return v
-	default:
-		v.Record = &rec
-		if rec.Failed() {
-			tries := map[bool]string{true: "try", false: "tries"}[j.Try == 0]
-			v.Say(zap.WarnLevel, "task %d failed: %s after %d %s: %s", t.Seq, e.Status(), j.Try+1, tries, t.Command)
-		}
+	case finished:
 		var halt job.Note
-		if v.StopAll, halt = q.finishedNotes(rec); halt.Msg != "" {
+		if v.StopAll, halt = q.finishedNotes(*v.Record); halt.Msg != "" {
 			v.Notes = append(v.Notes, halt)
 		}
 	}
-	if e.Stopping || v.StopAll != "" {
-		return v
-	}
-	next, then := q.Take(slot)
-	v.Then, v.Job = then, job.OfTask(next)
-	return v
+	return takeNext(v, e.Stopping || v.StopAll != "", slot, q.Take)
 }
 
 // finishedNotes counts a finished task (finished) and says what a halt
@@ -236,16 +235,4 @@ func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
 		s.Rate = float64(s.Done) / elapsed.Seconds()
 	}
 	return s
-}
-
-// record turns a task's end into its joblog line. A task killed by a
-// signal has Exitval 128 + the signal and the signal, as GNU parallel
-// writes it since 20221222 (bug #63263: "the same exit code as bash";
-// Debian 12's 20221122 still writes Exitval 0).
-func (q *Queue) record(t job.Task, e job.Exit) job.Record {
-	r := job.Record{Seq: t.Seq, Host: q.Host, Start: e.Started, Runtime: e.Wall, Exit: e.Code, Signal: int(e.Signal), Command: t.Command}
-	if e.Signal != 0 {
-		r.Exit = 128 + int(e.Signal)
-	}
-	return r
 }
