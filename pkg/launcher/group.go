@@ -83,13 +83,20 @@ func (m *groupMode) jobOf(slot int) job.Job {
 
 func (m *groupMode) first(slot int) (job.Job, job.Then) { return m.jobOf(slot), job.Now }
 
-// resume is G4 after the backoff, and G5's and G6's end otherwise.
+// resume is G4 after the backoff, and G5's and G6's end otherwise. The
+// slots are woken one after another, and the supervisor lets go of its
+// lock while each forks: an instance started first may fail before the
+// last is woken. The group then ends again (G1), and one not started yet
+// waits for that restart (G2) instead of being done.
 func (m *groupMode) resume(slot int) (job.Job, job.Then) {
 	if m.phase == groupBackoff {
 		m.phase, m.restarts = groupRuns, m.restarts+1
 	}
-	if m.phase == groupRuns && m.ran[slot] < m.restarts {
+	switch {
+	case m.phase == groupRuns && m.ran[slot] < m.restarts:
 		return m.jobOf(slot), job.Now
+	case m.phase == groupEnding:
+		return job.Job{}, job.Wait
 	}
 	return job.Job{}, job.Done
 }

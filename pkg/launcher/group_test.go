@@ -71,6 +71,16 @@ func TestGroupSequence(t *testing.T) {
 			{"exit 1", failed.running(1), "wait"},
 			{"exit 2", ok.running(0), "wait wake-in=250ms"},
 		}},
+		{"G2, G4: the group ends again while it is woken: one not started yet waits for the next restart", Policy{DDP: true, Restarts: 2}, []step{
+			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
+			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"exit 0", failed.running(1), "wait end-others=group restart"},
+			{"resume 1", exit{}, "wait"},
+			{"exit 2", ended.running(0), "wait wake-in=500ms"},
+			{"resume 0", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"resume 1", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
+			{"resume 2", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
+		}},
 		{"G3: a process that starts while the group ends is ended at once", Policy{DDP: true, Restarts: 1}, []step{
 			{"ending", exit{}, ""},
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
