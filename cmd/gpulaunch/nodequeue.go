@@ -16,7 +16,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
-// A task queue over several nodes (pkg/launcher/nodes.go has its rules,
+// A task queue over several nodes (pkg/taskqueue/nodes.go has its rules,
 // pkg/nodelink its transport): node 0's gpulaunch holds the queue,
 // every other node's joins it.
 
