@@ -252,6 +252,40 @@ fi`
 			}
 		}
 	})
+	// A rank that fails at once, at every start, fails while the group's
+	// other ranks are still being started again: every rank must take part
+	// in every restart (the group waits for all before it starts all
+	// again), none twice, and the group end after the last as by -K.
+	t.Run("a rank that fails at every start", func(t *testing.T) {
+		dir := t.TempDir()
+		runs, report := filepath.Join(dir, "runs"), filepath.Join(dir, "report.json")
+		every := `echo "$GPULAUNCH_INSTANCE $RANK $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS" >>"$0"
+if [ "$GPULAUNCH_INSTANCE" = 0 ]; then exit 3; fi
+exec sleep 60`
+		out, err := gpulaunch(t, "-n", "3", "-G", "0", "-O", "--ddp", "--restarts", "2", "--kill-wait", "2s", "--report", report, "--", "sh", "-c", every, runs).CombinedOutput()
+		if exitStatus(err) != 3 {
+			t.Fatalf("exit %d, want the failing rank's 3:\n%s", exitStatus(err), out)
+		}
+		b, _ := os.ReadFile(runs)
+		for _, count := range []string{"0", "1", "2"} {
+			if line := fmt.Sprintf("0 0 %s 2\n", count); strings.Count(string(b), line) != 1 {
+				t.Errorf("instance 0 ran %d times with TORCHELASTIC_RESTART_COUNT=%s, want once; runs:\n%s", strings.Count(string(b), line), count, b)
+			}
+		}
+		var r struct {
+			Instances []struct {
+				Restarts int `json:"restarts"`
+			} `json:"instances"`
+		}
+		if rb, err := os.ReadFile(report); err != nil || json.Unmarshal(rb, &r) != nil || len(r.Instances) != 3 {
+			t.Fatalf("report: %v\n%s", err, rb)
+		}
+		for i, inst := range r.Instances {
+			if inst.Restarts != 2 {
+				t.Errorf("instance %d: %d restarts, want the group's 2; runs:\n%s", i, inst.Restarts, b)
+			}
+		}
+	})
 	t.Run("no restart left", func(t *testing.T) {
 		runs := filepath.Join(t.TempDir(), "runs")
 		out, err := gpulaunch(t, "-n", "3", "-G", "0", "-O", "--ddp", "--kill-wait", "2s", "--", "sh", "-c", script, runs).CombinedOutput()

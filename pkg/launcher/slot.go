@@ -142,7 +142,12 @@ func (s *slot) state() string {
 // outcome is how the slot ended, or stands now.
 func (s *slot) outcome(index int) Outcome {
 	o := s.out
-	o.Index, o.Restarts, o.CPUSeconds = index, s.job.Try, s.cpuDone+s.cpuNow
+	o.Index, o.CPUSeconds = index, s.cpuDone+s.cpuNow
+	if s.job.Task.Seq == 0 {
+		// an instance's restarts; a queue slot's outcome counts none (its
+		// tasks' retries are the joblog's)
+		o.Restarts = s.job.Try
+	}
 	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.gpus.meanUtil(), s.gpus.utilPeak, s.gpus.memPeak
 	o.Warnings = append([]string{}, s.gpus.warnings...)
 	return o
@@ -151,7 +156,7 @@ func (s *slot) outcome(index int) Outcome {
 // row fills the slot's line of the live table.
 func (s *slot) row(index int, r *InstanceStatus) {
 	o := s.outcome(index)
-	r.State, r.PID, r.Started, r.Restarts = s.state(), o.PID, s.started, o.Restarts
+	r.State, r.PID, r.Started, r.Restarts = s.state(), o.PID, s.started, s.job.Try
 	r.Wall, r.Exit, r.EndedBy, r.first = o.Wall, "", o.EndedBy, s.first
 	if s.exited {
 		r.Exit = o.Status()

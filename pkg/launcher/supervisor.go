@@ -601,6 +601,9 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		s.interrupts++
 	}
 	a := onSignal(sig, s.mode.drainsOnHangup(), s.stopping, s.interrupts)
+	// whether anything runs or waits to: read before the stop below wakes
+	// the waiting slots, which then are done (a group in its backoff)
+	busy := s.running > 0 || s.pending > 0
 	defer s.flushNodes()
 	if a.drain {
 		if s.mode.stop("SIGHUP", false) {
@@ -621,7 +624,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 		// A scheduled restart sees stopping when its timer fires.
 		s.log.Info(fmt.Sprintf("%s: passed to every instance; KILL in %s", job.SignalName(sig), s.policy.KillWait))
 		s.beginStop(job.EndedSignalled)
-		if s.running > 0 || s.pending > 0 {
+		if busy {
 			// a signal that finds every instance ended stopped nothing:
 			// the run finished (it comes between the last exit and the
 			// loop's end)

@@ -50,6 +50,7 @@ func (s *supervisor) wait(i int) {
 // wakeWaiting asks the mode again for every waiting slot: it starts the
 // task it gets, is done, or waits on.
 func (s *supervisor) wakeWaiting() {
+	var starting []int
 	for i := range s.slots {
 		sl := &s.slots[i]
 		if !sl.waiting {
@@ -62,7 +63,19 @@ func (s *supervisor) wakeWaiting() {
 		sl.waiting = false
 		s.pending--
 		if s.settle(i, then, j, 0) {
-			s.startFromLoop(i)
+			starting = append(starting, i)
+		}
+	}
+	// Every slot woken counts as running before the first starts, as in
+	// startAll: startSlot lets go of mu while each forks, and an exit in
+	// between must find the others counted (a group's restart waits for
+	// them all, and ends those that start after it began: ending).
+	s.running += len(starting)
+	for _, i := range starting {
+		if err := s.startSlot(i); err != nil {
+			s.running--
+			s.log.Error(err.Error())
+			s.final(i)
 		}
 	}
 }
