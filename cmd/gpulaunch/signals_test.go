@@ -411,6 +411,15 @@ func sigOracle(q sigSequence) sigExpect {
 		allow(-int(first))
 		if first == syscall.SIGQUIT {
 			allow(2) // once Go's runtime has its handler: a dump, exit 2
+			if raceBuild {
+				// The race detector's runtime, not gpulaunch: Go's dump of a
+				// goroutine stopped in TSan's C code ("unknown pc") can
+				// crash in runtime.hexdumpWords ("unsafe.Slice: len out of
+				// range"), and the process dies of SIGSEGV. Seed 713329086
+				// did so in 3 of 12 replays, and in 4 of 12 on f808dac, before
+				// issue 23. A normal build is held to the statuses above.
+				allow(-int(syscall.SIGSEGV))
+			}
 		}
 	}
 	if q.phase == "nodes" { // rule 7
@@ -681,6 +690,10 @@ func TestSignalOracle(t *testing.T) {
 		return sigSequence{phase: phase, behaviour: behaviour, signals: sigs, gaps: make([]time.Duration, len(sigs))}
 	}
 	INT, TERM, HUP, QUIT, USR1 := syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1
+	quitFirst := []int{131, -3, 2}
+	if raceBuild {
+		quitFirst = append(quitFirst, -int(syscall.SIGSEGV))
+	}
 	for _, tc := range []struct {
 		name string
 		q    sigSequence
@@ -688,7 +701,7 @@ func TestSignalOracle(t *testing.T) {
 		stop int
 	}{
 		{"1: before the handlers: its default action", seq("start", "ignore", TERM), []int{143, -15}, 0},
-		{"1: QUIT before the handlers: its default, or Go's exit 2", seq("start", "ignore", QUIT), []int{131, -3, 2}, 0},
+		{"1: QUIT before the handlers: its default, or Go's exit 2", seq("start", "ignore", QUIT), quitFirst, 0},
 		{"1: USR1 before the instances or their traps", seq("start", "ignore", USR1), []int{0, 138, -10}, -1},
 		{"1: USR1 before them, then a stop", seq("start", "catch", USR1, INT), []int{130, 138, -10}, 1},
 		{"2: the first stop decides", seq("run", "ignore", INT, TERM, QUIT), []int{130}, 0},
