@@ -29,12 +29,12 @@ func TestSlotCopiesOutputWithAndWithoutPidfd(t *testing.T) {
 			}
 			process.NoPidfd = !pidfd
 			defer func() { process.NoPidfd = false }()
-			q := &taskqueue.Queue{Total: 4, Tasks: []job.Task{
+			q := taskqueue.NewQueue(taskqueue.QueueConfig{Total: 4, Tasks: []job.Task{
 				sh(1, "echo one; echo err >&2; printf partial"),
 				sh(2, "(sleep 0.3; echo late) & echo two"),
 				sh(3, "seq 20000"),
 				sh(4, "sleep 1; echo four"),
-			}}
+			}})
 			var out, errOut bytes.Buffer
 			res, err := Run(Spec{
 				Instances: []Instance{{Path: "/bin/true", Args: []string{"true"}, Env: os.Environ()}},

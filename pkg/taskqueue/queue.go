@@ -13,25 +13,8 @@ import (
 // keeps its GPUs, CPUs and memory policy, and takes the next task when
 // its current one is finished.
 type Queue struct {
-	// Tasks are the tasks to run now, in order (a resume has already
-	// left out those done before).
-	Tasks []job.Task
-	// Total is the number of tasks in the input, Skipped those a resume
-	// left out.
-	Total, Skipped int
-	// Tries is how many times a task runs at most (--retries, GNU
-	// parallel's meaning: tries in all): a failed task runs again in the
-	// same slot until it succeeds or has run this often; 0 and 1: once.
-	Tries int
-	Halt  Halt
-	// Joblog receives a record for every task that finished (not for
-	// those gpulaunch ended itself: a resume runs them again).
-	Joblog *Joblog
-	Host   string
-	// ForSlot completes a task for the slot it is handed to ({%}).
-	ForSlot func(t job.Task, slot int) job.Task
-	// Progress, when set, is told of every change of the counts.
-	Progress func(QueueStatus)
+	// QueueConfig is what it is made of (NewQueue).
+	QueueConfig
 
 	// nodes are the other nodes of a queue over several (NewQueue);
 	// nil when this node runs the queue alone.
@@ -61,26 +44,37 @@ type QueueStatus struct {
 	Rate      float64 `json:"tasks_per_second"`
 }
 
-// QueueConfig is what a Queue is made of (Queue's fields of the same
-// names say what each is); OtherNodes, on the holder of a queue over
-// several nodes, is how many other nodes take its tasks (nodes.go), 0 on
-// one node.
+// QueueConfig is what a Queue is made of.
 type QueueConfig struct {
-	Tasks          []job.Task
+	// Tasks are the tasks to run now, in order (a resume has already
+	// left out those done before).
+	Tasks []job.Task
+	// Total is the number of tasks in the input, Skipped those a resume
+	// left out.
 	Total, Skipped int
-	Tries          int
-	Halt           Halt
-	Joblog         *Joblog
-	Host           string
-	ForSlot        func(t job.Task, slot int) job.Task
-	Progress       func(QueueStatus)
-	OtherNodes     int
+	// Tries is how many times a task runs at most (--retries, GNU
+	// parallel's meaning: tries in all): a failed task runs again in the
+	// same slot until it succeeds or has run this often; 0 and 1: once.
+	Tries int
+	Halt  Halt
+	// Joblog receives a record for every task that finished (not for
+	// those gpulaunch ended itself: a resume runs them again).
+	Joblog *Joblog
+	// Host is the joblog's Host: ":" on one node, as GNU parallel writes
+	// for the local machine; the holder's name over several nodes.
+	Host string
+	// ForSlot completes a task for the slot it is handed to ({%}).
+	ForSlot func(t job.Task, slot int) job.Task
+	// Progress, when set, is told of every change of the counts.
+	Progress func(QueueStatus)
+	// OtherNodes, on the holder of a queue over several nodes, is how
+	// many other nodes take its tasks (nodes.go); 0 on one node.
+	OtherNodes int
 }
 
 // NewQueue makes the queue c describes, complete.
 func NewQueue(c QueueConfig) *Queue {
-	q := &Queue{Tasks: c.Tasks, Total: c.Total, Skipped: c.Skipped, Tries: c.Tries, Halt: c.Halt, Joblog: c.Joblog, Host: c.Host,
-		ForSlot: c.ForSlot, Progress: c.Progress}
+	q := &Queue{QueueConfig: c}
 	if c.OtherNodes > 0 {
 		q.nodes = newNodeLedger(c.OtherNodes)
 	}

@@ -78,7 +78,7 @@ func TestQueueExitCode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := &Queue{Tasks: make([]job.Task, tc.tasks), Halt: h}
+			q := NewQueue(QueueConfig{Tasks: make([]job.Task, tc.tasks), Halt: h})
 			var when string
 			for _, r := range tc.records {
 				q.Take(0)
@@ -205,7 +205,7 @@ func TestAfterTaskExit(t *testing.T) {
 				t.Fatal(err)
 			}
 			tasks := []job.Task{{Seq: 1, Command: "one"}, {Seq: 2, Command: "two"}, {Seq: 3, Command: "three"}}
-			q := &Queue{Tasks: tasks, Total: 3, Tries: tc.tries, Halt: h}
+			q := NewQueue(QueueConfig{Tasks: tasks, Total: 3, Tries: tc.tries, Halt: h})
 			first, _ := q.Take(0)
 			if tc.stopped != "" {
 				q.Stop(tc.stopped, false)
