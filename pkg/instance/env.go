@@ -50,8 +50,9 @@ type EnvOptions struct {
 	// ZEHierarchy is ZE_FLAT_DEVICE_HIERARCHY's model, which
 	// ZE_AFFINITY_MASK is written for.
 	ZEHierarchy string
-	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT and
-	// TORCHELASTIC_RUN_ID.
+	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT,
+	// TORCHELASTIC_RUN_ID and the rest of torchrun's worker contract
+	// (torchrunVars).
 	Rendezvous *binding.Rendezvous
 }
 
@@ -79,12 +80,13 @@ func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]str
 	if o.Rendezvous != nil {
 		// NewRendezvous has honoured inherited values already; the
 		// restart count is the supervisor's (slot.environ)
-		for _, k := range []string{"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"} {
+		for _, k := range []string{"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+			"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE"} {
 			drop[k] = true
 		}
 	}
 	out := make([]string, 0, len(base)+16)
-	hasOMP := false
+	hasOMP, hasNCCL := false, false
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		// The user's own settings (GPULAUNCH_NODE_FILE) pass through.
@@ -92,6 +94,7 @@ func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]str
 			continue
 		}
 		hasOMP = hasOMP || k == "OMP_NUM_THREADS"
+		hasNCCL = hasNCCL || k == "NCCL_ASYNC_ERROR_HANDLING" || k == "TORCH_NCCL_ASYNC_ERROR_HANDLING"
 		out = append(out, kv)
 	}
 	visible, err := visibleVars(o.Vendor, slot.GPUs, o)
@@ -118,11 +121,31 @@ func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]str
 	}
 	if rv := o.Rendezvous; rv != nil {
 		out = append(out, "MASTER_ADDR="+rv.Addr, "MASTER_PORT="+itoa(rv.Port), "TORCHELASTIC_RUN_ID="+rv.RunID)
+		out = append(out, torchrunVars(hasNCCL)...)
 	}
 	if !hasOMP && slot.CPUs.Size() > 0 {
 		out = append(out, "OMP_NUM_THREADS="+strconv.Itoa(slot.CPUs.Size()))
 	}
 	return out, nil
+}
+
+// torchrunVars are the rest of what torchrun (torch 1.13, checked by
+// running it) gives every worker besides ranks and the rendezvous: the
+// role it plays in its one role, and that it must not look for its
+// agent's store (gpulaunch runs none: env:// meets at MASTER_ADDR). And
+// NCCL's async error handling: with it a rank left waiting in a
+// collective by another rank's failure fails too, and the group ends or
+// restarts, instead of hanging until NCCL's timeout (ten minutes or
+// more). Torch reads TORCH_NCCL_ASYNC_ERROR_HANDLING (from 2.2) before
+// NCCL_ASYNC_ERROR_HANDLING; userSetNCCL: the user set either, and that
+// choice stands — gpulaunch then sets neither, so as not to override it
+// with the name torch reads first.
+func torchrunVars(userSetNCCL bool) []string {
+	vars := []string{"ROLE_NAME=default", "TORCHELASTIC_USE_AGENT_STORE=False"}
+	if !userSetNCCL {
+		vars = append(vars, "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_ASYNC_ERROR_HANDLING=1")
+	}
+	return vars
 }
 
 func ownFirst(own, all []gpu.GPU) []gpu.GPU {

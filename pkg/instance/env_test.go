@@ -108,3 +108,57 @@ func TestExpandPattern(t *testing.T) {
 		t.Errorf("ExpandArgs = %q", got)
 	}
 }
+
+// torchrun's worker contract under --ddp (torchrunVars), rule by rule:
+// its role and store variables, inherited ones replaced; NCCL's async
+// error handling on, unless the user set either of its variables, whose
+// choice then stands alone; none of them without --ddp.
+func TestTorchrunContract(t *testing.T) {
+	slot := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0-1")}
+	ranks := binding.LocalNodeGroup(2, "h").Ranks(0)
+	rv := &binding.Rendezvous{Addr: "127.0.0.1", Port: 29500, RunID: "r"}
+	contract := []string{"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}
+	for _, tc := range []struct {
+		name string
+		ddp  bool
+		base []string
+		want map[string]string // "" for a variable that must be absent
+	}{
+		{"the contract under --ddp", true, nil,
+			map[string]string{"ROLE_NAME": "default", "TORCHELASTIC_USE_AGENT_STORE": "False", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_ASYNC_ERROR_HANDLING": "1"}},
+		{"inherited role and store variables are replaced", true, []string{"ROLE_NAME=trainer", "TORCHELASTIC_USE_AGENT_STORE=True"},
+			map[string]string{"ROLE_NAME": "default", "TORCHELASTIC_USE_AGENT_STORE": "False"}},
+		{"the user's NCCL_ASYNC_ERROR_HANDLING stands alone", true, []string{"NCCL_ASYNC_ERROR_HANDLING=0"},
+			map[string]string{"NCCL_ASYNC_ERROR_HANDLING": "0", "TORCH_NCCL_ASYNC_ERROR_HANDLING": ""}},
+		{"the user's TORCH_NCCL_ASYNC_ERROR_HANDLING stands alone", true, []string{"TORCH_NCCL_ASYNC_ERROR_HANDLING=3"},
+			map[string]string{"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3", "NCCL_ASYNC_ERROR_HANDLING": ""}},
+		{"none without --ddp", false, nil,
+			map[string]string{"ROLE_NAME": "", "TORCHELASTIC_USE_AGENT_STORE": "", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "", "NCCL_ASYNC_ERROR_HANDLING": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}
+			if tc.ddp {
+				o.Rendezvous = rv
+			}
+			list, err := Env(append([]string{"PATH=/bin"}, tc.base...), slot, ranks, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for _, kv := range list {
+				k, v, _ := strings.Cut(kv, "=")
+				got[k] = append(got[k], v)
+			}
+			for _, k := range contract {
+				want, listed := tc.want[k]
+				switch {
+				case !listed:
+				case want == "" && len(got[k]) > 0:
+					t.Errorf("%s = %q, want it unset", k, got[k])
+				case want != "" && (len(got[k]) != 1 || got[k][0] != want):
+					t.Errorf("%s = %q, want once %q", k, got[k], want)
+				}
+			}
+		})
+	}
+}
