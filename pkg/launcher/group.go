@@ -83,11 +83,11 @@ func (m *groupMode) jobOf(slot int) job.Job {
 
 func (m *groupMode) first(slot int) (job.Job, job.Then) { return m.jobOf(slot), job.Now }
 
-// resume is G4 after the backoff, and G5's and G6's end otherwise. The
-// slots are woken one after another, and the supervisor lets go of its
-// lock while each forks: an instance started first may fail before the
-// last is woken. The group then ends again (G1), and one not started yet
-// waits for that restart (G2) instead of being done.
+// resume is G4 after the backoff, and G5's and G6's end otherwise. A
+// wake asks every waiting slot before any of them starts (wakeWaiting),
+// so the group does not change phase in the middle of one; should it end
+// again before a slot was asked, that slot waits for the restart (G2)
+// rather than being done.
 func (m *groupMode) resume(slot int) (job.Job, job.Then) {
 	if m.phase == groupBackoff {
 		m.phase, m.restarts = groupRuns, m.restarts+1

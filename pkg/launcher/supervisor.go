@@ -417,7 +417,7 @@ func (s *supervisor) apply(i int, v job.Verdict, fork process.SpawnFunc) {
 // settle carries out what then says of slot i's next job j, short of
 // starting it: the slot is done, starts j after delay (from the loop), or
 // waits. It reports whether j starts now (job.Now), which the caller does
-// on the slot's thread (startOn) or hands to it (startFromLoop); the
+// on the slot's thread (startOn) or hands to it (startCounted); the
 // slot's job is j from then. The one place that decides between a start
 // and a slot's end: its first job, a verdict, a wake.
 func (s *supervisor) settle(i int, then job.Then, j job.Job, delay time.Duration) (startNow bool) {
@@ -439,10 +439,10 @@ func (s *supervisor) settle(i int, then job.Then, j job.Job, delay time.Duration
 	return true
 }
 
-// startFromLoop starts slot i's job, from the loop or a timer, on the
-// slot's thread; a thread that cannot be bound leaves the slot done.
-func (s *supervisor) startFromLoop(i int) {
-	s.running++
+// startCounted starts slot i's job, from the loop or a timer, on the
+// slot's thread; the caller counts it as running already. A thread that
+// cannot be bound leaves the slot done.
+func (s *supervisor) startCounted(i int) {
 	if err := s.startSlot(i); err != nil {
 		s.running--
 		s.log.Error(err.Error())
@@ -529,7 +529,8 @@ func (s *supervisor) restart(i int) {
 		s.final(i)
 		return
 	}
-	s.startFromLoop(i)
+	s.running++
+	s.startCounted(i)
 }
 
 // final: slot i will not run again; its output ends once drained.

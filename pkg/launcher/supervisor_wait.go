@@ -72,11 +72,7 @@ func (s *supervisor) wakeWaiting() {
 	// them all, and ends those that start after it began: ending).
 	s.running += len(starting)
 	for _, i := range starting {
-		if err := s.startSlot(i); err != nil {
-			s.running--
-			s.log.Error(err.Error())
-			s.final(i)
-		}
+		s.startCounted(i)
 	}
 }
 
