@@ -152,3 +152,89 @@ func TestReportPathPerNode(t *testing.T) {
 		t.Errorf("one node: %q", got)
 	}
 }
+
+// torchRecord is what torch 1.13's @record writes into the error file when
+// rank 1's main raises; the other ranks wait to be ended.
+const torchRecord = `if [ "$RANK" = 1 ]; then
+  printf '%s' '{"message": {"message": "ValueError: bad shard 7", "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", line 6, in main\nValueError: bad shard 7\n", "timestamp": "1795550000"}}}' > "$TORCHELASTIC_ERROR_FILE"
+  exit 2
+fi
+exec sleep 30`
+
+// A failed --ddp group's root cause (G7): the first failed rank's
+// exception in the summary and the report, with -o sending the ranks'
+// output to files; its error file in a private directory per attempt,
+// kept; without an error file, the reason, and nothing left behind; a
+// group that succeeds leaves nothing either.
+func TestRootCauseOfAFailedGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		restarts     string
+		code         int
+		summary      []string // lines the summary must hold
+		report       string   // what the report's root_cause holds
+		kept         bool     // the error files stay
+	}{
+		{"a @record main that raised, output in files", torchRecord, "0", 2,
+			[]string{"root cause (first failure): instance 1, rank 1, attempt 0: exit 2", "  ValueError: bad shard 7", `  raised at File "train.py", line 6, in main`},
+			`"type": "ValueError"`, true},
+		{"the last attempt's", torchRecord, "1", 2,
+			[]string{"root cause (first failure): instance 1, rank 1, attempt 1: exit 2", "  ValueError: bad shard 7"},
+			`"attempt": 1`, true},
+		{"no error file", `[ "$RANK" = 1 ] && exit 4; exec sleep 30`, "0", 4,
+			[]string{"root cause (first failure): instance 1, rank 1, attempt 0: exit 4", "  it wrote no error file: wrap its main in torch.distributed.elastic.multiprocessing.errors.record to see its exception here"},
+			`"no_error": "it wrote no error file`, false},
+		{"a group that succeeds", `test -n "$TORCHELASTIC_ERROR_FILE"`, "0", 0, nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, tmp := t.TempDir(), t.TempDir()
+			report := filepath.Join(dir, "run.json")
+			cmd := gpulaunch(t, "-n", "2", "-G", "0", "--ddp", "--restarts", tc.restarts, "--monitor-interval", "0", "-o", filepath.Join(dir, "rank%t.log"),
+				"--report", report, "--", "sh", "-c", tc.script)
+			cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir(), "TMPDIR="+tmp)
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			if code := exitStatus(cmd.Run()); code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, errb.String())
+			}
+			for _, want := range tc.summary {
+				if !strings.Contains(errb.String(), want+"\n") {
+					t.Errorf("summary lacks %q:\n%s", want, errb.String())
+				}
+			}
+			b, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			validateAgainstSchema(t, "report", b)
+			if tc.report == "" && strings.Contains(string(b), "root_cause") || !strings.Contains(string(b), tc.report) {
+				t.Errorf("report's root cause, want %q:\n%s", tc.report, b)
+			}
+			left, _ := filepath.Glob(filepath.Join(tmp, "gpulaunch-torchelastic-*"))
+			if !tc.kept {
+				if len(left) > 0 {
+					t.Errorf("left behind: %q", left)
+				}
+				return
+			}
+			files, _ := filepath.Glob(filepath.Join(tmp, "gpulaunch-torchelastic-*", "attempt_"+tc.restarts, "1", "error.json"))
+			if len(left) != 1 || len(files) != 1 || !strings.Contains(errb.String(), "error file (kept, with the traceback): "+files[0]+"\n") {
+				t.Fatalf("kept %q, error file %q:\n%s", left, files, errb.String())
+			}
+			if fi, err := os.Stat(left[0]); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("the error files' directory: %v, %v; want mode 0700", fi.Mode(), err)
+			}
+			if want := instance.ErrorFile(left[0], mustAtoi(t, tc.restarts), 1); files[0] != want {
+				t.Errorf("rank 1's error file %q, want %q", files[0], want)
+			}
+		})
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -43,6 +43,11 @@ type launch struct {
 	monitor time.Duration
 	// nodes is this node's part in a queue over several nodes.
 	nodes nodeQueue
+	// errorDir holds the ranks' error files under --ddp (errorFiles);
+	// keepErrors: it holds the root cause of the run's failure, which
+	// the summary and the report point at, and stays.
+	errorDir   string
+	keepErrors bool
 }
 
 // found is what discovery found to run on: the allocation, the GPU

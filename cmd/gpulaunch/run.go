@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -378,7 +379,38 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		return err
 	}
+	if o.policy.DDP {
+		o.policy.ErrorDir = a.errorFiles(l, log)
+		defer l.dropErrorFiles()
+	}
 	return a.supervise(o, l, runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux}, log)
+}
+
+// errorFiles makes the private directory of the ranks' error files
+// (TORCHELASTIC_ERROR_FILE) under --ddp, in the temp directory as
+// torchrun makes its own (torchelastic_*): once every check has passed,
+// so that a refused run leaves nothing. Without one the ranks get no
+// error file and a failure no root cause; the run goes on.
+func (a *app) errorFiles(l *launch, log *zap.Logger) string {
+	tmp := a.tmpRoot
+	if t := a.env["TMPDIR"]; filepath.IsAbs(t) {
+		tmp = t
+	}
+	dir, err := os.MkdirTemp(tmp, "gpulaunch-torchelastic-") // 0700
+	if err != nil {
+		log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
+		return ""
+	}
+	l.errorDir = dir
+	return dir
+}
+
+// dropErrorFiles removes the error files' directory, unless it holds the
+// root cause of the run's failure.
+func (l *launch) dropErrorFiles() {
+	if l.errorDir != "" && !l.keepErrors {
+		_ = os.RemoveAll(l.errorDir)
+	}
 }
 
 // lockJoblog makes this sweep the owner of its joblog before it reads it
@@ -557,8 +589,10 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		}
 		summary.Write(a.stderr, insts, outs, paint)
 	}
+	summary.WriteRootCause(con.stderr, res.RootCause, paint)
+	l.keepErrors = res.RootCause != nil && res.RootCause.Error != nil
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, run, insts, outs, code)); err != nil {
+		if err := writeReport(l.report, buildReport(l, run, insts, res, code)); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,47 @@ type runReport struct {
 	Plan         planDoc          `json:"plan"`
 	Launch       launchReport     `json:"launch"`
 	Instances    []instanceReport `json:"instances"`
-	Warnings     []string         `json:"warnings"`
+	// RootCause is the failure that ended a distributed group (--ddp);
+	// absent when none did.
+	RootCause *rootCauseReport `json:"root_cause,omitempty"`
+	Warnings  []string         `json:"warnings"`
+}
+
+// rootCauseReport is launcher.Failure in the report: the rank whose
+// failure ended the group, and the exception it wrote in its error file.
+type rootCauseReport struct {
+	Instance  int    `json:"instance"`
+	Rank      int    `json:"rank"`
+	Attempt   int    `json:"attempt"`
+	ExitCode  int    `json:"exit_code"`
+	Signal    string `json:"signal,omitempty"`
+	ErrorFile string `json:"error_file,omitempty"`
+	// From the error file; absent when the rank wrote none (NoError says
+	// why).
+	Type      string     `json:"type,omitempty"`
+	Message   string     `json:"message,omitempty"`
+	Where     string     `json:"where,omitempty"`
+	Traceback string     `json:"traceback,omitempty"`
+	Time      *time.Time `json:"time,omitempty"`
+	NoError   string     `json:"no_error,omitempty"`
+}
+
+func rootCauseOf(f *launcher.Failure) *rootCauseReport {
+	if f == nil {
+		return nil
+	}
+	r := &rootCauseReport{Instance: f.Instance, Rank: f.Rank, Attempt: f.Attempt, ExitCode: f.Code, ErrorFile: f.ErrorFile, NoError: f.NoError}
+	if f.Signal != 0 {
+		r.Signal = f.Status()
+	}
+	if e := f.Error; e != nil {
+		r.Type, r.Message, r.Where, r.Traceback = e.Type, e.Message, e.Where(), e.Traceback
+		if !e.Time.IsZero() {
+			t := e.Time.UTC()
+			r.Time = &t
+		}
+	}
+	return r
 }
 
 // launchReport places this node's report among the other nodes' reports
@@ -73,7 +113,8 @@ const reportSchemaVersion = 1
 
 // buildReport is the report of launch l, the run run, whose instances
 // ended as outs and whose exit status is code.
-func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, outs []launcher.Outcome, code int) runReport {
+func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) runReport {
+	outs := res.Outcomes
 	g := l.group
 	r := runReport{
 		SchemaVersion: reportSchemaVersion, Host: l.alloc.Hostname, Command: l.argv, Started: run.Started.UTC(),
@@ -81,6 +122,7 @@ func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, out
 		Plan: planJSON(l.alloc, l.req, l.plan), Warnings: append([]string{}, l.plan.Warnings...), Instances: []instanceReport{},
 		Launch: launchReport{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source,
 			Hosts: append([]string{}, g.Hosts...), Rendezvous: l.rdv},
+		RootCause: rootCauseOf(res.RootCause),
 	}
 	for i, o := range outs {
 		ir := instanceReport{

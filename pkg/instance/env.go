@@ -79,9 +79,11 @@ func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]str
 	}
 	if o.Rendezvous != nil {
 		// NewRendezvous has honoured inherited values already; the
-		// restart count is the supervisor's (slot.environ)
+		// restart count and the error file are the supervisor's
+		// (groupMode.jobOf): an outer torchrun's must not make every
+		// rank write one file
 		for _, k := range []string{"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
-			"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE"} {
+			"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"} {
 			drop[k] = true
 		}
 	}

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -160,5 +161,48 @@ func TestTorchrunContract(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Error files as torch 1.13's record writes them, and as a child's own
+// reply may: the exception's type and text apart, where it was raised,
+// when; anything else is refused, not guessed at.
+func TestParseErrorFile(t *testing.T) {
+	stack := "Traceback (most recent call last):\n  File \"/x/errors/__init__.py\", line 346, in wrapper\n    return f(*args, **kwargs)\n  File \"/tmp/raise.py\", line 6, in main\n    raise ValueError(\"bad shard 7\")\nValueError: bad shard 7\n"
+	recorded, _ := json.Marshal(map[string]any{"message": map[string]any{"message": "ValueError: rank one: bad shard 7",
+		"extraInfo": map[string]any{"py_callstack": stack, "timestamp": "1795550000"}}})
+	for _, tc := range []struct {
+		name, data            string
+		typ, msg, where, fail string
+		unix                  int64
+	}{
+		{name: "record's file", data: string(recorded), typ: "ValueError", msg: "rank one: bad shard 7", where: `File "/tmp/raise.py", line 6, in main`, unix: 1795550000},
+		{name: "a plain message with its timestamp", data: `{"message": "RuntimeError: NCCL error", "timestamp": 1795550001}`, typ: "RuntimeError", msg: "NCCL error", unix: 1795550001},
+		{name: "an exception without text", data: `{"message": {"message": "KeyboardInterrupt", "extraInfo": {"timestamp": "x"}}}`, typ: "KeyboardInterrupt"},
+		{name: "a message that names no type", data: `{"message": "something broke: badly"}`, msg: "something broke: badly"},
+		{name: "not JSON", data: `Traceback (most`, fail: "not torch's error file"},
+		{name: "no message", data: `{"message": {"extraInfo": {}}}`, fail: "no \"message\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := ParseErrorFile([]byte(tc.data))
+			switch {
+			case tc.fail != "":
+				if err == nil || !strings.Contains(err.Error(), tc.fail) {
+					t.Fatalf("err = %v, want %q", err, tc.fail)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			if e.Type != tc.typ || e.Message != tc.msg || e.Where() != tc.where {
+				t.Errorf("got %q %q at %q, want %q %q at %q", e.Type, e.Message, e.Where(), tc.typ, tc.msg, tc.where)
+			}
+			if got := e.Time; (tc.unix == 0) != got.IsZero() || tc.unix != 0 && got.Unix() != tc.unix {
+				t.Errorf("time %v, want %d", got, tc.unix)
+			}
+		})
+	}
+	if got := ErrorFile("/run/d", 2, 13); got != "/run/d/attempt_2/13/error.json" {
+		t.Errorf("ErrorFile = %q", got)
 	}
 }

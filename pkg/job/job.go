@@ -26,6 +26,10 @@ type Job struct {
 	// tells it (a group's restart count); the task number of a task is
 	// added by the supervisor.
 	Env []string
+	// ErrorFile is where the process reports the exception that ends it
+	// (a --ddp rank's TORCHELASTIC_ERROR_FILE, named in Env too); its
+	// directory is made, private, before the start. "": none.
+	ErrorFile string
 }
 
 // OfTask is the job that runs task t.

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
@@ -43,6 +44,11 @@ import (
 //	G6. A stop of the run (a signal, -K, -W, --timeout of the run) is the
 //	    group's end: an instance that exits is done, the waiting ones are
 //	    done when woken, and nothing starts again.
+//	G7. Each start of a rank is told its error file in the attempt's
+//	    directory (TORCHELASTIC_ERROR_FILE, instance.ErrorFile); the
+//	    instance whose failure ends the group (G1 with no restart left)
+//	    is the group's first failure, whose error file is its root cause,
+//	    as torchrun's "Root Cause (first observed failure)".
 type groupMode struct {
 	alone
 	insts  []Instance
@@ -56,6 +62,8 @@ type groupMode struct {
 	phase groupPhase
 	// delay is the backoff of the restart under way.
 	delay time.Duration
+	// failed is the failure that ended the group (G7); nil while none did.
+	failed *Failure
 }
 
 // groupPhase is where the group is in its sequence.
@@ -77,6 +85,10 @@ func (m *groupMode) jobOf(slot int) job.Job {
 	j := instanceJob(m.insts[slot])
 	j.Try = m.restarts
 	j.Env = []string{"TORCHELASTIC_RESTART_COUNT=" + strconv.Itoa(m.restarts), "TORCHELASTIC_MAX_RESTARTS=" + strconv.Itoa(m.policy.Restarts)}
+	if m.policy.ErrorDir != "" { // G7
+		j.ErrorFile = instance.ErrorFile(m.policy.ErrorDir, m.restarts, m.insts[slot].Rank)
+		j.Env = append(j.Env, "TORCHELASTIC_ERROR_FILE="+j.ErrorFile)
+	}
 	m.ran[slot] = m.restarts
 	return j
 }
@@ -108,14 +120,15 @@ func (m *groupMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	case m.phase == groupStopped || e.Stopping:
 		return job.Verdict{Then: job.Done}
 	case e.Failed() && e.By == job.EndedItself:
-		return m.endGroup(slot, e)
+		return m.endGroup(slot, j, e)
 	}
 	return m.leaveWaiting(e)
 }
 
 // endGroup is G1.
-func (m *groupMode) endGroup(slot int, e job.Exit) job.Verdict {
+func (m *groupMode) endGroup(slot int, j job.Job, e job.Exit) job.Verdict {
 	if m.restarts >= m.policy.Restarts {
+		m.failed = &Failure{Instance: slot, Rank: m.insts[slot].Rank, Attempt: m.restarts, Code: e.Code, Signal: e.Signal, ErrorFile: j.ErrorFile}
 		v := job.Verdict{Then: job.Done, StopAll: job.EndedBadExit}
 		v.Say(zap.InfoLevel, "instance %d failed and the group has no restart left: ending the others", slot)
 		return v
@@ -160,9 +173,10 @@ func (m *groupMode) ending() job.Ended {
 	return job.EndedItself
 }
 
-func (m *groupMode) drainsOnHangup() bool { return false }
-func (m *groupMode) records() bool        { return false }
-func (m *groupMode) manyStarts() bool     { return false }
+func (m *groupMode) firstFailure() *Failure { return m.failed }
+func (m *groupMode) drainsOnHangup() bool   { return false }
+func (m *groupMode) records() bool          { return false }
+func (m *groupMode) manyStarts() bool       { return false }
 
 func (m *groupMode) counts(int, time.Duration) (taskqueue.QueueStatus, bool) {
 	return taskqueue.QueueStatus{}, false

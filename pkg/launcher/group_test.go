@@ -176,3 +176,54 @@ func groupAnswer(v job.Verdict) string {
 	}
 	return strings.Join(w, " ")
 }
+
+// G7: every start is told its error file in its attempt's directory, and
+// the failure that ends the group (never one it restarts from, nor an
+// end gpulaunch caused) is the first failure, with the file of the
+// attempt it failed in.
+func TestGroupFirstFailure(t *testing.T) {
+	insts := []Instance{{Index: 0, Rank: 4}, {Index: 1, Rank: 5}}
+	envFile := func(j job.Job) string {
+		for _, kv := range j.Env {
+			if v, ok := strings.CutPrefix(kv, "TORCHELASTIC_ERROR_FILE="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	t.Run("the failure of the last attempt, with that attempt's file", func(t *testing.T) {
+		m := newGroupMode(insts, Policy{DDP: true, Restarts: 1, ErrorDir: "/run/e"})
+		j0, _ := m.first(0)
+		j1, _ := m.first(1)
+		if j1.ErrorFile != "/run/e/attempt_0/5/error.json" || envFile(j1) != j1.ErrorFile {
+			t.Fatalf("attempt 0, rank 5: file %q, env %q", j1.ErrorFile, envFile(j1))
+		}
+		m.afterExit(1, j1, job.Exit(failedExit.running(1)))
+		m.afterExit(0, j0, job.Exit(killedExit.endedBy(job.EndedGroup).running(0)))
+		if m.firstFailure() != nil {
+			t.Fatal("a failure the group restarts from is its first failure")
+		}
+		j0, _ = m.resume(0)
+		j1, _ = m.resume(1)
+		if j0.ErrorFile != "/run/e/attempt_1/4/error.json" {
+			t.Fatalf("attempt 1, rank 4: %q", j0.ErrorFile)
+		}
+		m.afterExit(0, j0, job.Exit(killedExit.running(1)))
+		m.afterExit(1, j1, job.Exit(killedExit.endedBy(job.EndedBadExit).whileStopping().running(0)))
+		want := Failure{Instance: 0, Rank: 4, Attempt: 1, Code: -1, Signal: killedExit.Signal, ErrorFile: j0.ErrorFile}
+		if f := m.firstFailure(); f == nil || *f != want {
+			t.Fatalf("first failure %+v, want %+v", f, want)
+		}
+	})
+	t.Run("none when gpulaunch ended the rank, or without an error directory", func(t *testing.T) {
+		m := newGroupMode(insts, Policy{DDP: true})
+		j0, _ := m.first(0)
+		if j0.ErrorFile != "" || envFile(j0) != "" {
+			t.Fatalf("no ErrorDir, yet file %q", j0.ErrorFile)
+		}
+		m.afterExit(0, j0, job.Exit(killedExit.endedBy(job.EndedTimeout).running(1)))
+		if f := m.firstFailure(); f != nil {
+			t.Fatalf("first failure %+v after an end by --timeout", f)
+		}
+	})
+}

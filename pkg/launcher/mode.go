@@ -57,6 +57,10 @@ type runMode interface {
 	// awaitsNodes: other nodes hold tasks whose ends this run must hear
 	// of before it is over.
 	awaitsNodes() bool
+	// firstFailure is the failure that ended a group (--ddp), whose
+	// error file holds the root cause; nil for other modes, and for a
+	// group that did not fail.
+	firstFailure() *Failure
 }
 
 // Work is what a run's slots do, besides running each its instance (a
@@ -133,6 +137,7 @@ func (m *instanceMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 }
 
 func (m *instanceMode) stop(string, bool) bool { return false }
+func (m *instanceMode) firstFailure() *Failure { return nil }
 func (m *instanceMode) ending() job.Ended      { return job.EndedItself }
 func (m *instanceMode) drainsOnHangup() bool   { return false }
 func (m *instanceMode) records() bool          { return false }
@@ -161,6 +166,7 @@ func (m queueMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 func (m queueMode) stop(why string, now bool) bool { return m.q.Stop(why, now) }
 func (m queueMode) ending() job.Ended              { return job.EndedItself }
 func (m queueMode) drainsOnHangup() bool           { return true }
+func (m queueMode) firstFailure() *Failure         { return nil }
 func (m queueMode) records() bool                  { return true }
 func (m queueMode) manyStarts() bool               { return true }
 
@@ -189,6 +195,7 @@ func (m feedMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 func (m feedMode) stop(why string, _ bool) bool { return m.f.StopHere(why) }
 func (m feedMode) ending() job.Ended            { return job.EndedItself }
 func (m feedMode) drainsOnHangup() bool         { return true }
+func (m feedMode) firstFailure() *Failure       { return nil }
 func (m feedMode) records() bool                { return true }
 func (m feedMode) manyStarts() bool             { return true }
 

@@ -89,6 +89,9 @@ type Result struct {
 	// Signal is the signal to gpulaunch that stopped the run (INT, TERM,
 	// HUP, QUIT); 0 when none did.
 	Signal syscall.Signal
+	// RootCause is the failure that ended a distributed group (--ddp)
+	// and what its rank reported; nil when no group failed.
+	RootCause *Failure
 }
 
 // ExitCode is a run of instances' exit status. The rules, in order:

@@ -52,6 +52,11 @@ type Policy struct {
 	// worker group): a failure ends them all, and Restarts restarts them
 	// all (groupMode, group.go).
 	DDP bool
+	// ErrorDir, under DDP, is the run's private directory of the ranks'
+	// error files (instance.ErrorFile): the first failed rank's
+	// exception is the group's root cause (Result.RootCause). "": the
+	// ranks are given none.
+	ErrorDir string
 }
 
 // defaultKillWait is the grace between TERM and KILL when the policy

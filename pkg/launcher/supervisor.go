@@ -156,7 +156,13 @@ func Run(spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	s.board.finish()
-	return Result{Outcomes: s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), Signal: s.stopSignal}, nil
+	res := Result{Outcomes: s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), Signal: s.stopSignal}
+	if f := s.mode.firstFailure(); f != nil {
+		rc := *f
+		rc.readErrorFile()
+		res.RootCause = &rc
+	}
+	return res, nil
 }
 
 func newSupervisor(spec Spec) (*supervisor, error) {

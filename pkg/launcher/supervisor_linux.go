@@ -2,6 +2,8 @@ package launcher
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -15,6 +17,12 @@ import (
 // run.
 func (s *supervisor) forkJob(i int, j job.Job, env []string, spawn process.SpawnFunc) (*process.Process, error) {
 	sl := &s.slots[i]
+	if j.ErrorFile != "" {
+		// a fresh directory per attempt; torch's record does not make it
+		if err := os.MkdirAll(filepath.Dir(j.ErrorFile), 0o700); err != nil {
+			return nil, fmt.Errorf("instance %d: its error file's directory: %w", i, err)
+		}
+	}
 	streams, err := s.openStreams(j, s.board.Output(i), &sl.readers)
 	if err != nil {
 		return nil, fmt.Errorf("instance %d: %w", i, err)

@@ -1,0 +1,62 @@
+//go:build linux
+
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+)
+
+// Failure is the failure that ended a distributed group (--ddp): the
+// first of its ranks that failed by itself in the group's last attempt,
+// and what that rank reported in its error file — torchrun's "Root
+// Cause (first observed failure)".
+type Failure struct {
+	Instance, Rank int
+	// Attempt is the group's restart count when it failed.
+	Attempt int
+	// Code is the exit status, -1 when Signal killed the rank.
+	Code   int
+	Signal syscall.Signal
+	// ErrorFile is the rank's TORCHELASTIC_ERROR_FILE; "" when the run
+	// gave none (Policy.ErrorDir unset).
+	ErrorFile string
+	// Error is what the rank wrote there: nil when it wrote nothing (its
+	// main is not wrapped in torch's @record) or something unreadable
+	// (NoError says which).
+	Error *instance.TorchError
+	// NoError says why Error is nil, as the summary writes it.
+	NoError string
+}
+
+// Status is the rank's end as srun writes it: "1", "SIGSEGV".
+func (f Failure) Status() string { return job.Status(f.Code, f.Signal) }
+
+// readErrorFile fills in what the failed rank wrote (after the run: the
+// rank has exited, so its file is whole).
+func (f *Failure) readErrorFile() {
+	if f.ErrorFile == "" {
+		return
+	}
+	data, err := os.ReadFile(f.ErrorFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f.NoError = "it wrote no error file: wrap its main in torch.distributed.elastic.multiprocessing.errors.record to see its exception here"
+		return
+	case err != nil:
+		f.NoError = err.Error()
+		return
+	}
+	e, err := instance.ParseErrorFile(data)
+	if err != nil {
+		f.NoError = fmt.Sprintf("%s: %v", f.ErrorFile, err)
+		return
+	}
+	f.Error = &e
+}
