@@ -93,4 +93,9 @@ type Spec struct {
 	// Link carries a queue's messages to and from the other nodes; nil
 	// on one node.
 	Link taskqueue.NodeLink
+	// Spare are processes gpulaunch runs for the run's sake and stops
+	// after it (--mps's control daemons): the end of the run, which ends
+	// whatever the instances left behind, leaves them and their children
+	// alone.
+	Spare []int
 }

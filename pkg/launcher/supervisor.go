@@ -229,7 +229,7 @@ func (s *supervisor) run(ctx context.Context) error {
 			s.fromNode(m)
 		}
 	}
-	if left := s.reaper.EndDescendants(s.policy.KillWait); left > 0 {
+	if left := s.reaper.EndDescendants(s.policy.KillWait, s.spec.Spare...); left > 0 {
 		s.log.Info(fmt.Sprintf("ended %d process(es) the instances left behind", left))
 	}
 	return nil

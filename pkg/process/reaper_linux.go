@@ -140,9 +140,12 @@ func (r *Reaper) reapAll() {
 // endDescendants ends whatever is left below this process once every
 // instance has exited — daemons, double-forked and setsid'd grandchildren
 // that the subreaper inherited: TERM, up to grace, then KILL, then reap.
-// It returns how many it found.
-func (r *Reaper) EndDescendants(grace time.Duration) int {
+// It returns how many it found. spare are processes gpulaunch runs for the
+// run and ends itself afterwards (its MPS daemons): they and what they
+// started are left alone.
+func (r *Reaper) EndDescendants(grace time.Duration, spare ...int) int {
 	r.reapAll()
+	descendants := func(root int) []int { return descendantsSparing(root, spare) }
 	left := descendants(os.Getpid())
 	if len(left) == 0 {
 		return 0
@@ -170,10 +173,28 @@ func (r *Reaper) EndDescendants(grace time.Duration) int {
 	return len(left)
 }
 
-// descendants lists the living processes below root.
-func descendants(root int) []int {
+// descendantsSparing lists the living processes below root, less spare
+// and their own descendants.
+func descendantsSparing(root int, spare []int) []int {
 	t := ScanProcs()
-	return t.Tree(root).Descendants(&t)
+	all := t.Tree(root).Descendants(&t)
+	if len(spare) == 0 {
+		return all
+	}
+	skip := map[int]bool{}
+	for _, pid := range spare {
+		skip[pid] = true
+		for _, d := range t.Tree(pid).Descendants(&t) {
+			skip[d] = true
+		}
+	}
+	var left []int
+	for _, pid := range all {
+		if !skip[pid] {
+			left = append(left, pid)
+		}
+	}
+	return left
 }
 
 // clockTicks is USER_HZ, 100 on every Linux ABI gpulaunch runs on.

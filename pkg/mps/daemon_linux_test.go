@@ -1,0 +1,172 @@
+package mps
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
+)
+
+// The test binary is also the MPS stand-in, when it is started by that
+// name (standIn links it).
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "nvidia-cuda-mps-control" {
+		os.Exit(mpsstandin.Main(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// standIn is a nvidia-cuda-mps-control for this test: the test binary.
+func standIn(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "nvidia-cuda-mps-control")
+	if err := os.Symlink(self, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runDir(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "mps-run")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// alive: pid is a process that has not exited (a zombie has).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+func environOf(t *testing.T, pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "\x00" + string(b)
+}
+
+// One daemon per GPU, each with its GPU's UUID and its own private pipe
+// and log directories, up (pid file) when Start returns; Stop quits each
+// through the control client, as NVIDIA documents, and removes the
+// directories.
+func TestDaemonsLifecycle(t *testing.T) {
+	control, dir := standIn(t), runDir(t)
+	events := filepath.Join(t.TempDir(), "events")
+	d, err := Start(context.Background(), Config{Control: control, Dir: dir, GPUs: []string{"GPU-aaa", "GPU-bbb"},
+		Env: []string{"PATH=/bin:/usr/bin", "MPS_STANDIN_EVENTS=" + events, "CUDA_MPS_PIPE_DIRECTORY=/elsewhere"}, Wait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := d.PIDs()
+	for k, dm := range d.List() {
+		env := environOf(t, dm.PID)
+		for _, want := range []string{"\x00CUDA_VISIBLE_DEVICES=" + dm.GPU + "\x00", "\x00CUDA_MPS_PIPE_DIRECTORY=" + dm.PipeDir + "\x00"} {
+			if !strings.Contains(env, want) {
+				t.Errorf("daemon %d lacks %q", k, want)
+			}
+		}
+		for _, sub := range []string{dm.PipeDir, dm.LogDir} {
+			if fi, err := os.Stat(sub); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s: %v %v, want a directory 0700", sub, fi, err)
+			}
+		}
+		if !Answers(control, dm.PipeDir, nil) {
+			t.Errorf("daemon %d does not answer at %s", k, dm.PipeDir)
+		}
+	}
+	if d.Of("GPU-bbb") == nil || d.Of("GPU-bbb").PipeDir == d.Of("GPU-aaa").PipeDir {
+		t.Fatal("the GPUs do not have a daemon each")
+	}
+	if killed := d.Stop(10 * time.Second); killed != 0 {
+		t.Errorf("%d daemons had to be killed; quit should stop them", killed)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("daemon %d still runs after Stop", pid)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the run's directory is still there: %v", err)
+	}
+	b, _ := os.ReadFile(events)
+	if got := strings.Count(string(b), "quit "); got != 2 {
+		t.Errorf("%d daemons quit, want 2:\n%s", got, b)
+	}
+}
+
+// A daemon that does not come up: one that exits, one that never writes
+// its pid file, a start given up (a signal to gpulaunch). Each is an
+// error that says why, with what the daemon logged, and leaves no daemon
+// and no directory.
+func TestDaemonsThatDoNotComeUp(t *testing.T) {
+	control := standIn(t)
+	for _, tc := range []struct {
+		name    string
+		control string
+		env     []string
+		cancel  bool
+		want    string
+	}{
+		{"exits at once", "/bin/false", nil, false, "exited before it was up"},
+		{"never writes its pid file", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, false, "wrote no "},
+		{"the run is stopped meanwhile", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, true, "stopped while the control daemons started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := runDir(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			if tc.cancel {
+				cancel(errors.New("SIGINT"))
+			}
+			defer cancel(nil)
+			_, err := Start(ctx, Config{Control: tc.control, Dir: dir, GPUs: []string{"GPU-aaa"}, Env: append([]string{"PATH=/bin"}, tc.env...), Wait: 300 * time.Millisecond})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if tc.name == "never writes its pid file" && !strings.Contains(err.Error(), "its log ends:") {
+				t.Errorf("no log in %v", err)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the run's directory is still there: %v", err)
+			}
+			if left := childrenOf(os.Getpid()); len(left) > 0 {
+				t.Errorf("left running: %v", left)
+			}
+		})
+	}
+}
+
+// childrenOf lists the living children of pid.
+func childrenOf(pid int) []int {
+	var out []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
+			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, n)
+		}
+	}
+	return out
+}

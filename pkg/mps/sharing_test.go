@@ -1,0 +1,114 @@
+package mps
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+)
+
+// plan is n slots over gpus GPUs, round robin, g GPUs each.
+func plan(n, gpus, g int) binding.Plan {
+	var p binding.Plan
+	for i := range n {
+		s := binding.Slot{Index: i}
+		for k := range g {
+			id := (i*g + k) % gpus
+			s.GPUs = append(s.GPUs, gpu.GPU{Index: id, UUID: "GPU-" + string(rune('a'+id))})
+		}
+		p.Slots = append(p.Slots, s)
+	}
+	return p
+}
+
+// The rules M1–M4 of Check, each by a plan that breaks it and one that
+// keeps it.
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		plan   binding.Plan
+		vendor gpu.Vendor
+		want   string // "" : accepted
+	}{
+		{"M1: AMD GPUs take turns", plan(8, 4, 1), gpu.AMD, "MPS is NVIDIA's, and these GPUs are amd"},
+		{"M2: a slot with two GPUs", plan(8, 4, 2), gpu.NVIDIA, "instance 0 has 2 GPUs, and an MPS client talks to one GPU's daemon: give -G 1"},
+		{"M2: a slot without a GPU", plan(2, 1, 0), gpu.NVIDIA, "instance 0 has 0 GPUs"},
+		{"M3: one instance per GPU", plan(4, 4, 1), gpu.NVIDIA, "no GPU is shared (4 instances on 4 GPUs, one each)"},
+		{"M4: 49 on one GPU", plan(49, 1, 1), gpu.NVIDIA, "49 instances on GPU 0 (GPU-a), and MPS serves at most 48"},
+		{"M4: 48 on one GPU", plan(48, 1, 1), gpu.NVIDIA, ""},
+		{"8 instances on 4 GPUs", plan(8, 4, 1), gpu.NVIDIA, ""},
+		{"5 on 4: one GPU shared is sharing", plan(5, 4, 1), gpu.NVIDIA, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.plan, tc.vendor)
+			if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	shares := Shares(plan(6, 4, 1))
+	if len(shares) != 4 || len(shares[0].Slots) != 2 || shares[0].Slots[1] != 4 || len(shares[3].Slots) != 1 {
+		t.Errorf("Shares = %+v", shares)
+	}
+}
+
+// Threads: the given percentage, else an even share rounded up; the
+// flags' bounds; what a client is told.
+func TestThreadsAndClientEnv(t *testing.T) {
+	for _, tc := range []struct{ given, n, want int }{{0, 1, 100}, {0, 2, 50}, {0, 3, 34}, {0, 8, 13}, {0, 48, 3}, {25, 8, 25}} {
+		if got := Threads(tc.given, tc.n); got != tc.want {
+			t.Errorf("Threads(%d, %d) = %d, want %d", tc.given, tc.n, got, tc.want)
+		}
+	}
+	for p, ok := range map[int]bool{0: false, 1: true, 100: true, 150: false, -5: false} {
+		if err := CheckThreads(p); (err == nil) != ok {
+			t.Errorf("CheckThreads(%d) = %v", p, err)
+		}
+	}
+	for s, ok := range map[string]bool{"512M": true, "10G": true, "10": false, "0G": false, "1.5G": false, "10GB": false, "G": false, "-1G": false} {
+		if err := CheckMemLimit(s); (err == nil) != ok {
+			t.Errorf("CheckMemLimit(%q) = %v", s, err)
+		}
+	}
+	got := strings.Join(ClientEnv("/r/0/pipe", "/r/0/log", 13, "10G"), " ")
+	if got != "CUDA_MPS_PIPE_DIRECTORY=/r/0/pipe CUDA_MPS_LOG_DIRECTORY=/r/0/log CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=13 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10G" {
+		t.Errorf("ClientEnv = %q", got)
+	}
+	if got := ClientEnv("", "", 0, ""); len(got) != 0 {
+		t.Errorf("under the job's MPS with nothing asked: %q", got)
+	}
+}
+
+// E1–E3: the job's MPS is found by its variables first, then by asking
+// the default directory; the ask is not made when a variable tells.
+func TestFindExisting(t *testing.T) {
+	asked := 0
+	answers := func(yes bool) func(string) bool {
+		return func(dir string) bool { asked++; return yes && dir == DefaultPipeDir }
+	}
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		answers  bool
+		want     string // PipeDir; "" for none
+		wantAsks int
+	}{
+		{"E1: a pipe directory set", map[string]string{"CUDA_MPS_PIPE_DIRECTORY": "/site/mps"}, true, "/site/mps", 0},
+		{"E2: Slurm's gres/mps", map[string]string{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}, false, DefaultPipeDir, 0},
+		{"E3: a daemon answers", map[string]string{"PATH": "/bin"}, true, DefaultPipeDir, 1},
+		{"none", map[string]string{"PATH": "/bin"}, false, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = 0
+			e := FindExisting(tc.env, answers(tc.answers))
+			got := ""
+			if e != nil {
+				got = e.PipeDir
+			}
+			if got != tc.want || asked != tc.wantAsks {
+				t.Errorf("FindExisting = %q after %d asks, want %q after %d", got, asked, tc.want, tc.wantAsks)
+			}
+		})
+	}
+}
