@@ -48,6 +48,10 @@ type launch struct {
 	// the summary and the report point at, and stays.
 	errorDir   string
 	keepErrors bool
+	// mps is the run's MPS (--mps), decided by checkMPS; nil without.
+	mps *mpsRun
+	// sharing is how the instances share GPUs; nil when they do not.
+	sharing *sharing
 }
 
 // found is what discovery found to run on: the allocation, the GPU

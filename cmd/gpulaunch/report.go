@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 )
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
@@ -174,12 +175,14 @@ type planFlags struct {
 	memBind               string
 	shareGPUs             bool
 	overcommit            bool
+	mps                   mpsFlags // run and plan only (register)
 }
 
 func (p *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&p.instances, "ntasks", "n", 0, "number of instances N")
 	fs.BoolVarP(&p.overcommit, "overcommit", "O", false, "allow more instances than allowed CPUs; they share them (as srun -O)")
 	p.registerShape(fs, "instance", 1, "GPUs per instance; 0 runs instances without a GPU")
+	p.mps.register(fs)
 }
 
 // registerShape registers the flags that shape one slot; rank mode has
@@ -220,11 +223,17 @@ func (p planFlags) request(fs *pflag.FlagSet, requireN bool) (binding.Request, e
 		// ignored for an even share, which is not what -c 0 says
 		return binding.Request{}, usagef("-c 0: a slot needs at least 1 CPU; give -c 1 or more, or leave -c out for an even share of the GPU-local CPUs")
 	}
+	if fs != nil {
+		if err := p.mps.check(fs); err != nil {
+			return binding.Request{}, err
+		}
+	}
 	pol, err := binding.ParseMemPolicy(p.memBind)
 	if err != nil {
 		return binding.Request{}, usageError{err}
 	}
-	r := binding.Request{Instances: p.instances, GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol, ShareGPUs: p.shareGPUs, Overcommit: p.overcommit}
+	// --mps shares GPUs: more instances than GPUs is what it is for
+	r := binding.Request{Instances: p.instances, GPUsPerInstance: p.gpus, CPUsPerInstance: p.cpus, MemPolicy: pol, ShareGPUs: p.shareGPUs || p.mps.on, Overcommit: p.overcommit}
 	return r, nil
 }
 
@@ -253,10 +262,16 @@ func (a *app) plan(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if c.json {
-		return writeJSON(a.stdout, planJSON(alloc, req, plan))
+	if p.mps.on {
+		if err := mps.Check(plan, alloc.Vendor); err != nil {
+			return usageError{err}
+		}
 	}
-	writePlan(a.stdout, alloc, plan)
+	sh := sharingOf(plan, p.mps, false)
+	if c.json {
+		return writeJSON(a.stdout, planJSON(alloc, req, plan, sh))
+	}
+	writePlan(a.stdout, alloc, plan, sh)
 	return nil
 }
 
@@ -275,7 +290,9 @@ type planDoc struct {
 	CPUs     string         `json:"allowed_cpus"`
 	Slots    []binding.Slot `json:"slots"`
 	Locality float64        `json:"locality"`
-	Warnings []string       `json:"warnings"`
+	// Sharing is how instances share GPUs; absent when none is shared.
+	Sharing  *sharing `json:"gpu_sharing,omitempty"`
+	Warnings []string `json:"warnings"`
 }
 
 type requestDoc struct {
@@ -286,7 +303,7 @@ type requestDoc struct {
 	ShareGPUs       bool   `json:"share_gpus"`
 }
 
-func planJSON(a binding.Allocation, r binding.Request, p binding.Plan) planDoc {
+func planJSON(a binding.Allocation, r binding.Request, p binding.Plan, sh *sharing) planDoc {
 	// lists are lists, empty ones too: never null (docs/plan.schema.json)
 	warn := append(append([]string{}, a.Warnings...), p.Warnings...)
 	p.Slots = append([]binding.Slot{}, p.Slots...)
@@ -295,11 +312,11 @@ func planJSON(a binding.Allocation, r binding.Request, p binding.Plan) planDoc {
 			p.Slots[i].GPUs = []gpu.GPU{}
 		}
 	}
-	return planDoc{Host: a.Hostname, Backend: a.Backend, CPUs: a.CPUs.String(), Slots: p.Slots, Locality: p.Locality(), Warnings: warn,
+	return planDoc{Host: a.Hostname, Backend: a.Backend, CPUs: a.CPUs.String(), Slots: p.Slots, Locality: p.Locality(), Warnings: warn, Sharing: sh,
 		Request: requestDoc{r.Instances, r.GPUsPerInstance, r.CPUsPerInstance, string(r.MemPolicy), r.ShareGPUs}}
 }
 
-func writePlan(w io.Writer, a binding.Allocation, p binding.Plan) {
+func writePlan(w io.Writer, a binding.Allocation, p binding.Plan, sh *sharing) {
 	fmt.Fprintf(w, "Plan for %d instance(s) on %s (%sGPUs from %s), %d allowed CPUs:\n", len(p.Slots), orDash(a.Hostname), vendorWord(a.Vendor), a.Backend, a.CPUs.Size())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  INSTANCE\tGPU (PCI)\tUUID\tNUMA\tCPUS\tLOCAL\tMEMORY")
@@ -325,6 +342,7 @@ func writePlan(w io.Writer, a binding.Allocation, p binding.Plan) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "Locality:  %.0f%% of the CPUs are local to their instance's GPU(s)\n", 100*p.Locality())
+	sh.write(w)
 	writeWarnings(w, append(append([]string{}, a.Warnings...), p.Warnings...))
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
@@ -159,6 +160,9 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.ids, o.vis, err = gpuNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
 		return nil, err
 	}
+	if o.shape.mps.on && (o.ids == instance.GPUIDsIndex || o.vis == instance.VisibleAll) {
+		return nil, usagef("--mps with --gpu-ids index or --gpu-visibility all: each GPU's MPS daemon serves its clients that one GPU, named by its UUID, and no other; drop --gpu-ids/--gpu-visibility")
+	}
 	if _, err := o.common.logger(io.Discard); err != nil {
 		return nil, err
 	}
@@ -277,10 +281,16 @@ func (a *app) run(args []string) error {
 		}
 	}
 	if o.flags.dryRun {
-		if o.common.json {
-			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan))
+		if o.shape.mps.on {
+			if err := mps.Check(l.plan, l.alloc.Vendor); err != nil {
+				return usageError{err}
+			}
 		}
-		writePlan(a.stdout, l.alloc, l.plan)
+		sh := sharingOf(l.plan, o.shape.mps, false)
+		if o.common.json {
+			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
+		}
+		writePlan(a.stdout, l.alloc, l.plan, sh)
 		return nil
 	}
 	err = a.start(o, l, tasks, con, log)
@@ -330,6 +340,10 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if err != nil {
 		return err
 	}
+	if l.mps, err = a.checkMPS(o, l); err != nil {
+		return err
+	}
+	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)
 	lock, err := a.lockJoblog(o, l, log)
 	if err != nil {
 		return err
@@ -379,11 +393,24 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		return err
 	}
+	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux}
+	if l.mps != nil {
+		daemons, err := l.mps.start(a, insts, log)
+		if err != nil {
+			srv.Close(0)
+			peers.close(log)
+			return err
+		}
+		defer stopMPS(daemons, log)
+		if daemons != nil {
+			parts.spare = daemons.PIDs()
+		}
+	}
 	if o.policy.DDP {
 		o.policy.ErrorDir = a.errorFiles(l, log)
 		defer l.dropErrorFiles()
 	}
-	return a.supervise(o, l, runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux}, log)
+	return a.supervise(o, l, parts, log)
 }
 
 // errorFiles makes the private directory of the ranks' error files
@@ -501,6 +528,9 @@ type runParts struct {
 	srv   *control.Server // the control socket; nil without one
 	con   *console
 	tmux  string // --tmux's session; "" without
+	// spare are the run's MPS daemons, which the run's end leaves alone
+	// (they are stopped after it).
+	spare []int
 }
 
 // supervise runs the instances, with the control socket that `gpulaunch
@@ -541,7 +571,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.link(),
+			Work: rq.work(), Link: rq.link(), Spare: st.spare,
 		})
 		rq.close(log) // what the run said last reaches the other nodes
 		return err
@@ -588,6 +618,9 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)
 		}
 		summary.Write(a.stderr, insts, outs, paint)
+	}
+	if !quiet {
+		l.sharing.write(con.stderr)
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
 	l.keepErrors = res.RootCause != nil && res.RootCause.Error != nil

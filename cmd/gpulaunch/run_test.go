@@ -23,12 +23,16 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
 )
 
 // The test binary is two programs: the gpulaunch CLI (GLTEST_MAIN=1), and
 // the fake apps, chosen by argv "gltest-helper NAME ARGS…" (argv, not env:
 // instances inherit the env).
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "nvidia-cuda-mps-control" { // mps_test.go's stand-in
+		os.Exit(mpsstandin.Main(os.Args[1:]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "gltest-helper" {
 		os.Exit(helper(os.Args[2], os.Args[3:]))
 	}

@@ -119,7 +119,7 @@ func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, res
 	r := runReport{
 		SchemaVersion: reportSchemaVersion, Host: l.alloc.Hostname, Command: l.argv, Started: run.Started.UTC(),
 		WallSeconds: time.Since(run.Started).Seconds(), ExitCode: code, MonitorSecs: l.monitor.Seconds(), GPUTelemetry: run.GPUTelemetry,
-		Plan: planJSON(l.alloc, l.req, l.plan), Warnings: append([]string{}, l.plan.Warnings...), Instances: []instanceReport{},
+		Plan: planJSON(l.alloc, l.req, l.plan, l.sharing), Warnings: append([]string{}, l.plan.Warnings...), Instances: []instanceReport{},
 		Launch: launchReport{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source,
 			Hosts: append([]string{}, g.Hosts...), Rendezvous: l.rdv},
 		RootCause: rootCauseOf(res.RootCause),
