@@ -278,3 +278,20 @@ func TestMPSOfTheJobAndPrivacy(t *testing.T) {
 		}
 	})
 }
+
+// plan shows the sharing: which instances on which GPU, under MPS with
+// their share, or taking turns; in JSON by docs/plan.schema.json.
+func TestPlanShowsSharing(t *testing.T) {
+	stdout, stderr, code := runCLI(t, nil, "plan", "--simulate", "dgx-h100", "-n", "16", "--mps", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	validateAgainstSchema(t, "plan", []byte(stdout))
+	if !strings.Contains(stdout, `"mode": "mps"`) || !strings.Contains(stdout, `"active_thread_percentage": 50`) || !strings.Contains(stdout, `"instances": [`) {
+		t.Errorf("plan --json lacks the sharing:\n%s", stdout)
+	}
+	stdout, _, _ = runCLI(t, nil, "plan", "--simulate", "dgx-h100", "-n", "12", "--share-gpus")
+	if !strings.Contains(stdout, "): instances 0,8 taking turns (time slicing; --mps to share it through MPS)\n") || strings.Contains(stdout, "instances 4 ") {
+		t.Errorf("plan without --mps:\n%s", stdout)
+	}
+}

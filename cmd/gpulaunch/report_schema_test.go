@@ -322,6 +322,7 @@ func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
 		{"killed by -K", []string{"-n", "2", "-G", "0", "-K", "--", "sh", "-c", `[ "$GPULAUNCH_INSTANCE" = 0 ] && exit 3; exec sleep 30`}, 3},
 		{"timed out", []string{"-n", "1", "-G", "0", "--timeout", "300ms", "--", "sleep", "30"}, 128 + 15},
 		{"restarted", []string{"-n", "1", "-G", "0", "--restarts", "2", "--", "false"}, 1},
+		{"GPUs shared, taking turns", []string{"-n", "4", "-O", "--node-file", nodeFile(t, 2), "--share-gpus", "--", "true"}, 0},
 		{"a group's root cause", []string{"-n", "2", "-G", "0", "--ddp", "--", "sh", "-c", torchRecord}, 2},
 		{"a group's failure without an error file", []string{"-n", "2", "-G", "0", "--ddp", "--", "sh", "-c", `[ "$RANK" = 1 ] && kill -SEGV $$; exec sleep 30`}, 128 + 11},
 	} {
