@@ -6,7 +6,10 @@
 # and checks it: every instance exited 0, its GPUs were busy and held
 # memory, and launch verification found nothing. The workload is the
 # first of these the machine has: PyTorch, CuPy, or test/gpu/busy.cu built
-# with nvcc. Exit 0: passed; 1: a check failed; 2: no GPU or no workload.
+# with nvcc. Then, where nvidia-cuda-mps-control is installed, the same
+# workload 4 times per GPU under --mps: the driver must list the instances
+# as MPS clients, and no daemon may be left after the run.
+# Exit 0: passed; 1: a check failed; 2: no GPU or no workload.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_BUSY=${1:-15}
@@ -80,6 +83,7 @@ echo "== report"
 cat "$out/report.json"
 echo
 echo "== checks"
+set +e
 python3 - "$out/report.json" "$rc" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -110,3 +114,33 @@ for b in bad:
 print("gpu-smoke: PASS" if not bad else f"gpu-smoke: FAIL ({len(bad)} problem(s))")
 sys.exit(1 if bad else 0)
 PY
+smoke=$?
+set -e
+
+# MPS: 4 instances on each GPU under --mps (one control daemon per GPU);
+# while they run, the driver's process list must show them as MPS clients
+# (type M+C), and after the run no daemon may be left.
+echo
+if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  echo "== MPS: SKIP: nvidia-cuda-mps-control is not on PATH (Debian: nvidia-cuda-mps)"
+  exit $smoke
+fi
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+echo "== gpulaunch -n $((4 * ngpu)) -O --mps -- $what for ${SECONDS_BUSY}s (4 instances per GPU under MPS)"
+set +e
+"$GL" -n $((4 * ngpu)) -O --mps -l --monitor-interval 1s --report "$out/mps.json" -- "${work[@]}" &
+glpid=$!
+sleep $(( SECONDS_BUSY / 2 ))
+nvidia-smi | tee "$out/mps-smi.txt"
+wait $glpid
+mrc=$?
+set -e
+clients=$(grep -c 'M+C' "$out/mps-smi.txt" || true)
+left=$(pgrep -c -f 'nvidia-cuda-mps-(control|server)' || true)
+echo "MPS: gpulaunch exited $mrc; $clients MPS client(s) in nvidia-smi while it ran (want $((4 * ngpu))); $left MPS process(es) left after it"
+if [ "$mrc" != 0 ] || [ "$clients" -lt $((4 * ngpu)) ] || [ "$left" != 0 ]; then
+  echo "gpu-smoke MPS: FAIL"
+  exit 1
+fi
+echo "gpu-smoke MPS: PASS"
+exit $smoke

@@ -420,6 +420,9 @@ func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint summary.Pain
 	}
 	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %d instances: %s · %s", where, state, len(s.Instances), strings.Join(parts, ", "), sampled), width))
 	fmt.Fprintln(w, cutLine("  "+strings.Join(s.Run.Command, " "), width))
+	for _, line := range s.Run.Sharing {
+		fmt.Fprintln(w, cutLine("sharing: "+line, width))
+	}
 	multiNode := s.Run.Nodes > 1
 	if multiNode && len(s.Instances) > 0 {
 		fmt.Fprintln(w, cutLine(fmt.Sprintf("node %d of %d: ranks %d..%d of %d (the other nodes' instances: gpulaunch status on each node)",

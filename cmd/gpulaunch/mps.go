@@ -232,12 +232,27 @@ func sharingOf(p binding.Plan, m mpsFlags, jobsMPS bool) *sharing {
 	return s
 }
 
-// write prints the sharing under a plan or a summary: "GPU 0 (GPU-1a2b…):
-// instances 0,4 under MPS, 50% of its SMs each".
+// write prints the sharing under a plan or a summary.
 func (s *sharing) write(w io.Writer) {
-	if s == nil {
-		return
+	for _, line := range s.lines() {
+		fmt.Fprintf(w, "Sharing:   %s\n", line)
 	}
+	if s != nil {
+		// NVML's utilisation is the device's (nvmlDeviceGetUtilizationRates):
+		// it cannot tell a shared GPU's instances apart, MPS or not; its
+		// process list can, and under MPS lists each client (type M+C)
+		// with the memory it holds.
+		fmt.Fprintln(w, "Sharing:   GPU% of a shared GPU is the GPU's, the same for each of its instances (NVML measures a device, not a client); GPU MEM is each instance's own processes'")
+	}
+}
+
+// lines are the sharing, a line per shared GPU: "GPU 0 (GPU-1a2b…):
+// instances 0,4 under MPS, 50% of its SMs each"; none when s is nil.
+func (s *sharing) lines() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
 	how := map[string]string{"mps": "under MPS", "turns": "taking turns (time slicing; --mps to share it through MPS)"}[s.Mode]
 	for _, g := range s.GPUs {
 		ids := make([]string, len(g.Instances))
@@ -248,6 +263,36 @@ func (s *sharing) write(w io.Writer) {
 		if g.Threads > 0 {
 			share = fmt.Sprintf(", %d%% of its SMs each", g.Threads)
 		}
-		fmt.Fprintf(w, "Sharing:   GPU %d (%s): instances %s %s%s\n", g.Index, shortUUID(g.GPU), strings.Join(ids, ","), how, share)
+		out = append(out, fmt.Sprintf("GPU %d (%s): instances %s %s%s", g.Index, shortUUID(g.GPU), strings.Join(ids, ","), how, share))
 	}
+	return out
+}
+
+// mpsInfo is what `info` says of MPS here: the job's own, or whether
+// --mps could start daemons of its own.
+type mpsInfo struct {
+	// Control is nvidia-cuda-mps-control's path; "" when not on PATH.
+	Control string `json:"control,omitempty"`
+	// JobsPipeDir is where the job's own MPS answers; "" when it has none.
+	JobsPipeDir string `json:"jobs_pipe_directory,omitempty"`
+	Says        string `json:"says"`
+}
+
+func (a *app) mpsInfo() *mpsInfo {
+	control, lookErr := lookPath("nvidia-cuda-mps-control", a.env["PATH"])
+	m := &mpsInfo{}
+	if lookErr == nil {
+		m.Control = control
+	}
+	answers := func(dir string) bool { return lookErr == nil && mps.Answers(control, dir, a.baseEnv()) }
+	switch e := mps.FindExisting(a.env, answers); {
+	case e != nil:
+		m.JobsPipeDir = e.PipeDir
+		m.Says = fmt.Sprintf("the job's own at %s (from %s): --mps uses it", e.PipeDir, e.From)
+	case lookErr == nil:
+		m.Says = control + ": --mps starts one control daemon per shared GPU"
+	default:
+		m.Says = "nvidia-cuda-mps-control is not on PATH: --mps needs it (load the CUDA module, or NVIDIA's nvidia-cuda-mps package)"
+	}
+	return m
 }

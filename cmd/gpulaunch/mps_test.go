@@ -163,6 +163,16 @@ func TestMPSDaemonsEndWithTheRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitUp(t, b.dir, 4, &errb)
+		// status from another shell shows the sharing
+		st := b.cmd(t, nil, "status", "--json")
+		got, err := st.Output()
+		if err != nil {
+			t.Fatalf("status: %v", err)
+		}
+		validateAgainstSchema(t, "status", got)
+		if !strings.Contains(string(got), "instances 0,2 under MPS, 50% of its SMs each") {
+			t.Errorf("status lacks the sharing:\n%s", got)
+		}
 		cmd.Process.Signal(syscall.SIGINT)
 		if code := exitStatus(cmd.Wait()); code != 130 {
 			t.Errorf("exit %d, want 130", code)
@@ -293,5 +303,21 @@ func TestPlanShowsSharing(t *testing.T) {
 	stdout, _, _ = runCLI(t, nil, "plan", "--simulate", "dgx-h100", "-n", "12", "--share-gpus")
 	if !strings.Contains(stdout, "): instances 0,8 taking turns (time slicing; --mps to share it through MPS)\n") || strings.Contains(stdout, "instances 4 ") {
 		t.Errorf("plan without --mps:\n%s", stdout)
+	}
+}
+
+// info says what --mps would find on an NVIDIA node, in text and JSON.
+func TestInfoSaysMPS(t *testing.T) {
+	stdout, stderr, code := runCLI(t, map[string]string{"PATH": "/nonexistent"}, "info", "--simulate", "dgx-h100", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	validateAgainstSchema(t, "info", []byte(stdout))
+	if !strings.Contains(stdout, `"says": "nvidia-cuda-mps-control is not on PATH: --mps needs it`) {
+		t.Errorf("info --json:\n%s", stdout)
+	}
+	stdout, _, _ = runCLI(t, map[string]string{"PATH": "/nonexistent", "CUDA_MPS_PIPE_DIRECTORY": "/site/mps"}, "info", "--simulate", "dgx-h100")
+	if !strings.Contains(stdout, "MPS:       the job's own at /site/mps (from CUDA_MPS_PIPE_DIRECTORY): --mps uses it\n") {
+		t.Errorf("info:\n%s", stdout)
 	}
 }

@@ -40,10 +40,17 @@ func (a *app) info(args []string) error {
 		return err
 	}
 	log.Debug("allocation", zap.String("backend", alloc.Backend), zap.Int("gpus", len(alloc.GPUs)), zap.Stringer("cpus", alloc.CPUs))
+	doc := infoJSON(alloc)
+	if alloc.Vendor == gpu.NVIDIA && len(alloc.GPUs) > 0 {
+		doc.MPS = a.mpsInfo()
+	}
 	if c.json {
-		return writeJSON(a.stdout, infoJSON(alloc))
+		return writeJSON(a.stdout, doc)
 	}
 	writeInfo(a.stdout, alloc)
+	if m := doc.MPS; m != nil {
+		fmt.Fprintf(a.stdout, "MPS:       %s\n", m.Says)
+	}
 	return nil
 }
 
@@ -57,6 +64,8 @@ func infoFlagSet(c *commonFlags) *pflag.FlagSet {
 type infoDoc struct {
 	binding.Allocation
 	Topology topologySummary `json:"topology"`
+	// MPS is what --mps would find on an NVIDIA node; absent elsewhere.
+	MPS *mpsInfo `json:"mps,omitempty"`
 }
 
 type topologySummary struct {

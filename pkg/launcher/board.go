@@ -49,7 +49,10 @@ type RunInfo struct {
 	Nodes     int    `json:"nodes,omitempty"`
 	WorldSize int    `json:"world_size,omitempty"`
 	Socket    string `json:"socket,omitempty"`
-	Finished  bool   `json:"finished"`
+	// Sharing says which instances share which GPU, under MPS or taking
+	// turns, a line per shared GPU; empty when none is shared.
+	Sharing  []string `json:"gpu_sharing,omitempty"`
+	Finished bool     `json:"finished"`
 }
 
 // Instance states.

@@ -72,6 +72,12 @@ func setup() (int, error) {
 	if out, err := probe.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("go build rendezvous: %v\n%s", err, out)
 	}
+	// NVIDIA's MPS control program is not on the testbed (no driver):
+	// the stand-in from its documented interface is (--mps's tests).
+	standIn := exec.Command("go", "build", "-o", filepath.Join(binDir, "nvidia-cuda-mps-control"), "../mpsstandin/nvidia-cuda-mps-control")
+	if out, err := standIn.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("go build the MPS stand-in: %v\n%s", err, out)
+	}
 	for mpi, cc := range map[string]string{"ompi": "mpicc.openmpi", "mpich": "mpicc.mpich"} {
 		out, err := exec.Command(cc, "-O1", "-o", filepath.Join(binDir, "allreduce_"+mpi), "testdata/allreduce.c").CombinedOutput()
 		if err != nil {

@@ -41,7 +41,7 @@ func recipe(t *testing.T, name string) string {
 // Every recipe in the doc has a test here.
 func TestEveryRecipeIsTested(t *testing.T) {
 	tested := map[string]bool{"four-instances": true, "four-instances-srun": true, "multi-gpu": true,
-		"mpirun-ranks": true, "srun-ranks": true, "interactive": true, "checkpoint-signal": true, "sweep": true,
+		"mpirun-ranks": true, "srun-ranks": true, "interactive": true, "checkpoint-signal": true, "sweep": true, "mps-ranks": true,
 		"lumi-ranks":  true, // TestAMDRecipeLUMIRanks, on the AMD testbed
 		"sweep-nodes": true} // TestMultiNodeRecipeSweepNodes, on the two-node testbed
 	for name := range recipes(t) {
@@ -229,5 +229,36 @@ func TestRecipeSweep(t *testing.T) {
 	rec, out = again.wait(t, time.Minute)
 	if rec["JobState"] != "COMPLETED" || !strings.Contains(out, "all 10 tasks are done by the --joblog") {
 		t.Errorf("resubmitted: %s\n%s", rec["JobState"], out)
+	}
+}
+
+// CSCS's MPS wrapper as gpulaunch does it: 32 instances, 8 on each of the
+// 4 GPUs, one stand-in daemon per GPU started before and quit after.
+func TestRecipeMPSRanks(t *testing.T) {
+	dir := jobDir(t)
+	events := filepath.Join(dir, "events")
+	j := sbatch(t, dir, recipe(t, "mps-ranks"), "--export=ALL,MPS_STANDIN_EVENTS="+events)
+	rec, out := j.wait(t, 2*time.Minute)
+	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
+		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
+	}
+	perGPU := map[string]int{}
+	for _, p := range probes(out)[""] {
+		perGPU[p["cvd"]]++
+	}
+	if len(perGPU) != 4 {
+		t.Fatalf("instances per GPU %v, want 8 on each of 4\n%s", perGPU, out)
+	}
+	for g, n := range perGPU {
+		if n != 8 {
+			t.Errorf("GPU %s has %d instances, want 8", g, n)
+		}
+	}
+	b, _ := os.ReadFile(events)
+	if strings.Count(string(b), "start ") != 4 || strings.Count(string(b), "quit ") != 4 {
+		t.Errorf("daemons:\n%s", b)
+	}
+	if !strings.Contains(out, "instances 0,4,8,12,16,20,24,28 under MPS, 13% of its SMs each") {
+		t.Errorf("the summary lacks the sharing:\n%s", out)
 	}
 }
