@@ -20,12 +20,12 @@ func TestQueueUnderMPS(t *testing.T) {
 	dir := jobDir(t)
 	var params strings.Builder
 	for i := 1; i <= 16; i++ {
-		params.WriteString(strings.Repeat("x", i%3) + "\n")
+		params.WriteString(strings.Repeat("x", 1+i%3) + "\n")
 	}
 	os.WriteFile(filepath.Join(dir, "params.txt"), []byte(params.String()), 0o644)
 	task := `f=$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid; test -s "$f" || exit 9; echo get_server_list | nvidia-cuda-mps-control || exit 8; echo "task $GPULAUNCH_TASK gpu $GPULAUNCH_GPUS pipe $CUDA_MPS_PIPE_DIRECTORY threads $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"`
-	script := "#!/bin/bash\nexport MPS_STANDIN_EVENTS=$PWD/events XDG_RUNTIME_DIR=$PWD/rt; mkdir -m 700 rt\n" +
-		"gpulaunch -n 8 --mps --each-line params.txt --joblog jl -- sh -c '" + task + "'\necho \"== exit $?\"\nls rt/gpulaunch | grep -c mps- || true\n"
+	script := "#!/bin/bash\nexport MPS_STANDIN_EVENTS=$PWD/events XDG_RUNTIME_DIR=$(mktemp -d /tmp/glq.XXXXXX)\n" +
+		"gpulaunch -n 8 -O --mps --each-line params.txt --joblog jl -- sh -c '" + task + "'\necho \"== exit $?\"\nls $XDG_RUNTIME_DIR/gpulaunch | grep -c mps- || true\nrm -rf $XDG_RUNTIME_DIR\n"
 	j := sbatch(t, dir, script, "--gres=gpu:4", "-c", "8")
 	rec, out := j.wait(t, 2*time.Minute)
 	if rec["JobState"] != "COMPLETED" || !strings.Contains(out, "== exit 0") {
