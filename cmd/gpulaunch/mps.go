@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
@@ -183,7 +184,7 @@ func (r *mpsRun) tell(insts []launcher.Instance, d *mps.Daemons) {
 	}
 }
 
-// stop stops the run's daemons, whatever way the run ended.
+// stopMPS stops the run's daemons, whatever way the run ended.
 func stopMPS(d *mps.Daemons, log *zap.Logger) {
 	if d == nil {
 		return
@@ -208,6 +209,17 @@ type sharedGPU struct {
 	// Threads is each instance's active thread percentage under MPS; 0
 	// when it is the job's MPS's own.
 	Threads int `json:"active_thread_percentage,omitempty"`
+}
+
+// planSharing is the sharing that `plan` and --dry-run show, the plan
+// refused as a run would refuse it under --mps.
+func planSharing(p binding.Plan, vendor gpu.Vendor, m mpsFlags) (*sharing, error) {
+	if m.on {
+		if err := mps.Check(p, vendor); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return sharingOf(p, m, false), nil
 }
 
 func sharingOf(p binding.Plan, m mpsFlags, jobsMPS bool) *sharing {

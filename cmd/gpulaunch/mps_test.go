@@ -150,19 +150,27 @@ func TestMPSLifecycle(t *testing.T) {
 	}
 }
 
+// running starts 4 instances on 2 GPUs under --mps that wait, and
+// returns once all 4 have found their daemon up.
+func (b mpsBed) running(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := b.cmd(t, nil, "-n", "4", "-O", "--node-file", nodeFile(t, 2), "--mps", "--monitor-interval", "0", "--", "sh", "-c", mpsApp+"exec sleep 60")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUp(t, b.dir, 4, &errb)
+	return cmd
+}
+
 // Every way a run ends stops the daemons: a Ctrl-C (quit, directories
 // removed, 130), and a SIGKILL of gpulaunch itself (the daemons' parent-
 // death signal ends them; the next run removes what was left).
 func TestMPSDaemonsEndWithTheRun(t *testing.T) {
 	t.Run("Ctrl-C", func(t *testing.T) {
 		b := newMPSBed(t)
-		cmd := b.cmd(t, nil, "-n", "4", "-O", "--node-file", nodeFile(t, 2), "--mps", "--monitor-interval", "0", "--", "sh", "-c", mpsApp+"exec sleep 60")
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitUp(t, b.dir, 4, &errb)
+		cmd := b.running(t)
 		// status from another shell shows the sharing
 		st := b.cmd(t, nil, "status", "--json")
 		got, err := st.Output()
@@ -185,13 +193,7 @@ func TestMPSDaemonsEndWithTheRun(t *testing.T) {
 	})
 	t.Run("SIGKILL of gpulaunch", func(t *testing.T) {
 		b := newMPSBed(t)
-		cmd := b.cmd(t, nil, "-n", "4", "-O", "--node-file", nodeFile(t, 2), "--mps", "--monitor-interval", "0", "--", "sh", "-c", mpsApp+"exec sleep 60")
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitUp(t, b.dir, 4, &errb)
+		cmd := b.running(t)
 		cmd.Process.Kill()
 		cmd.Wait()
 		started, _ := b.daemons(t)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
-	"github.com/gpulaunch/gpulaunch/pkg/mps"
 )
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
@@ -271,12 +270,10 @@ func (a *app) plan(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if p.mps.on {
-		if err := mps.Check(plan, alloc.Vendor); err != nil {
-			return usageError{err}
-		}
+	sh, err := planSharing(plan, alloc.Vendor, p.mps)
+	if err != nil {
+		return err
 	}
-	sh := sharingOf(plan, p.mps, false)
 	if c.json {
 		return writeJSON(a.stdout, planJSON(alloc, req, plan, sh))
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
@@ -281,12 +280,10 @@ func (a *app) run(args []string) error {
 		}
 	}
 	if o.flags.dryRun {
-		if o.shape.mps.on {
-			if err := mps.Check(l.plan, l.alloc.Vendor); err != nil {
-				return usageError{err}
-			}
+		sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
+		if err != nil {
+			return err
 		}
-		sh := sharingOf(l.plan, o.shape.mps, false)
 		if o.common.json {
 			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
 		}
