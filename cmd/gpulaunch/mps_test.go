@@ -246,7 +246,9 @@ func TestMPSDaemonThatDoesNotComeUp(t *testing.T) {
 func TestMPSOfTheJobAndPrivacy(t *testing.T) {
 	t.Run("the job's own", func(t *testing.T) {
 		b := newMPSBed(t)
-		site := filepath.Join(t.TempDir(), "site-mps")
+		// Under b.runtime (/tmp), not t.TempDir: its control socket must
+		// fit in sun_path whatever the checkout's path.
+		site := filepath.Join(b.runtime, "site-mps")
 		daemon := exec.Command(filepath.Join(b.bin, "nvidia-cuda-mps-control"), "-f")
 		daemon.Env = append(os.Environ(), "CUDA_MPS_PIPE_DIRECTORY="+site, "CUDA_MPS_LOG_DIRECTORY="+site+"-log")
 		if err := daemon.Start(); err != nil {

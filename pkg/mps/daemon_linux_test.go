@@ -36,8 +36,17 @@ func standIn(t *testing.T) string {
 	return path
 }
 
+// runDir is a run's directory under /tmp, not t.TempDir: the daemon's
+// control socket must fit in sun_path (108 bytes), and t.TempDir under a
+// checkout such as CI's /check/work/main/.tmp made the test's name part
+// of a 113-byte path ("bind: invalid argument").
 func runDir(t *testing.T) string {
-	dir := filepath.Join(t.TempDir(), "mps-run")
+	parent, err := os.MkdirTemp("/tmp", "mpst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	dir := filepath.Join(parent, "mps-run")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
