@@ -2,7 +2,16 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/gpulaunch
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The version, commit and date make stamps into the binary (`gpulaunch
+# version`). The date is the commit's (SOURCE_DATE_EPOCH overrides it), not
+# the clock's: the same commit builds the same file, and the tarballs of
+# `make dist` the same sums.
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c+dirty; })
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+BUILD_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+export SOURCE_DATE_EPOCH
 
 # cgo builds get a private temp dir: a stray nvml.h in a shared /tmp is
 # picked up by gcc and breaks go-nvml's build. go-nvml's header also warns
@@ -21,10 +30,10 @@ FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/bi
 # they build (and vet) for any GOOS; lint checks them on darwin.
 PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/gpu ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps
 
-.PHONY: build test integration demo bench fuzz lint clean pictures stress
+.PHONY: build test integration demo bench fuzz lint clean pictures stress dist
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gpulaunch
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpulaunch
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -86,6 +95,14 @@ demo: build
 	@echo '$$ gpulaunch info     # this machine'
 	@$(BIN) info
 
+# Release artefacts in dist/ (DIST_DIR=…): tarballs for linux amd64 and
+# arm64 (cgo, NVML in) and their -static variants (CGO_ENABLED=0, any
+# glibc), the source with its modules vendored, SHA256SUMS, and the Spack
+# recipe and easyconfig with their sums filled in (scripts/dist.sh).
+# arm64 is cross-built with Debian's gcc-aarch64-linux-gnu.
+dist:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) GO=$(GO) scripts/dist.sh
+
 bench:
 	@scripts/bench.sh
 
@@ -105,4 +122,4 @@ pictures: build
 	$(BIN) report .tmp/picture-run.json --svg docs/report-example.svg
 
 clean:
-	rm -rf bin .tmp
+	rm -rf bin .tmp dist

@@ -533,7 +533,7 @@ func humanBytes(b uint64) string {
 // it is required (--tmux's panes read it): then the run is refused, and
 // nothing it made is left.
 func (a *app) listenControl(board *launcher.Board, log *zap.Logger, required bool) (*control.Server, error) {
-	dir := a.socketDirs()[0]
+	dir := control.ListenDir(a.socketDirs(), a.hostname, a.pid)
 	_, statErr := os.Lstat(dir)
 	srv, err := control.Listen(dir, a.hostname, a.pid, a.uid, board, log)
 	if err == nil {

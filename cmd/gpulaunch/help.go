@@ -12,10 +12,13 @@ import (
 
 const versionUsage = `Usage: gpulaunch version
 
-The version of this gpulaunch: what make build stamped (the commit), else what
-the Go toolchain recorded in the binary — the module's version for
+The version of this gpulaunch: what make build stamped (git describe), else
+what the Go toolchain recorded in the binary — the module's version for
 'go install …@vX.Y.Z', the commit (+dirty with uncommitted changes) for a
-'go build' in a checkout — else "dev".
+'go build' in a checkout — else "dev". Then the commit, the build date (the
+commit's date, so that a rebuild is the same file), the Go toolchain and
+platform, and whether NVML is compiled in (a CGO_ENABLED=0 build has no NVML:
+no utilisation telemetry, no MIG).
 `
 
 // commands are gpulaunch's subcommands, for `help COMMAND` and "did you mean".

@@ -144,7 +144,7 @@ func (a *app) dispatch(args []string) error {
 		if len(args) > 1 {
 			return usagef("%s takes no arguments (got %q): run `gpulaunch version`", args[0], args[1])
 		}
-		fmt.Fprintf(a.stdout, "gpulaunch %s\n", buildVersion(version, debug.ReadBuildInfo))
+		readBuild(version, commit, buildDate, debug.ReadBuildInfo).write(a.stdout)
 		return nil
 	case "help", "-h", "--help":
 		return a.help(args[1:])

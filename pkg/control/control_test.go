@@ -51,6 +51,46 @@ func TestDirs(t *testing.T) {
 	}
 }
 
+// socketParent is a test's directory for a socket: under /tmp, not
+// t.TempDir, whose path under a deep checkout is too long for sun_path.
+func socketParent(t *testing.T) string {
+	dir, err := os.MkdirTemp("/tmp", "glc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// The server's directory is the first whose socket path fits in
+// sun_path: a deep TMPDIR gives way to the next candidate, where clients
+// look too; when none fits, Listen refuses with the length and the fix,
+// and makes no directory.
+func TestListenDir(t *testing.T) {
+	deep := "/scratch/" + strings.Repeat("d", 90) + "/gpulaunch-1000"
+	for _, tc := range []struct {
+		name string
+		dirs []string
+		want string
+	}{
+		{"the first that fits", []string{"/run/user/1000/gpulaunch", "/tmp/gpulaunch-1000"}, "/run/user/1000/gpulaunch"},
+		{"a deep TMPDIR gives way", []string{deep, "/tmp/gpulaunch-1000"}, "/tmp/gpulaunch-1000"},
+		{"none fits: the first", []string{deep, deep + "x"}, deep},
+	} {
+		if got := ListenDir(tc.dirs, "node1", 4242); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	_, err := Listen(dir, "node1", 4242, os.Getuid(), launcher.NewBoard(launcher.RunInfo{}, nil), zap.NewNop())
+	if err == nil || !strings.Contains(err.Error(), "set TMPDIR to a shorter directory") {
+		t.Errorf("Listen in a deep directory: %v", err)
+	}
+	if _, statErr := os.Stat(dir); !os.IsNotExist(statErr) {
+		t.Errorf("Listen made %s: %v", dir, statErr)
+	}
+}
+
 func TestMakePrivateDir(t *testing.T) {
 	base := t.TempDir()
 	uid := os.Getuid()
@@ -114,7 +154,7 @@ func TestLastLines(t *testing.T) {
 // The server end to end with a board fed by hand: status, logs with and
 // without follow, and Close removes the socket.
 func TestServerStatusAndLogs(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "gpulaunch")
+	dir := filepath.Join(socketParent(t), "gpulaunch")
 	board := launcher.NewBoard(launcher.RunInfo{PID: 42, Host: "h", Command: []string{"app"}}, []launcher.Instance{{Index: 0, GPUs: "0000:01:00.0"}, {Index: 1}})
 	srv, err := Listen(dir, "h", 42, os.Getuid(), board, zap.NewNop())
 	if err != nil {
@@ -163,7 +203,7 @@ func TestServerStatusAndLogs(t *testing.T) {
 // the oldest output, and is told how much, in the stream.
 func TestSlowFollowerIsToldWhatItLost(t *testing.T) {
 	board := launcher.NewBoard(launcher.RunInfo{PID: 43}, []launcher.Instance{{Index: 0}})
-	srv, err := Listen(filepath.Join(t.TempDir(), "gpulaunch"), "h", 43, os.Getuid(), board, zap.NewNop())
+	srv, err := Listen(filepath.Join(socketParent(t), "gpulaunch"), "h", 43, os.Getuid(), board, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +248,7 @@ func TestSlowFollowerIsToldWhatItLost(t *testing.T) {
 // filesystem): a client lists its own node's runs only, and leaves another
 // node's socket alone even though nothing answers on it from here.
 func TestFindKeepsToItsHost(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "gpulaunch")
+	dir := filepath.Join(socketParent(t), "gpulaunch")
 	board := launcher.NewBoard(launcher.RunInfo{PID: 44, JobID: "9"}, []launcher.Instance{{Index: 0}})
 	srv, err := Listen(dir, "node1.cluster", 44, os.Getuid(), board, zap.NewNop())
 	if err != nil {

@@ -44,6 +44,25 @@ func Dirs(env Env, uid int, tmp string) []string {
 	return dirs
 }
 
+// maxSocketPath is the longest path a Unix socket may have on Linux:
+// sun_path is 108 bytes, with the path's NUL.
+const maxSocketPath = 107
+
+// ListenDir is the directory of dirs (Dirs' order) that a server's socket
+// goes in: the first whose socket path fits in sun_path. A job's TMPDIR
+// on a deep scratch path can be too long for one (bind says only "invalid
+// argument"); the run then uses the next candidate, where every client
+// looks as well, instead of going without a socket. When none fits, the
+// first: Listen says why.
+func ListenDir(dirs []string, host string, pid int) string {
+	for _, d := range dirs {
+		if len(filepath.Join(d, SocketName(host, pid))) <= maxSocketPath {
+			return d
+		}
+	}
+	return dirs[0]
+}
+
 // MakePrivateDir creates dir 0700 for uid, or checks that an existing one
 // is a real directory owned by uid that nobody else may enter: a
 // directory planted in a shared temp dir by someone else must not

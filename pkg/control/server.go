@@ -42,10 +42,13 @@ type Server struct {
 // must find their node's runs only, and never take another node's live
 // socket for a stale one of their own.
 func Listen(dir, host string, pid, uid int, board *launcher.Board, log *zap.Logger) (*Server, error) {
+	path := filepath.Join(dir, SocketName(host, pid))
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("control socket: its path %s is %d bytes, longer than a Unix socket's %d: set TMPDIR to a shorter directory", path, len(path), maxSocketPath)
+	}
 	if err := MakePrivateDir(dir, uid); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, SocketName(host, pid))
 	// A socket of this host and pid can only be a dead run's (pids are reused).
 	_ = os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
