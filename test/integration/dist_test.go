@@ -274,3 +274,36 @@ func checkEasyconfig(t *testing.T, dist, version string) {
 		t.Errorf("easyblock %q", ec.Easyblock)
 	}
 }
+
+// make build and go install both give a binary that says its version and
+// commit: make's stamp (git describe), and the toolchain's build
+// information for go install. GOFLAGS=-buildvcs=true is what a user's Go
+// does by default in a checkout; it is said here because this machine's
+// go env turns it off (go env GOFLAGS: -buildvcs=false).
+func TestBuildsSayTheirVersion(t *testing.T) {
+	repo, _ := filepath.Abs("../..")
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (%v): no commit to compare with", err)
+	}
+	commit := strings.TrimSpace(string(head))
+	dirty := exec.Command("git", "-C", repo, "diff", "--quiet", "HEAD").Run() != nil
+	describe := strings.TrimSpace(runIn(t, repo, nil, "git", "describe", "--tags", "--always", "--dirty"))
+	wantCommit := commit
+	if dirty {
+		wantCommit += "+dirty"
+	}
+	dir := t.TempDir()
+	runIn(t, repo, nil, "make", "--no-print-directory", "build", "BIN="+filepath.Join(dir, "make", "gpulaunch"))
+	runIn(t, repo, []string{"GOBIN=" + filepath.Join(dir, "install"), "GOFLAGS=-buildvcs=true"}, "go", "install", "./cmd/gpulaunch")
+	for _, tc := range []struct{ how, bin, version string }{
+		{"make build", filepath.Join(dir, "make", "gpulaunch"), describe},
+		{"go install", filepath.Join(dir, "install", "gpulaunch"), commit[:12]},
+	} {
+		out := runIn(t, dir, nil, tc.bin, "version")
+		first, _, _ := strings.Cut(out, "\n")
+		if !strings.HasPrefix(first, "gpulaunch ") || !strings.Contains(first, tc.version) || !strings.Contains(out, "commit:   "+wantCommit+"\n") || strings.Contains(out, "unknown") {
+			t.Errorf("%s: version says\n%s\nwant %q and commit %s", tc.how, out, tc.version, wantCommit)
+		}
+	}
+}

@@ -17,7 +17,12 @@ import (
 // "<!-- recipe: NAME -->" line, as written.
 func recipes(t *testing.T) map[string]string {
 	t.Helper()
-	doc, err := os.ReadFile("../../docs/recipes.md")
+	return markedBlocks(t, "../../docs/recipes.md")
+}
+
+func markedBlocks(t *testing.T, path string) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +32,21 @@ func recipes(t *testing.T) map[string]string {
 		out[m[1]] = m[2]
 	}
 	return out
+}
+
+// The README's batch script ("after") is a recipe of docs/recipes.md, word
+// for word, so the test that runs that recipe runs the README's too.
+func TestReadmeRecipesAreRecipes(t *testing.T) {
+	readme := markedBlocks(t, "../../README.md")
+	if len(readme) == 0 {
+		t.Fatal("README.md has no <!-- recipe: NAME --> block: its batch script is run by no test")
+	}
+	all := recipes(t)
+	for name, text := range readme {
+		if all[name] != text {
+			t.Errorf("README.md's recipe %q is not docs/recipes.md's, word for word:\n%s\nthere:\n%s", name, text, all[name])
+		}
+	}
 }
 
 func recipe(t *testing.T, name string) string {
