@@ -28,6 +28,9 @@ trap 'rm -rf "$out"' EXIT
 echo "== nvidia-smi"
 nvidia-smi --query-gpu=index,name,pci.bus_id,uuid,memory.total --format=csv || true
 echo
+echo "== gpulaunch version"
+"$GL" version
+echo
 echo "== gpulaunch info"
 "$GL" info
 echo
