@@ -14,16 +14,18 @@ import (
 // version and help take none.
 func commandFlagSets() map[string]*pflag.FlagSet {
 	sets := map[string]*pflag.FlagSet{
-		"run":    newRunOptions().fs,
-		"scale":  newScaleOptions().fs,
-		"exec":   execFlagSet(new(commonFlags), new(execFlags)),
-		"info":   infoFlagSet(new(commonFlags)),
-		"plan":   planFlagSet(new(commonFlags), new(planFlags)),
-		"status": statusFlagSet(new(clientFlags), new(bool)),
-		"top":    topFlagSet(new(clientFlags), new(string)),
-		"logs":   logsFlagSet(new(clientFlags), new(bool), new(int)),
-		"signal": signalFlagSet(new(clientFlags)),
-		"report": reportFlagSet(new(string), new(string)),
+		"run":        newRunOptions().fs,
+		"scale":      newScaleOptions().fs,
+		"exec":       execFlagSet(new(commonFlags), new(execFlags)),
+		"info":       infoFlagSet(new(commonFlags)),
+		"plan":       planFlagSet(new(commonFlags), new(planFlags)),
+		"status":     statusFlagSet(new(clientFlags), new(bool)),
+		"top":        topFlagSet(new(clientFlags), new(string)),
+		"logs":       logsFlagSet(new(clientFlags), new(bool), new(int)),
+		"signal":     signalFlagSet(new(clientFlags)),
+		"report":     reportFlagSet(new(string), new(string)),
+		"completion": completionFlagSet(),
+		"man":        manFlagSet(),
 	}
 	for _, fs := range sets {
 		helpFlag(fs)

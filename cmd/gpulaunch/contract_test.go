@@ -60,6 +60,12 @@ func badExit(cmd, flag, what, args string, code int) contractRow {
 	return contractRow{cmd: cmd, flag: flag, bad: what, args: args, code: code}
 }
 
+// badArg is a row of a command's operands (no flag): the error names
+// the command and the word refused (the last of args).
+func badArg(cmd, what, args string) contractRow {
+	return contractRow{cmd: cmd, bad: what, args: args, code: exitUsage}
+}
+
 // anyValue is the row of a flag that takes every value.
 func anyValue(cmd, flag, why string) contractRow { return contractRow{cmd: cmd, flag: flag, why: why} }
 
@@ -430,6 +436,13 @@ var contract = []contractRow{
 	bad("report", "html", "/proc", "run.json --html /proc/r.html"),
 	bad("report", "html", "the same file as the report", "run.json --html ./dir/../run.json"),
 	anyValue("report", "help", "a boolean: prints the help"),
+
+	// completion and man: generated from the flag sets (clidoc.go)
+	badArg("completion", "unknown shell", "tcsh"),
+	badArg("completion", "two shells", "bash zsh"),
+	anyValue("completion", "help", "a boolean: prints the help"),
+	badArg("man", "an argument", "gpulaunch"),
+	anyValue("man", "help", "a boolean: prints the help"),
 }
 
 // TestCLIContractCoversEveryFlag: every flag every command registers has a
@@ -448,6 +461,7 @@ func TestCLIContractCoversEveryFlag(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("a row for %s --%s: there is no command %q", r.cmd, r.flag, r.cmd)
+		case r.flag == "": // an operand's row
 		case fs.Lookup(r.flag) == nil:
 			t.Errorf("a row for %s --%s: %s has no flag --%s (delete the row)", r.cmd, r.flag, r.cmd, r.flag)
 		}
@@ -614,8 +628,11 @@ func (r contractRow) check(t *testing.T, gpulaunch string, ro func(t *testing.T,
 	if strings.Contains(line, "\n") || !strings.HasPrefix(line, "gpulaunch: error: ") {
 		t.Errorf("want exactly one line `gpulaunch: error: …` on stderr\n%s", where)
 	}
-	if !namesFlag(line, r.cmd, r.flag) {
+	if r.flag != "" && !namesFlag(line, r.cmd, r.flag) {
 		t.Errorf("the error does not name --%s\n%s", r.flag, where)
+	}
+	if w := strings.Fields(r.args); r.flag == "" && (!strings.Contains(line, r.cmd) || !strings.Contains(line, w[len(w)-1])) {
+		t.Errorf("the error does not name %s and %q\n%s", r.cmd, w[len(w)-1], where)
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Errorf("the app was started\n%s", where)

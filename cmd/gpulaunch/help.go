@@ -22,7 +22,7 @@ no utilisation telemetry, no MIG).
 `
 
 // commands are gpulaunch's subcommands, for `help COMMAND` and "did you mean".
-var commands = []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "report", "scale", "version", "help"}
+var commands = []string{"run", "exec", "info", "plan", "status", "top", "logs", "signal", "report", "scale", "completion", "man", "version", "help"}
 
 // help is `gpulaunch help [COMMAND]`: the main help, or COMMAND's own
 // (as `gpulaunch COMMAND --help`, like git and go help).

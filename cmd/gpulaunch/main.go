@@ -136,6 +136,10 @@ func (a *app) dispatch(args []string) error {
 		return a.report(args[1:])
 	case "scale":
 		return a.scale(args[1:])
+	case "completion":
+		return a.completion(args[1:])
+	case "man":
+		return a.man(args[1:])
 	case "version", "--version":
 		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
 			io.WriteString(a.stdout, versionUsage)
@@ -285,6 +289,8 @@ Usage:
   gpulaunch signal INSTANCE|all SIGNAL
   gpulaunch scale -G 1,2,4,8 | -n 1,2,4,8 [--metric REGEX] [flags] -- COMMAND [ARGS…]
   gpulaunch report FILE --svg OUT | --html OUT
+  gpulaunch completion bash|zsh|fish
+  gpulaunch man
   gpulaunch version
 
 Commands:
@@ -304,6 +310,9 @@ Commands:
   scale    does it scale? the same command at several GPU counts: speedup,
            efficiency, GPU use, a verdict, a plot; 'gpulaunch scale --help'
   report   draw a run's --report FILE: GPU use of each instance over time
+  completion
+           print the completion script of bash, zsh or fish
+  man      print the manual page (roff): 'gpulaunch man | man -l -'
 
 Examples:
   gpulaunch -n 4 -l -- python train.py --shard %t
