@@ -30,7 +30,7 @@ FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/bi
 # they build (and vet) for any GOOS; lint checks them on darwin.
 PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/gpu ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps
 
-.PHONY: build test integration demo bench fuzz lint clean pictures stress dist
+.PHONY: build test integration demo bench fuzz lint clean pictures stress dist install uninstall
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpulaunch
@@ -102,6 +102,54 @@ demo: build
 # arm64 is cross-built with Debian's gcc-aarch64-linux-gnu.
 dist:
 	VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) GO=$(GO) scripts/dist.sh
+
+# make install PREFIX=/usr/local (DESTDIR=… stages it; docs/install.md):
+#   PREFIX/bin/gpulaunch                          INSTALL_BIN (default: make build's)
+#   PREFIX/share/man/man1/gpulaunch.1             `gpulaunch man`
+#   PREFIX/share/bash-completion/completions/gpulaunch, share/zsh/site-functions/_gpulaunch,
+#   PREFIX/share/fish/vendor_completions.d/gpulaunch.fish   `gpulaunch completion SHELL`
+#   PREFIX/share/doc/gpulaunch/                   README.md, docs/*.md, the schemas, pictures
+#   MODULEFILES/gpulaunch/VERSION.lua             the Lmod modulefile (packaging/lmod)
+# The man page and completions are written by GEN_BIN, a gpulaunch this
+# machine runs (make build's); INSTALL_BIN may be another architecture's
+# (make dist). Given INSTALL_BIN or GEN_BIN, install builds nothing.
+# MODULEFILES defaults to PREFIX/share/lmod/modulefiles, where the
+# modulefile finds the tree from its own path (the tree can move: the
+# release tarballs are this tree); elsewhere it gets PREFIX written in.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_BIN ?= $(BIN)
+GEN_BIN ?= $(BIN)
+MODULEFILES ?= $(PREFIX)/share/lmod/modulefiles
+MODULE_VERSION := $(patsubst v%,%,$(VERSION))
+INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+install: $(if $(filter command line,$(origin INSTALL_BIN) $(origin GEN_BIN)),,build)
+	@test -x "$(INSTALL_BIN)" || { echo "install: INSTALL_BIN=$(INSTALL_BIN) is not an executable (make build makes bin/gpulaunch)" >&2; exit 2; }
+	@"$(GEN_BIN)" version >/dev/null || { echo "install: GEN_BIN=$(GEN_BIN) does not run here: give a gpulaunch built for this machine (make build)" >&2; exit 2; }
+	install -d "$(INSTALL_ROOT)/bin" "$(INSTALL_ROOT)/share/man/man1" "$(INSTALL_ROOT)/share/bash-completion/completions" \
+	  "$(INSTALL_ROOT)/share/zsh/site-functions" "$(INSTALL_ROOT)/share/fish/vendor_completions.d" \
+	  "$(INSTALL_ROOT)/share/doc/gpulaunch/docs" "$(DESTDIR)$(MODULEFILES)/gpulaunch"
+	install -m 0755 "$(INSTALL_BIN)" "$(INSTALL_ROOT)/bin/gpulaunch"
+	"$(GEN_BIN)" man >"$(INSTALL_ROOT)/share/man/man1/gpulaunch.1"
+	"$(GEN_BIN)" completion bash >"$(INSTALL_ROOT)/share/bash-completion/completions/gpulaunch"
+	"$(GEN_BIN)" completion zsh >"$(INSTALL_ROOT)/share/zsh/site-functions/_gpulaunch"
+	"$(GEN_BIN)" completion fish >"$(INSTALL_ROOT)/share/fish/vendor_completions.d/gpulaunch.fish"
+	install -m 0644 README.md $(wildcard LICENSE*) "$(INSTALL_ROOT)/share/doc/gpulaunch/"
+	install -m 0644 $(wildcard docs/*.md docs/*.json docs/*.svg) "$(INSTALL_ROOT)/share/doc/gpulaunch/docs/"
+	sed -e 's|@VERSION@|$(MODULE_VERSION)|g' \
+	  -e 's|@PREFIX@|$(if $(filter $(PREFIX)/share/lmod/modulefiles,$(MODULEFILES)),,$(PREFIX))|g' \
+	  packaging/lmod/gpulaunch.lua >"$(DESTDIR)$(MODULEFILES)/gpulaunch/$(MODULE_VERSION).lua"
+	chmod 0644 "$(INSTALL_ROOT)/share/man/man1/gpulaunch.1" "$(INSTALL_ROOT)/share/bash-completion/completions/gpulaunch" \
+	  "$(INSTALL_ROOT)/share/zsh/site-functions/_gpulaunch" "$(INSTALL_ROOT)/share/fish/vendor_completions.d/gpulaunch.fish" \
+	  "$(DESTDIR)$(MODULEFILES)/gpulaunch/$(MODULE_VERSION).lua"
+
+# make uninstall PREFIX=… (MODULEFILES=…): removes what install wrote.
+uninstall:
+	rm -f "$(INSTALL_ROOT)/bin/gpulaunch" "$(INSTALL_ROOT)/share/man/man1/gpulaunch.1" \
+	  "$(INSTALL_ROOT)/share/bash-completion/completions/gpulaunch" "$(INSTALL_ROOT)/share/zsh/site-functions/_gpulaunch" \
+	  "$(INSTALL_ROOT)/share/fish/vendor_completions.d/gpulaunch.fish" "$(DESTDIR)$(MODULEFILES)/gpulaunch/$(MODULE_VERSION).lua"
+	rm -rf "$(INSTALL_ROOT)/share/doc/gpulaunch"
+	-rmdir "$(DESTDIR)$(MODULEFILES)/gpulaunch" 2>/dev/null
 
 bench:
 	@scripts/bench.sh

@@ -174,8 +174,10 @@ func roffLine(s string) string {
 
 // roffEscape escapes text for roff: a backslash as \e, a hyphen as \-
 // (so that flags copied from the page are ASCII hyphens), and every
-// character beyond ASCII by its Unicode name (\[u2014]), which groff
-// reads whatever the page's encoding is taken to be.
+// character beyond ASCII by a name groff reads whatever the page's
+// encoding is taken to be: the ones the help texts use by their classic
+// names, which groff also draws in a C locale's ASCII (man -Tascii: --,
+// x, ...), where a Unicode name (\[u2026]) draws nothing and warns.
 func roffEscape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -184,6 +186,8 @@ func roffEscape(s string) string {
 			b.WriteString(`\e`)
 		case r == '-':
 			b.WriteString(`\-`)
+		case roffGlyphs[r] != "":
+			b.WriteString(roffGlyphs[r])
 		case r > 127:
 			fmt.Fprintf(&b, `\[u%04X]`, r)
 		default:
@@ -192,6 +196,11 @@ func roffEscape(s string) string {
 	}
 	return b.String()
 }
+
+// roffGlyphs are the characters beyond ASCII the help texts use, by
+// groff's classic names.
+var roffGlyphs = map[rune]string{'—': `\(em`, '–': `\(en`, '…': `.\|.\|.`, '×': `\(mu`, '→': `\(->`, '≥': `\(>=`, '≤': `\(<=`,
+	'’': `\(cq`, '‘': `\(oq`, '“': `\(lq`, '”': `\(rq`, 'µ': `\(mc`, '°': `\(de`}
 
 // roffQuote is an argument of a request, in double quotes.
 func roffQuote(s string) string {

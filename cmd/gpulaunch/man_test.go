@@ -123,11 +123,13 @@ func TestManPageRenders(t *testing.T) {
 	if err := os.WriteFile(page, []byte(manSource(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	check := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z", page)
-	check.Stderr = &stderr
-	if err := check.Run(); err != nil || stderr.Len() > 0 {
-		t.Errorf("groff -ww: %v\n%s", err, stderr.String())
+	for _, device := range []string{"-Tutf8", "-Tascii"} { // a UTF-8 locale's man, a C locale's
+		var stderr bytes.Buffer
+		check := exec.Command(groff, "-man", device, "-ww", "-z", page)
+		check.Stderr = &stderr
+		if err := check.Run(); err != nil || stderr.Len() > 0 {
+			t.Errorf("groff %s -ww: %v\n%s", device, err, stderr.String())
+		}
 	}
 	man, err := exec.LookPath("man")
 	if err != nil {
