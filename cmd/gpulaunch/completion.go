@@ -283,7 +283,9 @@ func zshCompletion(cmds []cliCommand, version string) string {
 	b.WriteString("# from the flags gpulaunch has. Install as _gpulaunch in a directory of $fpath (docs/install.md).\n\n")
 	b.WriteString("_gpulaunch() {\n    local -a commands\n    commands=(\n")
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "        '%s:%s'\n", c.Name, strings.ReplaceAll(strings.ReplaceAll(c.Summary, ":", `\:`), "'", `'\''`))
+		// _describe splits NAME:DESCRIPTION at the first colon: the
+		// description's own stay as they are
+		fmt.Fprintf(&b, "        '%s:%s'\n", c.Name, zshQuote(c.Summary))
 	}
 	b.WriteString("    )\n")
 	fmt.Fprintf(&b, "    local cmd=run\n    if (( CURRENT == 2 )) && [[ $words[2] != -* ]]; then\n")
