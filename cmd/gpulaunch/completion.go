@@ -151,6 +151,7 @@ _gpulaunch_reply() {
     =file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$2")) ;;
     =file+*) compopt -o filenames 2>/dev/null; COMPREPLY=($(IFS=' '; compgen -W "${1#=file+}" -- "$2"; compgen -f -- "$2")) ;;
     =command) COMPREPLY=($(compgen -c -- "$2" | sort -u)) ;;
+    =word) compopt +o default +o bashdefault 2>/dev/null; COMPREPLY=() ;; # a number, a name: nothing to offer
     =*|'') COMPREPLY=() ;;
     *) COMPREPLY=($(IFS=' '; compgen -W "$1" -- "$2")) ;;
     esac

@@ -75,6 +75,24 @@ func TestCompletionScriptsNameEveryFlag(t *testing.T) {
 	})
 }
 
+// TestZshCompletionQuoting: the zsh script's quoting holds. Its every
+// construct (single quotes, a quote escaped inside them, brace expansion, [[ ]],
+// arrays) is also bash's, so bash -n checks it where zsh is not
+// installed; test/integration runs zsh itself.
+func TestZshCompletionQuoting(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := filepath.Join(t.TempDir(), "_gpulaunch")
+	if err := os.WriteFile(script, []byte(completionScript(t, "zsh")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bash, "-n", script).CombinedOutput(); err != nil {
+		t.Errorf("bash -n _gpulaunch: %v\n%s", err, out)
+	}
+}
+
 // between is the text of s after the first start, up to end.
 func between(t *testing.T, s, start, end string) string {
 	t.Helper()
