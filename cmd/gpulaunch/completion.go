@@ -420,7 +420,7 @@ function __gpulaunch_state
     set -l ended flags
     while test $i -le (count $words)
         set -l w $words[$i]
-        if test $ended = flags; and test "$w" = --
+        if test $ended = flags; and test "x$w" = x--
             set ended ended
         else if test $ended = flags; and string match -q -- '-?*' $w
             if contains -- $argv[1]:$w $__gpulaunch_valued
