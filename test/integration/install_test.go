@@ -43,6 +43,7 @@ func TestInstallLmod(t *testing.T) {
 	moved := prefix + "-moved"
 	script := `set -e
 source ` + lmodInit + `
+system=$(man -w ls 2>/dev/null || true) # a system page, where the machine has its pages
 module use "$1/share/lmod/modulefiles"
 module load gpulaunch
 echo "which: $(command -v gpulaunch)"
@@ -52,7 +53,7 @@ MANWIDTH=80 man gpulaunch | head -20
 COMP_WORDS=(gpulaunch --mo); COMP_CWORD=1; COMPREPLY=()
 _gpulaunch
 echo "completion: ${COMPREPLY[*]}"
-man -w ls >/dev/null && echo "system pages: kept"
+[ -z "$system" ] || [ "$(man -w ls)" = "$system" ] && echo "system pages: kept"
 module unload gpulaunch
 command -v gpulaunch || echo "unloaded"
 `
@@ -160,4 +161,30 @@ func cleanEnv(drop ...string) []string {
 		}
 	}
 	return env
+}
+
+// TestInstallDestdir: a staged install (a package build) writes under
+// DESTDIR and nothing of DESTDIR into the files; a modulefile put outside
+// the tree (MODULEFILES) has the prefix written in. INSTALL_BIN and
+// GEN_BIN given, install builds nothing.
+func TestInstallDestdir(t *testing.T) {
+	repo, _ := filepath.Abs("../..")
+	stage := t.TempDir()
+	bin := filepath.Join(binDir, "gpulaunch")
+	runIn(t, repo, nil, "make", "--no-print-directory", "install", "DESTDIR="+stage, "PREFIX=/opt/gpulaunch",
+		"MODULEFILES=/etc/modulefiles", "INSTALL_BIN="+bin, "GEN_BIN="+bin)
+	if _, err := os.Stat(filepath.Join(stage, "opt/gpulaunch/bin/gpulaunch")); err != nil {
+		t.Errorf("no staged binary: %v", err)
+	}
+	lua, _ := filepath.Glob(filepath.Join(stage, "etc/modulefiles/gpulaunch/*.lua"))
+	if len(lua) != 1 {
+		t.Fatalf("modulefiles staged: %v", lua)
+	}
+	text, err := os.ReadFile(lua[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), `local root = "/opt/gpulaunch"`) || strings.Contains(string(text), stage) {
+		t.Errorf("%s: want the prefix /opt/gpulaunch written in, and not DESTDIR:\n%s", lua[0], text)
+	}
 }
