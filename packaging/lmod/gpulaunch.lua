@@ -52,7 +52,8 @@ if os.getenv("XDG_DATA_DIRS") == nil then
 end
 prepend_path("XDG_DATA_DIRS", pathJoin(root, "share"))
 prepend_path("FPATH", pathJoin(root, "share/zsh/site-functions"))
--- the bash that loads the module gets the completion at once
-if myShellName() == "bash" then
+-- the bash that loads the module gets the completion at once (source_sh:
+-- Lmod 8.6 and later)
+if myShellName() == "bash" and source_sh ~= nil then
    source_sh("bash", pathJoin(root, "share/bash-completion/completions/gpulaunch"))
 end
