@@ -22,15 +22,11 @@ import (
 )
 
 // checkMetricsFlags reads --metrics-file and --metrics-listen as given:
-// what can be told before anything is looked up.
+// what can be told before anything is looked up (the file itself is
+// checkOutputs', with the run's other outputs).
 func checkMetricsFlags(file, addr string, changed func(string) bool) error {
-	if changed("metrics-file") {
-		switch {
-		case file == "":
-			return usagef(`--metrics-file "": give the .prom file to write the run's metrics to (in node_exporter's textfile directory), or drop the flag`)
-		case !strings.HasSuffix(file, ".prom") || strings.HasSuffix(file, "/.prom"):
-			return usagef("--metrics-file %s: node_exporter's textfile collector reads only files named *.prom and would ignore this one: give a name ending in .prom (e.g. gpulaunch-%%j.prom)", file)
-		}
+	if changed("metrics-file") && file == "" {
+		return usagef(`--metrics-file "": give the .prom file to write the run's metrics to (in node_exporter's textfile directory), or drop the flag`)
 	}
 	if !changed("metrics-listen") {
 		return nil
@@ -65,6 +61,15 @@ func metricsFile(pattern string, names instance.Names, multiNode bool, log *zap.
 	return file, nil
 }
 
+// promName says why node_exporter's textfile collector would not read
+// file: it reads *.prom only.
+func promName(file string) error {
+	if strings.HasSuffix(filepath.Base(file), ".prom") && filepath.Base(file) != ".prom" {
+		return nil
+	}
+	return fmt.Errorf("node_exporter's textfile collector reads only files named *.prom and would ignore this one: give a name ending in .prom (e.g. gpulaunch-%%j.prom)")
+}
+
 // listenMetrics opens --metrics-listen's port before anything starts, so
 // that an address in use is refused with nothing started; nil without.
 func listenMetrics(addr string) (net.Listener, error) {
@@ -72,6 +77,10 @@ func listenMetrics(addr string) (net.Listener, error) {
 		return nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err // "bind: …", without the address said already
+	}
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return nil, usagef("--metrics-listen %s: the port is in use (another gpulaunch on this node? each run needs its own port): give another port: nothing was started", addr)

@@ -187,3 +187,27 @@ func TestQueueMetricsFile(t *testing.T) {
 		t.Errorf("a queue's slots have no restarts counter:\n%s", b)
 	}
 }
+
+// A port in use is refused before anything starts: one error line, exit
+// 2, no instance started, no metrics file made.
+func TestRunMetricsListenPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "run.prom")
+	cmd := gpulaunch(t, append([]string{"-n", "1", "--simulate", "dgx-h100", "--metrics-file", prom, "--metrics-listen", ln.Addr().String()},
+		helperArgs("metrics-app", dir)...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	code := exitStatus(cmd.Run())
+	line := strings.TrimSuffix(stderr.String(), "\n")
+	if code != exitUsage || strings.Contains(line, "\n") || !strings.HasPrefix(line, "gpulaunch: error: --metrics-listen "+ln.Addr().String()+": the port is in use") {
+		t.Fatalf("exit %d, stderr %q: want exit 2 and one line saying the port is in use", code, stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused run left %v: an instance started or the metrics file was made", entries)
+	}
+}

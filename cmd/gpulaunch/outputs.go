@@ -56,7 +56,7 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqu
 		uses = append(uses, pathUse{flag: "--report", path: l.report, writes: "the run's report"})
 	}
 	if l.metricsFile != "" {
-		if err := c.replaced(l.metricsFile); err != nil {
+		if err := cmp.Or(c.replaced(l.metricsFile), promName(l.metricsFile)); err != nil {
 			return usagef("--metrics-file %s: %v: nothing was started", l.metricsFile, err)
 		}
 		uses = append(uses, pathUse{flag: "--metrics-file", path: l.metricsFile, writes: "the run's metrics"})
