@@ -108,11 +108,15 @@ type runMetrics struct {
 }
 
 // newRunMetrics is nil when neither flag was given.
-func newRunMetrics(file string, ln net.Listener, monitor time.Duration, board *launcher.Board, insts []launcher.Instance, log *zap.Logger) *runMetrics {
+func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []launcher.Instance, log *zap.Logger) *runMetrics {
+	file, monitor := l.metricsFile, l.monitor
 	if file == "" && ln == nil {
 		return nil
 	}
-	read := func() metrics.Snapshot { return metricsSnapshot(board.Snapshot(), insts) }
+	// the host is the node's name in the launch (Slurm's, over several
+	// nodes), as its output and report files are named
+	host := l.names.Host
+	read := func() metrics.Snapshot { return metricsSnapshot(board.Snapshot(), insts, host) }
 	every := monitor
 	if every <= 0 {
 		// telemetry off: the states and counts still change
@@ -165,9 +169,9 @@ func (m *runMetrics) write() {
 }
 
 // metricsSnapshot is the board's table as the collector reads it, with
-// each instance's GPUs by UUID from the launch.
-func metricsSnapshot(s launcher.Snapshot, insts []launcher.Instance) metrics.Snapshot {
-	ms := metrics.Snapshot{Job: s.Run.JobID, Step: s.Run.StepID, Host: s.Run.Host, Finished: s.Run.Finished}
+// each instance's GPUs by UUID from the launch and the node's name.
+func metricsSnapshot(s launcher.Snapshot, insts []launcher.Instance, host string) metrics.Snapshot {
+	ms := metrics.Snapshot{Job: s.Run.JobID, Step: s.Run.StepID, Host: host, Finished: s.Run.Finished}
 	if q := s.Queue; q != nil {
 		ms.Queue = &metrics.Queue{Total: q.Total, Done: q.Done, Failed: q.Failed, Running: q.Running, Left: q.Remaining + q.Running}
 	}

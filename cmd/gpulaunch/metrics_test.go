@@ -234,3 +234,40 @@ func TestMetricsFilePerNode(t *testing.T) {
 		t.Errorf("one node: %q", got)
 	}
 }
+
+// A queue over two nodes: each node writes its own file (the host in its
+// name), labelled with the job, the step and its host; the holder's ends
+// with the queue's counts.
+func TestQueueOverTwoNodesMetricsFiles(t *testing.T) {
+	qn := newQueueNodes(t, 2, 10)
+	pattern := filepath.Join(qn.dir, "q.prom")
+	holder, hout := qn.start(0, qn.keys, "--metrics-file", pattern)
+	node, nout := qn.start(1, qn.keys, "--metrics-file", pattern)
+	waitFor(t, "node 1 to start tasks", func() bool { return qn.ranOn("node1") == 2 })
+	qn.release()
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v\n%s", err, hout)
+	}
+	if err := node.Wait(); err != nil {
+		t.Fatalf("node 1: %v\n%s", err, nout)
+	}
+	for _, host := range []string{"node0", "node1"} {
+		b, err := os.ReadFile(filepath.Join(qn.dir, "q."+host+".prom"))
+		if err != nil {
+			t.Fatalf("%s wrote no metrics file of its own: %v", host, err)
+		}
+		mfs, err := parseMetrics(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := map[string]string{"host": host, "slurm_job": qn.job, "slurm_step": "0"}
+		if v, ok := value(mfs, "gpulaunch_run_finished", run); !ok || v != 1 {
+			t.Errorf("%s: gpulaunch_run_finished%v = %v (found %v), want 1:\n%s", host, run, v, ok, b)
+		}
+		if host == "node0" {
+			if v, ok := value(mfs, "gpulaunch_queue_tasks_done_total", run); !ok || v != 10 {
+				t.Errorf("the holder's file: %v tasks done (found %v), want 10:\n%s", v, ok, b)
+			}
+		}
+	}
+}

@@ -405,7 +405,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		return err
 	}
 	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
-		metrics: newRunMetrics(l.metricsFile, metricsLn, o.policy.Monitor, board, insts, log)}
+		metrics: newRunMetrics(l, metricsLn, board, insts, log)}
 	if l.mps != nil {
 		daemons, err := l.mps.start(a, insts, log)
 		if err != nil {
