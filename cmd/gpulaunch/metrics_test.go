@@ -271,3 +271,27 @@ func TestQueueOverTwoNodesMetricsFiles(t *testing.T) {
 		}
 	}
 }
+
+// --ddp: a group restart counts in every rank's restarts counter, and the
+// final write has every rank exited.
+func TestDDPMetricsFileCountsGroupRestart(t *testing.T) {
+	prom := filepath.Join(t.TempDir(), "ddp.prom")
+	cmd := gpulaunch(t, "-q", "--simulate", "dgx-h100", "-n", "2", "--ddp", "--restarts", "1", "--metrics-file", prom, "--",
+		"sh", "-c", `[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ] && exit 5; exit 0`)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(prom)
+	mfs, err := parseMetrics(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rank := range []string{"0", "1"} {
+		if v, ok := value(mfs, "gpulaunch_instance_restarts_total", map[string]string{"rank": rank}); !ok || v != 1 {
+			t.Errorf("rank %s: %v restarts (found %v), want the group's 1:\n%s", rank, v, ok, b)
+		}
+		if v, ok := value(mfs, "gpulaunch_instance_state", map[string]string{"rank": rank, "state": "exited"}); !ok || v != 1 {
+			t.Errorf("rank %s not exited in the final write:\n%s", rank, b)
+		}
+	}
+}
