@@ -160,6 +160,24 @@ var contract = []contractRow{
 	bad("run", "report", "the command", runS+" --report app -- ./app"),
 	bad("run", "report", "the same file as -o", runS+" -o out --report out -- ./app"),
 	bad("run", "report", "the same file as --joblog", runS+" --each-line params.txt --joblog j --report j -- ./app {}"),
+	// run: metrics (metrics_test.go: the file and the port at work)
+	bad("run", "metrics-file", "empty", runS+" --metrics-file= -- ./app"),
+	bad("run", "metrics-file", "not .prom", runS+" --metrics-file m.txt -- ./app"),
+	bad("run", "metrics-file", "missing directory", runS+" --metrics-file nodir/m.prom -- ./app"),
+	bad("run", "metrics-file", "a directory", runS+" --metrics-file dir -- ./app"),
+	bad("run", "metrics-file", "read-only", runS+" --metrics-file ro/m.prom -- ./app"),
+	bad("run", "metrics-file", "a file in a read-only directory", runS+" --metrics-file ro/old.json -- ./app"),
+	bad("run", "metrics-file", "/proc", runS+" --metrics-file /proc/m.prom -- ./app"),
+	bad("run", "metrics-file", "the same file as --report", runS+" --report m.prom --metrics-file m.prom -- ./app"),
+	bad("run", "metrics-file", "the same file as -o", runS+" -o m.prom --metrics-file m.prom -- ./app"),
+	bad("run", "metrics-file", "the same file as --joblog", runS+" --each-line params.txt --joblog j.prom --metrics-file j.prom -- ./app {}"),
+	bad("run", "metrics-listen", "empty", runS+" --metrics-listen= -- ./app"),
+	bad("run", "metrics-listen", "no port", runS+" --metrics-listen 127.0.0.1 -- ./app"),
+	bad("run", "metrics-listen", "port zero", runS+" --metrics-listen 127.0.0.1:0 -- ./app"),
+	bad("run", "metrics-listen", "port too large", runS+" --metrics-listen 127.0.0.1:65536 -- ./app"),
+	bad("run", "metrics-listen", "port not a number", runS+" --metrics-listen 127.0.0.1:http -- ./app"),
+	bad("run", "metrics-listen", "no host", runS+" --metrics-listen :9464 -- ./app"),
+	bad("run", "metrics-listen", "not an address of this node", runS+" --metrics-listen 192.0.2.1:9464 -- ./app"),
 	// run: the instances' policy
 	anyValue("run", "label", "a boolean"),
 	bad("run", "kill-on-bad-exit", "in a task queue", runS+" --each-line params.txt -K -- ./app {}"),
@@ -412,6 +430,8 @@ var contract = []contractRow{
 	bad("scale", "gpu-visibility", "unknown", "--simulate dgx-h100 -G 1 --gpu-visibility some -- ./app"),
 	bad("scale", "dry-run", "not for a study", "--simulate dgx-h100 -G 1 --dry-run -- ./app"),
 	bad("scale", "report", "not for a study", "--simulate dgx-h100 -G 1 --report r.json -- ./app"),
+	bad("scale", "metrics-file", "not for a study", "--simulate dgx-h100 -G 1 --metrics-file m.prom -- ./app"),
+	bad("scale", "metrics-listen", "not for a study", "--simulate dgx-h100 -G 1 --metrics-listen 127.0.0.1:9464 -- ./app"),
 	bad("scale", "monitor-interval", "negative", "--simulate dgx-h100 -G 1 --monitor-interval -1 -- ./app"),
 	bad("scale", "tmux", "not for a study", "--simulate dgx-h100 -G 1 --tmux -- ./app"),
 	bad("scale", "ranks", "not for a study", "--simulate dgx-h100 -G 1 --ranks local -- ./app"),
@@ -487,7 +507,7 @@ var (
 	outputClasses = []string{"empty", "missing directory", "a directory", "read-only", "/proc", "the same file as …"}
 	// the flags that name files: read, or written
 	inputFlags  = map[string]bool{"tasks": true, "each-line": true, "node-file": true, "simulate": true}
-	outputFlags = map[string]bool{"output": true, "error": true, "report": true, "joblog": true, "svg": true, "html": true}
+	outputFlags = map[string]bool{"output": true, "error": true, "report": true, "joblog": true, "svg": true, "html": true, "metrics-file": true}
 )
 
 // missingClasses are the classes of bad value flag f of cmd has no row

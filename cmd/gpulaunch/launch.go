@@ -34,6 +34,8 @@ type launch struct {
 	names instance.Names      // what output patterns expand to
 	// report is --report's file for this node; "" without.
 	report string
+	// metricsFile is --metrics-file's file for this node; "" without.
+	metricsFile string
 	// bind: the plan's CPUs are this machine's, so binding is applied
 	// (always, unless --simulate describes another machine).
 	bind bool
@@ -104,6 +106,9 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		return nil, err
 	}
 	if l.report, err = a.reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
+		return nil, err
+	}
+	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode(), log); err != nil {
 		return nil, err
 	}
 	l.bind = o.common.simulate == "" || a.hasCPUs(l.plan)

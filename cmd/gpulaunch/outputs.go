@@ -18,7 +18,7 @@ import (
 // checkOutputs says, before anything starts or is opened, why a file the
 // run will write could not be written: every instance's and every task's
 // -o and -e files (a task's for every slot it may run in, when the
-// pattern names the slot), --report's file and the joblog; and whether
+// pattern names the slot), --report's file, --metrics-file's and the joblog; and whether
 // one of them is a file the run reads (inputs) or another output of
 // another kind (fileClash). It changes nothing on disk.
 func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqueue.QueueConfig, inputs []pathUse) error {
@@ -54,6 +54,12 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqu
 			return usagef("--report %s: %v: nothing was started", l.report, err)
 		}
 		uses = append(uses, pathUse{flag: "--report", path: l.report, writes: "the run's report"})
+	}
+	if l.metricsFile != "" {
+		if err := cmp.Or(c.replaced(l.metricsFile), promName(l.metricsFile)); err != nil {
+			return usagef("--metrics-file %s: %v: nothing was started", l.metricsFile, err)
+		}
+		uses = append(uses, pathUse{flag: "--metrics-file", path: l.metricsFile, writes: "the run's metrics"})
 	}
 	if q != nil && o.tasks.joblog != "" {
 		if err := c.file(o.tasks.joblog); err != nil {

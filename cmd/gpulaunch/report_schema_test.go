@@ -505,7 +505,7 @@ func TestInfoAndPlanJSONMatchSchemas(t *testing.T) {
 	}
 }
 
-// status --json of a run (GPUs, one instance exited) and of a queue (its
+// status --json of a run (GPUs and their samples, one instance exited) and of a queue (its
 // counts, each slot's task) is valid against docs/status.schema.json.
 func TestStatusJSONMatchesSchema(t *testing.T) {
 	t.Run("run", func(t *testing.T) {
@@ -519,7 +519,8 @@ func TestStatusJSONMatchesSchema(t *testing.T) {
 				return false
 			}
 			out = o
-			return snap.Instances[0].State == launcher.StateExited && snap.Instances[1].State == launcher.StateRunning
+			// sampled: its GPU's last sample (gpu_samples) is in the JSON too
+			return snap.Instances[0].State == launcher.StateExited && snap.Instances[1].State == launcher.StateRunning && len(snap.Instances[1].GPUSamples) == 1
 		})
 		validateAgainstSchema(t, "status", []byte(out))
 		r.cmd.Process.Signal(syscall.SIGTERM)

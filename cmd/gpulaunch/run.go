@@ -70,6 +70,8 @@ type runFlags struct {
 	ranks         string
 	openMode      string
 	quiet         bool
+	metricsFile   string
+	metricsListen string
 	ddp           ddpFlags
 }
 
@@ -91,6 +93,8 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often (10ms at least); 0 turns telemetry off")
 	fs.BoolVar(&r.tmux, "tmux", false, "inside tmux (smux): open a window with one pane per instance following its output, and one running gpulaunch top")
 	fs.StringVar(&r.ranks, "ranks", "global", "with one gpulaunch per node: global (RANK = node × N + instance) or local (each node a world of its own)")
+	fs.StringVar(&r.metricsFile, "metrics-file", "", "write the run's metrics in Prometheus's text format to this .prom file every --monitor-interval and at the end, replaced whole (node_exporter's textfile collector; %j %s %N %n as in -o; docs/report.md, \"Metrics\")")
+	fs.StringVar(&r.metricsListen, "metrics-listen", "", "serve the run's metrics at http://HOST:PORT/metrics while it runs (anyone who can reach the port may read them: give 127.0.0.1:PORT or the node's private address)")
 	fs.BoolVarP(&r.quiet, "quiet", "q", false, "print none of gpulaunch's own informational lines, summary or progress line; warnings and errors still print")
 	r.ddp.register(fs)
 }
@@ -184,6 +188,9 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, usagef("--open-mode %s is how the -o/-e files are opened, and there are none: give -o FILE (or -e FILE), or drop --open-mode", o.flags.openMode)
 	}
 	if err := o.checkCommand(); err != nil {
+		return nil, err
+	}
+	if err := checkMetricsFlags(o.flags.metricsFile, o.flags.metricsListen, o.fs.Changed); err != nil {
 		return nil, err
 	}
 	o.policy.DDP = o.flags.ddp.ddp
@@ -359,6 +366,13 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if err := checkOutputs(o, l, insts, qc, a.runInputs(o, l, qc)); err != nil {
 		return err
 	}
+	metricsLn, err := listenMetrics(o.flags.metricsListen)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		defer metricsLn.Close() // closed by the run's end, or here when the start fails
+	}
 	a.warnBeforeStart(o, l, log)
 	started := time.Now()
 	board := launcher.NewBoard(l.runInfo(a, started), insts)
@@ -390,7 +404,8 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		return err
 	}
-	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux}
+	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
+		metrics: newRunMetrics(l, metricsLn, board, insts, log)}
 	if l.mps != nil {
 		daemons, err := l.mps.start(a, insts, log)
 		if err != nil {
@@ -528,6 +543,8 @@ type runParts struct {
 	// spare are the run's MPS daemons, which the run's end leaves alone
 	// (they are stopped after it).
 	spare []int
+	// metrics are --metrics-file's and --metrics-listen's; nil without.
+	metrics *runMetrics
 }
 
 // supervise runs the instances, with the control socket that `gpulaunch
@@ -561,6 +578,9 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	if rq.holder != nil {
 		g.Go(func() error { tellStatus(ctx, rq.holder, board); return nil })
 	}
+	if st.metrics != nil {
+		g.Go(func() error { st.metrics.run(ctx); return nil })
+	}
 	var res launcher.Result
 	g.Go(func() error {
 		defer runEnded()
@@ -575,6 +595,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	})
 	err := g.Wait()
 	con.done()
+	st.metrics.write() // the final states: the file keeps them (docs/report.md, "Metrics")
 	if err != nil {
 		return err
 	}

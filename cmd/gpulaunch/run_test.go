@@ -169,6 +169,8 @@ func helper(name string, args []string) int {
 		d, _ := time.ParseDuration(args[3])
 		time.Sleep(d)
 		return 0
+	case "metrics-app": // metrics_test.go
+		return metricsApp(args[0])
 	case "control-app": // "ready", then a tick every 50ms; reports USR1; exits 0 on TERM
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM)

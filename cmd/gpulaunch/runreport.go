@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
@@ -154,18 +152,7 @@ func signalString(o launcher.Outcome) string {
 // that names no node gets ".<host>" before its extension, so that the
 // nodes do not overwrite each other's on a shared filesystem.
 func reportPath(pattern string, names instance.Names, multiNode bool) (string, error) {
-	p, err := instance.ExpandPattern(pattern, 0, names)
-	if err != nil {
-		return "", fmt.Errorf("--report: %w", err)
-	}
-	other := names
-	other.Host, other.NodeIndex = names.Host+"-other", names.NodeIndex+1
-	if q, _ := instance.ExpandPattern(pattern, 0, other); multiNode && q == p {
-		// no %N or %n: every node would write this one file
-		ext := filepath.Ext(p)
-		p = strings.TrimSuffix(p, ext) + "." + names.Host + ext
-	}
-	return p, nil
+	return nodePath("--report", pattern, names, multiNode)
 }
 
 // writeReport writes the file whole or not at all: a reader never sees

@@ -160,7 +160,7 @@ func (o *scaleOptions) check() error {
 			return usagef("--%s is about the figure --metric REGEX reads: give --metric", name)
 		}
 	}
-	for _, name := range []string{"tmux", "dry-run", "report", "ranks", "kill-on-bad-exit", "wait"} {
+	for _, name := range []string{"tmux", "dry-run", "report", "ranks", "kill-on-bad-exit", "wait", "metrics-file", "metrics-listen"} {
 		if fs.Changed(name) {
 			return usagef("--%s is not for a study: each size is one run, gpulaunch scale reports them all", name)
 		}

@@ -84,20 +84,33 @@ type InstanceStatus struct {
 	Exit    string    `json:"exit,omitempty"`
 	EndedBy job.Ended `json:"ended_by,omitempty"`
 	// Telemetry from the last sample; negative GPU utilisation: not sampled.
-	CPUPercent  float64  `json:"cpu_pct"`
-	CPUSeconds  float64  `json:"cpu_seconds"`
-	RSS         uint64   `json:"rss_bytes"`
-	PeakRSS     uint64   `json:"peak_rss_bytes"`
-	GPUUtil     int      `json:"gpu_util_pct"`
-	GPUMem      uint64   `json:"gpu_mem_bytes"`
-	GPUUtilMean float64  `json:"gpu_util_mean_pct"`
-	Warnings    []string `json:"warnings"`
+	CPUPercent  float64 `json:"cpu_pct"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	RSS         uint64  `json:"rss_bytes"`
+	PeakRSS     uint64  `json:"peak_rss_bytes"`
+	GPUUtil     int     `json:"gpu_util_pct"`
+	GPUMem      uint64  `json:"gpu_mem_bytes"`
+	GPUUtilMean float64 `json:"gpu_util_mean_pct"`
+	// GPUSamples are the last sample of each of its GPUs; absent before
+	// the first, and without GPU telemetry.
+	GPUSamples []GPUSample `json:"gpu_samples,omitempty"`
+	Warnings   []string    `json:"warnings"`
 	// OutputBytes is how much output the instance has written so far.
 	OutputBytes int64 `json:"output_bytes"`
 	// Task and Command are the task a queue slot runs (Restarts then
 	// counts its retries).
 	Task    int    `json:"task,omitempty"`
 	Command string `json:"command,omitempty"`
+}
+
+// GPUSample is one of an instance's GPUs at the last sample.
+type GPUSample struct {
+	UUID string `json:"uuid"`
+	// Util is the GPU's utilisation in percent; -1: the driver does not
+	// tell (a MIG device).
+	Util int `json:"util_pct"`
+	// Mem is the GPU memory the instance's processes hold on it.
+	Mem uint64 `json:"mem_bytes"`
 }
 
 // Snapshot is the whole live table at one moment.
@@ -134,6 +147,7 @@ func (b *Board) Snapshot() Snapshot {
 			r.Wall = s.Taken.Sub(r.first)
 		}
 		r.Warnings = append([]string{}, r.Warnings...)
+		r.GPUSamples = append([]GPUSample(nil), r.GPUSamples...)
 		r.OutputBytes = b.rings[i].Total()
 		s.Instances[i] = r
 	}

@@ -166,6 +166,7 @@ func (s *slot) row(index int, r *InstanceStatus) {
 	}
 	r.CPUPercent, r.CPUSeconds, r.RSS, r.PeakRSS = s.cpuPercent, o.CPUSeconds, s.rss, o.PeakRSS
 	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.gpus.lastUtil, s.gpus.lastMem, o.GPUUtilMean
+	r.GPUSamples = append(r.GPUSamples[:0], s.gpus.perGPU...)
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
 	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command
 }

@@ -46,6 +46,10 @@ type gpuWatch struct {
 	// processes' GPU memory
 	lastUtil int
 	lastMem  uint64
+	// perGPU is the last sample of each of its GPUs, in the order they
+	// were sampled: what --metrics-file and --metrics-listen expose per
+	// GPU UUID, the key other exporters' series are joined on.
+	perGPU []GPUSample
 	// told is the variable that told the instance its GPUs, for the
 	// warning when it runs on another's (visibleVars).
 	told string
@@ -66,8 +70,12 @@ func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 	var fresh []string
 	util, n := 0, 0
 	var mem uint64
+	w.perGPU = w.perGPU[:0]
 	for _, u := range usage {
 		mine := w.own[u.UUID]
+		if mine {
+			w.perGPU = append(w.perGPU, GPUSample{UUID: u.UUID, Util: u.Utilization})
+		}
 		if mine && u.Utilization >= 0 {
 			util += u.Utilization
 			n++
@@ -81,6 +89,7 @@ func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 			if mine {
 				w.seen = true
 				mem += p.MemoryUsed
+				w.perGPU[len(w.perGPU)-1].Mem += p.MemoryUsed
 				continue
 			}
 			if !w.foreign[u.UUID] {

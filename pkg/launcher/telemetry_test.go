@@ -3,6 +3,7 @@
 package launcher
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,27 @@ func TestGPUWatchWaitsForTheGrace(t *testing.T) {
 	}
 	if got := w.observe(0, idle, map[int]bool{}, nil, verifyGrace); len(got) != 1 || !strings.Contains(got[0], "no process of it used its GPU") {
 		t.Fatalf("after the grace: %q", got)
+	}
+}
+
+// Each of an instance's GPUs keeps its last sample: the GPU's utilisation
+// and the memory the instance's own processes hold on it, not another's
+// and not on a GPU that is not its own.
+func TestGPUWatchPerGPU(t *testing.T) {
+	tree := map[int]bool{100: true, 101: true}
+	w := newGPUWatch([]string{"GPU-a", "GPU-b"}, nil)
+	w.observe(0, []gpu.Usage{
+		{UUID: "GPU-a", Utilization: 90, Processes: []gpu.GPUProcess{{PID: 100, MemoryUsed: 3}, {PID: 101, MemoryUsed: 4}, {PID: 999, MemoryUsed: 50}}},
+		{UUID: "GPU-b", Utilization: -1, Processes: []gpu.GPUProcess{{PID: 101, MemoryUsed: 5}}},
+		{UUID: "GPU-c", Utilization: 10, Processes: []gpu.GPUProcess{{PID: 100, MemoryUsed: 70}}},
+	}, tree, nil, time.Second)
+	want := []GPUSample{{UUID: "GPU-a", Util: 90, Mem: 7}, {UUID: "GPU-b", Util: -1, Mem: 5}}
+	if !slices.Equal(w.perGPU, want) {
+		t.Fatalf("per GPU %+v, want %+v", w.perGPU, want)
+	}
+	w.observe(0, []gpu.Usage{{UUID: "GPU-a", Utilization: 20}, {UUID: "GPU-b", Utilization: 30}}, tree, nil, time.Second)
+	want = []GPUSample{{UUID: "GPU-a", Util: 20}, {UUID: "GPU-b", Util: 30}}
+	if !slices.Equal(w.perGPU, want) {
+		t.Fatalf("second sample: per GPU %+v, want %+v (the last sample's only)", w.perGPU, want)
 	}
 }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/metrics"
+)
+
+// checkMetricsFlags reads --metrics-file and --metrics-listen as given:
+// what can be told before anything is looked up (the file itself is
+// checkOutputs', with the run's other outputs).
+func checkMetricsFlags(file, addr string, changed func(string) bool) error {
+	if changed("metrics-file") && file == "" {
+		return usagef(`--metrics-file "": give the .prom file to write the run's metrics to (in node_exporter's textfile directory), or drop the flag`)
+	}
+	if !changed("metrics-listen") {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--metrics-listen %q: %v: give HOST:PORT, e.g. 127.0.0.1:9464 (this node only) or the node's private address", addr, pathless(err))
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return usagef("--metrics-listen %q: the port %q is not a number from 1 to 65535: give HOST:PORT, e.g. 127.0.0.1:9464", addr, port)
+	}
+	if host == "" {
+		return usagef("--metrics-listen %q: no host: the port would be open on every address of the node; give HOST:PORT, e.g. 127.0.0.1:9464 (this node only) or the node's private address (0.0.0.0:PORT for every address)", addr)
+	}
+	return nil
+}
+
+// metricsFile is where this node writes --metrics-file pattern: %j, %s,
+// %N and %n expand as in -o; over several nodes a pattern that names no
+// node gets the host before .prom, so that each node writes its own.
+func metricsFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
+	if pattern == "" {
+		return "", nil
+	}
+	file, err := nodePath("--metrics-file", pattern, names, multiNode)
+	if err != nil {
+		return "", usageError{err}
+	}
+	if file != pattern {
+		log.Info("--metrics-file: this node writes " + file)
+	}
+	return file, nil
+}
+
+// promName says why node_exporter's textfile collector would not read
+// file: it reads *.prom only.
+func promName(file string) error {
+	if strings.HasSuffix(filepath.Base(file), ".prom") && filepath.Base(file) != ".prom" {
+		return nil
+	}
+	return fmt.Errorf("node_exporter's textfile collector reads only files named *.prom and would ignore this one: give a name ending in .prom (e.g. gpulaunch-%%j.prom)")
+}
+
+// listenMetrics opens --metrics-listen's port before anything starts, so
+// that an address in use is refused with nothing started; nil without.
+func listenMetrics(addr string) (net.Listener, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err // "bind: …", without the address said already
+	}
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, usagef("--metrics-listen %s: the port is in use (another gpulaunch on this node? each run needs its own port): give another port: nothing was started", addr)
+	case err != nil:
+		return nil, usagef("--metrics-listen %s: %v: give an address of this node (127.0.0.1:PORT, or its private address): nothing was started", addr, pathless(err))
+	}
+	return ln, nil
+}
+
+// instanceStates are every state a row of the board may show, the values
+// of the metrics' state enum.
+var instanceStates = []string{launcher.StateStarting, launcher.StateRunning, launcher.StateStopping,
+	launcher.StateRestarting, launcher.StateWaiting, launcher.StateExited}
+
+// runMetrics is a run's exposition: its registry, read from the board at
+// every collect, written to --metrics-file and served on --metrics-listen.
+type runMetrics struct {
+	reg   *prometheus.Registry
+	file  string        // --metrics-file for this node; "" without
+	ln    net.Listener  // --metrics-listen's; nil without
+	every time.Duration // how often the file is written
+	log   *zap.Logger
+	// failed: a write failed and was said; the next failure is not.
+	failed bool
+}
+
+// newRunMetrics is nil when neither flag was given.
+func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []launcher.Instance, log *zap.Logger) *runMetrics {
+	file, monitor := l.metricsFile, l.monitor
+	if file == "" && ln == nil {
+		return nil
+	}
+	// the host is the node's name in the launch (Slurm's, over several
+	// nodes), as its output and report files are named
+	host := l.names.Host
+	read := func() metrics.Snapshot { return metricsSnapshot(board.Snapshot(), insts, host) }
+	every := monitor
+	if every <= 0 {
+		// telemetry off: the states and counts still change
+		every = 2 * time.Second
+	}
+	return &runMetrics{reg: metrics.NewRegistry(metrics.NewCollector(read, instanceStates)), file: file, ln: ln, every: every, log: log}
+}
+
+// run writes the file at the start and every tick, and serves /metrics,
+// until ctx ends (the run's end).
+func (m *runMetrics) run(ctx context.Context) {
+	if m.ln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(m.ln) }()
+		defer srv.Close()
+	}
+	if m.file == "" {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(m.every)
+	defer t.Stop()
+	for {
+		m.write()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// write replaces the file whole (a temp file beside it, renamed over it:
+// the textfile collector never reads half of one). A failure is said
+// once and the run goes on.
+func (m *runMetrics) write() {
+	if m == nil || m.file == "" {
+		return
+	}
+	b, err := metrics.Text(m.reg)
+	if err == nil {
+		err = writeWhole(m.file, b)
+	}
+	if err != nil && !m.failed {
+		m.failed = true
+		m.log.Warn(fmt.Sprintf("--metrics-file %s: %v: the metrics are not written; the run goes on", m.file, pathless(err)))
+	}
+}
+
+// metricsSnapshot is the board's table as the collector reads it, with
+// each instance's GPUs by UUID from the launch and the node's name.
+func metricsSnapshot(s launcher.Snapshot, insts []launcher.Instance, host string) metrics.Snapshot {
+	ms := metrics.Snapshot{Job: s.Run.JobID, Step: s.Run.StepID, Host: host, Finished: s.Run.Finished}
+	if q := s.Queue; q != nil {
+		ms.Queue = &metrics.Queue{Total: q.Total, Done: q.Done, Failed: q.Failed, Running: q.Running, Left: q.Remaining + q.Running}
+	}
+	for i, r := range s.Instances {
+		mi := metrics.Instance{Index: r.Index, Rank: r.Rank, State: r.State, Task: r.Task, CPUSeconds: r.CPUSeconds, RSS: r.RSS, Restarts: r.Restarts}
+		sampled := map[string]launcher.GPUSample{}
+		for _, g := range r.GPUSamples {
+			sampled[g.UUID] = g
+		}
+		if i < len(insts) {
+			for _, u := range insts[i].GPUUUIDs {
+				g, ok := sampled[u]
+				mi.GPUs = append(mi.GPUs, metrics.GPU{UUID: u, Sampled: ok, Utilization: ratio(g.Util), MemoryBytes: g.Mem})
+			}
+		}
+		ms.Instances = append(ms.Instances, mi)
+	}
+	return ms
+}
+
+// ratio is a percentage as a ratio; -1 (unknown) stays negative.
+func ratio(pct int) float64 {
+	if pct < 0 {
+		return -1
+	}
+	return float64(pct) / 100
+}
+
+// nodePath is where this node writes the file pattern names: its %j, %s,
+// %N, %n expanded; over several nodes a pattern without %N or %n gets the
+// host before its extension, so that each node writes its own.
+func nodePath(flag, pattern string, names instance.Names, multiNode bool) (string, error) {
+	p, err := instance.ExpandPattern(pattern, 0, names)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	other := names
+	other.Host, other.NodeIndex = names.Host+"-other", names.NodeIndex+1
+	if q, _ := instance.ExpandPattern(pattern, 0, other); multiNode && q == p {
+		ext := filepath.Ext(p)
+		p = strings.TrimSuffix(p, ext) + "." + names.Host + ext
+	}
+	return p, nil
+}

@@ -1,0 +1,177 @@
+package metrics
+
+import (
+	"bytes"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+var states = []string{"running", "exited"}
+
+// A run of two instances under Slurm: instance 0 measured on its GPU,
+// instance 1 exited, its GPU never sampled.
+var instancesRun = Snapshot{Job: "42", Step: "0", Host: "node1", Instances: []Instance{
+	{Index: 0, Rank: 4, State: "running", CPUSeconds: 12.5, RSS: 1 << 30, Restarts: 1,
+		GPUs: []GPU{{UUID: "GPU-aaa", Sampled: true, Utilization: 0.75, MemoryBytes: 2 << 30}}},
+	{Index: 1, Rank: 5, State: "exited", CPUSeconds: 3, GPUs: []GPU{{UUID: "GPU-bbb"}}},
+}}
+
+const instancesWant = `
+# HELP gpulaunch_instance_cpu_seconds_total CPU time (user and system) of the instance's process trees, every process it ran so far.
+# TYPE gpulaunch_instance_cpu_seconds_total counter
+gpulaunch_instance_cpu_seconds_total{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 12.5
+gpulaunch_instance_cpu_seconds_total{gpulaunch_instance="1",host="node1",rank="5",slurm_job="42",slurm_step="0"} 3
+# HELP gpulaunch_instance_gpu_info 1 for each GPU of the instance: the join key with DCGM's and jobstats' series.
+# TYPE gpulaunch_instance_gpu_info gauge
+gpulaunch_instance_gpu_info{gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 1
+gpulaunch_instance_gpu_info{gpu_uuid="GPU-bbb",gpulaunch_instance="1",host="node1",rank="5",slurm_job="42",slurm_step="0"} 1
+# HELP gpulaunch_instance_gpu_memory_used_bytes GPU memory the instance's processes hold on the GPU at the last sample.
+# TYPE gpulaunch_instance_gpu_memory_used_bytes gauge
+gpulaunch_instance_gpu_memory_used_bytes{gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 2.147483648e+09
+# HELP gpulaunch_instance_gpu_utilization_ratio Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).
+# TYPE gpulaunch_instance_gpu_utilization_ratio gauge
+gpulaunch_instance_gpu_utilization_ratio{gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 0.75
+# HELP gpulaunch_instance_resident_memory_bytes Resident memory of the instance's process tree at the last sample.
+# TYPE gpulaunch_instance_resident_memory_bytes gauge
+gpulaunch_instance_resident_memory_bytes{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 1.073741824e+09
+gpulaunch_instance_resident_memory_bytes{gpulaunch_instance="1",host="node1",rank="5",slurm_job="42",slurm_step="0"} 0
+# HELP gpulaunch_instance_restarts_total How often the instance was restarted (--restarts, a --ddp group's restarts).
+# TYPE gpulaunch_instance_restarts_total counter
+gpulaunch_instance_restarts_total{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 1
+gpulaunch_instance_restarts_total{gpulaunch_instance="1",host="node1",rank="5",slurm_job="42",slurm_step="0"} 0
+# HELP gpulaunch_instance_state 1 for the instance's current state, 0 for the others.
+# TYPE gpulaunch_instance_state gauge
+gpulaunch_instance_state{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0",state="exited"} 0
+gpulaunch_instance_state{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0",state="running"} 1
+gpulaunch_instance_state{gpulaunch_instance="1",host="node1",rank="5",slurm_job="42",slurm_step="0",state="exited"} 1
+gpulaunch_instance_state{gpulaunch_instance="1",host="node1",rank="5",slurm_job="42",slurm_step="0",state="running"} 0
+# HELP gpulaunch_run_finished 1 once the run has ended: the states are the final ones.
+# TYPE gpulaunch_run_finished gauge
+gpulaunch_run_finished{host="node1",slurm_job="42",slurm_step="0"} 0
+`
+
+// A queue outside Slurm: slot 0 runs task 7 on a MIG device whose
+// utilisation the driver does not tell; the slot's retries are no
+// counter, so no restarts series.
+var queueRun = Snapshot{Host: "ws", Finished: true, Queue: &Queue{Total: 10, Done: 6, Failed: 1, Running: 1, Left: 4},
+	Instances: []Instance{{Index: 0, Rank: 0, State: "running", Task: 7, CPUSeconds: 1, Restarts: 2,
+		GPUs: []GPU{{UUID: "MIG-ccc", Sampled: true, Utilization: -1, MemoryBytes: 100}}}}}
+
+const queueWant = `
+# HELP gpulaunch_instance_gpu_memory_used_bytes GPU memory the instance's processes hold on the GPU at the last sample.
+# TYPE gpulaunch_instance_gpu_memory_used_bytes gauge
+gpulaunch_instance_gpu_memory_used_bytes{gpu_uuid="MIG-ccc",gpulaunch_instance="0",host="ws",rank="0",slurm_job="",slurm_step=""} 100
+# HELP gpulaunch_instance_gpu_utilization_ratio Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).
+# TYPE gpulaunch_instance_gpu_utilization_ratio gauge
+# HELP gpulaunch_instance_restarts_total How often the instance was restarted (--restarts, a --ddp group's restarts).
+# TYPE gpulaunch_instance_restarts_total counter
+# HELP gpulaunch_instance_task_info 1 for the task a queue slot runs now (join on host and gpulaunch_instance for a task's series).
+# TYPE gpulaunch_instance_task_info gauge
+gpulaunch_instance_task_info{gpulaunch_instance="0",host="ws",rank="0",slurm_job="",slurm_step="",task="7"} 1
+# HELP gpulaunch_queue_tasks Tasks in the queue's input.
+# TYPE gpulaunch_queue_tasks gauge
+gpulaunch_queue_tasks{host="ws",slurm_job="",slurm_step=""} 10
+# HELP gpulaunch_queue_tasks_done_total Tasks finished, succeeded or failed after their tries.
+# TYPE gpulaunch_queue_tasks_done_total counter
+gpulaunch_queue_tasks_done_total{host="ws",slurm_job="",slurm_step=""} 6
+# HELP gpulaunch_queue_tasks_failed_total Tasks that failed after their tries.
+# TYPE gpulaunch_queue_tasks_failed_total counter
+gpulaunch_queue_tasks_failed_total{host="ws",slurm_job="",slurm_step=""} 1
+# HELP gpulaunch_queue_tasks_left Tasks not finished yet: waiting or running.
+# TYPE gpulaunch_queue_tasks_left gauge
+gpulaunch_queue_tasks_left{host="ws",slurm_job="",slurm_step=""} 4
+# HELP gpulaunch_queue_tasks_running Tasks running now.
+# TYPE gpulaunch_queue_tasks_running gauge
+gpulaunch_queue_tasks_running{host="ws",slurm_job="",slurm_step=""} 1
+# HELP gpulaunch_run_finished 1 once the run has ended: the states are the final ones.
+# TYPE gpulaunch_run_finished gauge
+gpulaunch_run_finished{host="ws",slurm_job="",slurm_step=""} 1
+`
+
+func TestCollectorSeries(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		snap  Snapshot
+		want  string
+		names []string // the metrics compared; nil: all
+	}{
+		{"instances: state enum, counters, GPU series by gpu_uuid, unsampled GPU owned only", instancesRun, instancesWant, nil},
+		{"queue: task info, counts, no restarts counter, unknown utilisation left out", queueRun, queueWant, []string{
+			"gpulaunch_instance_gpu_memory_used_bytes", "gpulaunch_instance_gpu_utilization_ratio", "gpulaunch_instance_restarts_total",
+			"gpulaunch_instance_task_info", "gpulaunch_queue_tasks", "gpulaunch_queue_tasks_done_total", "gpulaunch_queue_tasks_failed_total",
+			"gpulaunch_queue_tasks_left", "gpulaunch_queue_tasks_running", "gpulaunch_run_finished"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCollector(func() Snapshot { return tc.snap }, states)
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tc.names...); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// The collector reads the run at every collect: it keeps no copy.
+func TestCollectorReadsEachCollect(t *testing.T) {
+	snap := instancesRun
+	c := NewCollector(func() Snapshot { return snap }, states)
+	if n := testutil.CollectAndCount(c, "gpulaunch_instance_gpu_utilization_ratio"); n != 1 {
+		t.Fatalf("first collect: %d utilisation series, want 1", n)
+	}
+	snap = queueRun
+	if n := testutil.CollectAndCount(c, "gpulaunch_instance_task_info"); n != 1 {
+		t.Fatalf("second collect: %d task series, want 1 (the new snapshot's)", n)
+	}
+}
+
+// The names follow Prometheus's conventions (promlint: base units,
+// _total counters, no reserved labels' clashes it knows of).
+func TestNamesLint(t *testing.T) {
+	problems, err := promlint.NewWithMetricFamilies(gather(t, NewCollector(func() Snapshot { return instancesRun }, states))).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// Text is the format node_exporter's textfile collector reads: it parses
+// back to the same series.
+func TestTextParses(t *testing.T) {
+	reg := NewRegistry(NewCollector(func() Snapshot { return instancesRun }, states))
+	b, err := Text(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	util := mfs["gpulaunch_instance_gpu_utilization_ratio"]
+	if util == nil || len(util.Metric) != 1 || util.Metric[0].GetGauge().GetValue() != 0.75 {
+		t.Fatalf("utilisation did not parse back as 0.75:\n%s", b)
+	}
+	if _, ok := mfs["go_goroutines"]; ok {
+		t.Fatal("the run's registry exposes Go's runtime metrics, which node_exporter has already")
+	}
+}
+
+func gather(t *testing.T, c *Collector) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := NewRegistry(c).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
