@@ -163,6 +163,8 @@ var contract = []contractRow{
 	// run: metrics (metrics_test.go: the file and the port at work)
 	bad("run", "metrics-file", "empty", runS+" --metrics-file= -- ./app"),
 	bad("run", "metrics-file", "not .prom", runS+" --metrics-file m.txt -- ./app"),
+	bad("run", "metrics-file", "%t: the file is the node's", runS+" --metrics-file m.%t.prom -- ./app"),
+	bad("run", "metrics-file", "a pattern in a missing directory", runS+" --metrics-file nodir/m-%j.prom -- ./app"),
 	bad("run", "metrics-file", "missing directory", runS+" --metrics-file nodir/m.prom -- ./app"),
 	bad("run", "metrics-file", "a directory", runS+" --metrics-file dir -- ./app"),
 	bad("run", "metrics-file", "read-only", runS+" --metrics-file ro/m.prom -- ./app"),

@@ -35,7 +35,10 @@ type launch struct {
 	// report is --report's file for this node; "" without.
 	report string
 	// metricsFile is --metrics-file's file for this node; "" without.
-	metricsFile string
+	// metricsExpanded: its pattern expanded to another name (%j, a node's
+	// host), which the run says once everything is checked.
+	metricsFile     string
+	metricsExpanded bool
 	// bind: the plan's CPUs are this machine's, so binding is applied
 	// (always, unless --simulate describes another machine).
 	bind bool
@@ -108,9 +111,10 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.report, err = a.reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
 		return nil, err
 	}
-	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode(), log); err != nil {
+	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
 		return nil, err
 	}
+	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
 	l.bind = o.common.simulate == "" || a.hasCPUs(l.plan)
 	return l, nil
 }

@@ -47,16 +47,16 @@ func checkMetricsFlags(file, addr string, changed func(string) bool) error {
 // metricsFile is where this node writes --metrics-file pattern: %j, %s,
 // %N and %n expand as in -o; over several nodes a pattern that names no
 // node gets the host before .prom, so that each node writes its own.
-func metricsFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
+func metricsFile(pattern string, names instance.Names, multiNode bool) (string, error) {
 	if pattern == "" {
 		return "", nil
+	}
+	if strings.Contains(strings.ReplaceAll(pattern, "%%", ""), "%t") {
+		return "", usagef("--metrics-file %s: %%t is an instance, but the metrics file is one per node with every instance in it: use %%N or %%n for the node (and %%j for the job)", pattern)
 	}
 	file, err := nodePath("--metrics-file", pattern, names, multiNode)
 	if err != nil {
 		return "", usageError{err}
-	}
-	if file != pattern {
-		log.Info("--metrics-file: this node writes " + file)
 	}
 	return file, nil
 }
@@ -122,6 +122,9 @@ func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []la
 		// telemetry off: the states and counts still change
 		every = 2 * time.Second
 	}
+	if l.metricsExpanded {
+		log.Info("--metrics-file: this node writes " + file)
+	}
 	return &runMetrics{reg: metrics.NewRegistry(metrics.NewCollector(read, instanceStates)), file: file, ln: ln, every: every, log: log}
 }
 
@@ -173,10 +176,19 @@ func (m *runMetrics) write() {
 func metricsSnapshot(s launcher.Snapshot, insts []launcher.Instance, host string) metrics.Snapshot {
 	ms := metrics.Snapshot{Job: s.Run.JobID, Step: s.Run.StepID, Host: host, Finished: s.Run.Finished}
 	if q := s.Queue; q != nil {
-		ms.Queue = &metrics.Queue{Total: q.Total, Done: q.Done, Failed: q.Failed, Running: q.Running, Left: q.Remaining + q.Running}
+		// Left is every task not finished — waiting, running, or ended
+		// unfinished by a signal — as the summary and --resume count them:
+		// Remaining + Running would lose the tasks a stop killed.
+		ms.Queue = &metrics.Queue{Total: q.Total, Done: q.Done, Failed: q.Failed, Running: q.Running, Left: max(0, q.Total-q.Skipped-q.Done)}
 	}
 	for i, r := range s.Instances {
-		mi := metrics.Instance{Index: r.Index, Rank: r.Rank, State: r.State, Task: r.Task, CPUSeconds: r.CPUSeconds, RSS: r.RSS, Restarts: r.Restarts}
+		mi := metrics.Instance{Index: r.Index, Rank: r.Rank, State: r.State, CPUSeconds: r.CPUSeconds, RSS: r.RSS, Restarts: r.Restarts}
+		// the board keeps a slot's last task after it ended; the metrics
+		// name a task only while a process of it lives (the file is kept
+		// after the run, and must not show tasks running there)
+		if r.State == launcher.StateRunning || r.State == launcher.StateStopping {
+			mi.Task = r.Task
+		}
 		sampled := map[string]launcher.GPUSample{}
 		for _, g := range r.GPUSamples {
 			sampled[g.UUID] = g

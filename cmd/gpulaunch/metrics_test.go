@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 )
@@ -189,6 +189,49 @@ func TestQueueMetricsFile(t *testing.T) {
 	if _, ok := value(mfs, "gpulaunch_instance_restarts_total", nil); ok {
 		t.Errorf("a queue's slots have no restarts counter:\n%s", b)
 	}
+	if _, ok := mfs["gpulaunch_instance_task_info"]; ok {
+		t.Errorf("the final file names tasks running after the run:\n%s", b)
+	}
+}
+
+// A queue a signal stops: the tasks it killed are left, as the summary and
+// --resume count them (done + left = tasks), and the final file names no
+// task as running.
+func TestQueueMetricsFileAfterAStop(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "secs")
+	if err := os.WriteFile(input, []byte("30\n30\n30\n30\n30\n30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prom := filepath.Join(dir, "q.prom")
+	cmd := gpulaunch(t, "-n", "2", "--simulate", "dgx-h100", "--monitor-interval", "50ms", "--metrics-file", prom, "--each-line", input, "--", "sleep", "{}")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both slots running a task, in the metrics file", func() bool {
+		b, _ := os.ReadFile(prom)
+		mfs, err := parseMetrics(b)
+		v, ok := value(mfs, "gpulaunch_queue_tasks_running", nil)
+		return err == nil && ok && v == 2
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitStatus(cmd.Wait()); code != 255 {
+		t.Fatalf("exit %d, want 255 (tasks left unfinished)", code)
+	}
+	b, _ := os.ReadFile(prom)
+	mfs, err := parseMetrics(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{"gpulaunch_queue_tasks": 6, "gpulaunch_queue_tasks_done_total": 0,
+		"gpulaunch_queue_tasks_running": 0, "gpulaunch_queue_tasks_left": 6, "gpulaunch_run_finished": 1} {
+		if got, ok := value(mfs, name, nil); !ok || got != want {
+			t.Errorf("%s = %v (found %v), want %v:\n%s", name, got, ok, want, b)
+		}
+	}
+	if _, ok := mfs["gpulaunch_instance_task_info"]; ok {
+		t.Errorf("the final file names tasks running after the run:\n%s", b)
+	}
 }
 
 // A port in use is refused before anything starts: one error line, exit
@@ -225,12 +268,12 @@ func TestMetricsFilePerNode(t *testing.T) {
 		"d/%N-%j.prom":      "d/n2-7.prom",
 		"d/%n.prom":         "d/1.prom",
 	} {
-		got, err := metricsFile(pattern, names, true, zap.NewNop())
+		got, err := metricsFile(pattern, names, true)
 		if err != nil || got != want || promName(got) != nil {
 			t.Errorf("%q: %q %v, want %q", pattern, got, err, want)
 		}
 	}
-	if got, _ := metricsFile("gpulaunch-%j.prom", names, false, zap.NewNop()); got != "gpulaunch-7.prom" {
+	if got, _ := metricsFile("gpulaunch-%j.prom", names, false); got != "gpulaunch-7.prom" {
 		t.Errorf("one node: %q", got)
 	}
 }
