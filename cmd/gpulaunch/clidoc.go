@@ -76,7 +76,7 @@ func commandOperands() map[string][]operand {
 
 // fileFlags are the flags whose value names a file (read or written).
 var fileFlags = map[string]bool{"output": true, "error": true, "report": true, "joblog": true, "tasks": true,
-	"each-line": true, "node-file": true, "simulate": true, "socket": true, "svg": true, "html": true, "json": true}
+	"each-line": true, "node-file": true, "simulate": true, "socket": true, "svg": true, "html": true, "json": true, "metrics-file": true}
 
 // flagChoices are the values a word flag takes, where they are a short
 // list; every choice is named in the flag's own usage text
@@ -115,7 +115,11 @@ func cliCommands() []cliCommand {
 			c.Summary, _, _ = strings.Cut(strings.Join(strings.Fields(body), " "), ". ")
 		}
 		if fs := sets[name]; fs != nil {
-			fs.VisitAll(func(f *pflag.Flag) { c.Flags = append(c.Flags, newCLIFlag(f)) })
+			fs.VisitAll(func(f *pflag.Flag) {
+				if !f.Hidden { // refused by this command, with the reason (scale's run flags)
+					c.Flags = append(c.Flags, newCLIFlag(f))
+				}
+			})
 		}
 		out = append(out, c)
 	}

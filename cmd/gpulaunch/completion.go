@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -42,17 +41,18 @@ func (a *app) completion(args []string) error {
 		return usagef("completion takes one shell (got %q): `gpulaunch completion bash`, `zsh` or `fish`", strings.Join(fs.Args(), " "))
 	}
 	cmds, v := cliCommands(), thisVersion()
+	var script string
 	switch fs.Arg(0) {
 	case "bash":
-		io.WriteString(a.stdout, bashCompletion(cmds, v))
+		script = bashCompletion(cmds, v)
 	case "zsh":
-		io.WriteString(a.stdout, zshCompletion(cmds, v))
+		script = zshCompletion(cmds, v)
 	case "fish":
-		io.WriteString(a.stdout, fishCompletion(cmds, v))
+		script = fishCompletion(cmds, v)
 	default:
 		return usagef("completion %q: no completion for that shell: give bash, zsh or fish", fs.Arg(0))
 	}
-	return nil
+	return writeDoc(a.stdout, "the "+fs.Arg(0)+" completion script", script)
 }
 
 // commandNames are the names of cmds.

@@ -11,6 +11,7 @@ import (
 // slightly wrong, or asks what this binary is, is told.
 
 const versionUsage = `Usage: gpulaunch version
+       gpulaunch --version
 
 The version of this gpulaunch: what make build stamped (git describe), else
 what the Go toolchain recorded in the binary — the module's version for

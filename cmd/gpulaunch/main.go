@@ -146,10 +146,13 @@ func (a *app) dispatch(args []string) error {
 			return nil
 		}
 		if len(args) > 1 {
-			return usagef("%s takes no arguments (got %q): run `gpulaunch version`", args[0], args[1])
+			what := "arguments"
+			if strings.HasPrefix(args[1], "-") {
+				what = "flags"
+			}
+			return usagef("%s takes no %s (got %q): run `gpulaunch version`", args[0], what, args[1])
 		}
-		readBuild(version, commit, buildDate, debug.ReadBuildInfo).write(a.stdout)
-		return nil
+		return writeDoc(a.stdout, "the version", readBuild(version, commit, buildDate, debug.ReadBuildInfo).text())
 	case "help", "-h", "--help":
 		return a.help(args[1:])
 	}

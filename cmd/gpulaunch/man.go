@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -43,8 +42,7 @@ func (a *app) man(args []string) error {
 	}
 	b := readBuild(version, commit, buildDate, debug.ReadBuildInfo)
 	date, _, _ := strings.Cut(b.Date, "T") // the commit's day: a rebuild writes the same page
-	io.WriteString(a.stdout, manPage(cliCommands(), b.Version, date))
-	return nil
+	return writeDoc(a.stdout, "the man page", manPage(cliCommands(), b.Version, date))
 }
 
 // manPage is the roff source of gpulaunch(1); date is the build's day

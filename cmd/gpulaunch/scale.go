@@ -90,11 +90,20 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.halt, "halt", false, "stop the study at the first size that fails")
 }
 
+// notForAStudy are run's flags that scale refuses: each is about one run.
+// scale's flag set has them, hidden, so that they are refused with the
+// reason instead of "unknown flag"; --help, the man page and the
+// completions leave them out.
+var notForAStudy = []string{"tmux", "dry-run", "report", "ranks", "kill-on-bad-exit", "wait", "metrics-file", "metrics-listen"}
+
 // newScaleOptions is scale's flag set, registered into fresh options.
 func newScaleOptions() *scaleOptions {
 	o := &scaleOptions{fs: pflag.NewFlagSet("scale", pflag.ContinueOnError)}
 	o.fs.SetInterspersed(false)
 	o.register(o.fs)
+	for _, name := range notForAStudy {
+		_ = o.fs.MarkHidden(name)
+	}
 	return o
 }
 
@@ -160,9 +169,9 @@ func (o *scaleOptions) check() error {
 			return usagef("--%s is about the figure --metric REGEX reads: give --metric", name)
 		}
 	}
-	for _, name := range []string{"tmux", "dry-run", "report", "ranks", "kill-on-bad-exit", "wait", "metrics-file", "metrics-listen"} {
+	for _, name := range notForAStudy {
 		if fs.Changed(name) {
-			return usagef("--%s is not for a study: each size is one run, gpulaunch scale reports them all", name)
+			return usagef("--%s is not for a study: each size is one run, and gpulaunch scale reports them all; drop it (or run one size with `gpulaunch run --%s …`)", name, name)
 		}
 	}
 	for flag, file := range map[string]string{"--json": o.json, "--svg": o.svg} {

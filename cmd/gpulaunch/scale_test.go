@@ -277,3 +277,25 @@ func TestScaleFailedSize(t *testing.T) {
 		}
 	}
 }
+
+// The run flags scale refuses are refused with the reason, and offered
+// nowhere: not in scale --help, the man page's scale section, or the
+// completion scripts.
+func TestScaleOffersNoFlagItRefuses(t *testing.T) {
+	help, _, _ := runCLI(t, nil, "scale", "--help")
+	man, _, _ := runCLI(t, nil, "man")
+	_, scaleSection, _ := strings.Cut(man, "\n.SS \"gpulaunch scale\"")
+	scaleSection, _, _ = strings.Cut(scaleSection, "\n.SS ")
+	bash, _, _ := runCLI(t, nil, "completion", "bash")
+	for _, name := range notForAStudy {
+		if strings.Contains(help, "--"+name+" ") {
+			t.Errorf("scale --help offers --%s, which scale refuses", name)
+		}
+		if strings.Contains(scaleSection, `\-\-`+name) || strings.Contains(scaleSection, "--"+name) {
+			t.Errorf("the man page's scale section offers --%s", name)
+		}
+		if strings.Contains(bash, "'scale --"+name+"'") {
+			t.Errorf("the bash completion offers scale --%s", name)
+		}
+	}
+}

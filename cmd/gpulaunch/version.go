@@ -69,6 +69,25 @@ func readBuild(stamp, stampCommit, stampDate string, read func() (*debug.BuildIn
 	return b
 }
 
+// writeDoc writes text, a document gpulaunch generates (the man page, a
+// completion script, the version), to w. A write that fails — a full disk,
+// a home directory over its quota — is an error (exit 1), as GNU tools
+// have it: `gpulaunch completion bash > FILE` must not leave a cut-off
+// script behind a zero exit.
+func writeDoc(w io.Writer, what, text string) error {
+	if _, err := io.WriteString(w, text); err != nil {
+		return fmt.Errorf("writing %s: %w", what, err)
+	}
+	return nil
+}
+
+// text is what write prints.
+func (b build) text() string {
+	var sb strings.Builder
+	b.write(&sb)
+	return sb.String()
+}
+
 // write prints b, one fact a line, the version first (`gpulaunch version
 // | head -1` is what scripts have read since the first release).
 func (b build) write(w io.Writer) {

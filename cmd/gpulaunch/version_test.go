@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -69,6 +70,25 @@ func TestVersionCommand(t *testing.T) {
 	for _, want := range []string{"commit:   unknown\n", "built:    unknown\n", "go:       go1.26.8 linux/arm64\n", "not compiled in (a CGO_ENABLED=0 build)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("no %q in:\n%s", want, buf.String())
+		}
+	}
+}
+
+// A document that cannot be written — stdout on a full disk — is an
+// error, exit 1, as GNU tools have it: never a cut-off script behind exit 0.
+func TestDocsToAFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	for _, args := range [][]string{{"version"}, {"man"}, {"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}} {
+		cmd := gpulaunch(t, args...)
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = full, &stderr
+		code := exitStatus(cmd.Run())
+		if code != exitError || !strings.HasPrefix(stderr.String(), "gpulaunch: error: writing ") || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("%v > /dev/full: exit %d, stderr %q", args, code, stderr.String())
 		}
 	}
 }
