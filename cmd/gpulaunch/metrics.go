@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
@@ -59,6 +61,44 @@ func metricsFile(pattern string, names instance.Names, multiNode bool) (string, 
 		return "", usageError{err}
 	}
 	return file, nil
+}
+
+// lockMetricsFile makes this run the only writer of file: a second
+// gpulaunch given the same file (a job submitted twice, a name without
+// %j) would replace it every sample with its own run's series, so that
+// series come and go and run_finished flips. The lock is an open file
+// description lock (the joblog's kind: dropped by the kernel however
+// gpulaunch ends, SIGKILL included) on a hidden file beside it,
+// .NAME.prom.lock — not on the file itself, which every write replaces —
+// which node_exporter ignores (it reads *.prom) and the run removes at
+// its end. A file system without locks: the run goes on unlocked, with a
+// warning. The returned function releases it; without a file it does
+// nothing.
+func lockMetricsFile(file string, log *zap.Logger) (func(), error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	path := filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".lock")
+	_, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, usagef("--metrics-file %s: its lock %s cannot be made: %v; nothing was started", file, path, pathless(err))
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	switch err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); {
+	case err == nil:
+		return func() { os.Remove(path); f.Close() }, nil
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES):
+		f.Close()
+		return nil, usagef("--metrics-file %s: another gpulaunch on this node is writing it (it holds %s): give each run its own file, e.g. gpulaunch-%%j.prom; nothing was started", file, path)
+	default:
+		if statErr != nil {
+			os.Remove(path)
+		}
+		f.Close()
+		log.Warn(fmt.Sprintf("--metrics-file %s: this file system does not lock files (%v): a second gpulaunch given the same file would not be refused", file, err))
+		return func() {}, nil
+	}
 }
 
 // promName says why node_exporter's textfile collector would not read

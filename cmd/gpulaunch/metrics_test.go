@@ -338,3 +338,33 @@ func TestDDPMetricsFileCountsGroupRestart(t *testing.T) {
 		}
 	}
 }
+
+// A second gpulaunch given the same metrics file is refused before it
+// starts (one line, exit 2) while the first runs on; the first leaves no
+// lock behind.
+func TestMetricsFileHasOneWriter(t *testing.T) {
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "same.prom")
+	first := gpulaunch(t, "-n", "1", "--simulate", "dgx-h100", "--metrics-file", prom, "--", "sleep", "30")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first run's metrics file", func() bool { _, err := os.Stat(prom); return err == nil })
+	second := gpulaunch(t, "-n", "1", "--simulate", "dgx-h100", "--metrics-file", prom, "--", "true")
+	var stderr bytes.Buffer
+	second.Stderr = &stderr
+	code := exitStatus(second.Run())
+	line := strings.TrimSuffix(stderr.String(), "\n")
+	if code != exitUsage || strings.Contains(line, "\n") || !strings.Contains(line, "another gpulaunch on this node is writing it") {
+		t.Errorf("the second run: exit %d, stderr %q", code, stderr.String())
+	}
+	if first.ProcessState != nil || first.Process.Signal(syscall.Signal(0)) != nil {
+		t.Fatal("the first run ended")
+	}
+	first.Process.Signal(syscall.SIGINT)
+	first.Wait()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "same.prom" {
+		t.Errorf("left in the directory: %v", entries)
+	}
+}

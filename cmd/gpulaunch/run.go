@@ -373,6 +373,11 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if metricsLn != nil {
 		defer metricsLn.Close() // closed by the run's end, or here when the start fails
 	}
+	unlockMetrics, err := lockMetricsFile(l.metricsFile, log)
+	if err != nil {
+		return err
+	}
+	defer unlockMetrics() // after the final write
 	a.warnBeforeStart(o, l, log)
 	started := time.Now()
 	board := launcher.NewBoard(l.runInfo(a, started), insts)
