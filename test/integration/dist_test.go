@@ -102,6 +102,7 @@ func TestDist(t *testing.T) {
 			t.Errorf("a second make dist gave other sums:\n%s\nthen:\n%s", sums, again)
 		}
 	})
+	t.Run("the README's install", func(t *testing.T) { readmeInstall(t, repo, dist, version) })
 	t.Run("spack recipe", func(t *testing.T) { checkSpackRecipe(t, dist, version) })
 	t.Run("easyconfig", func(t *testing.T) { checkEasyconfig(t, dist, version) })
 }
@@ -305,5 +306,34 @@ func TestBuildsSayTheirVersion(t *testing.T) {
 		if !strings.HasPrefix(first, "gpulaunch ") || !strings.Contains(first, tc.version) || !strings.Contains(out, "commit:   "+wantCommit+"\n") || strings.Contains(out, "unknown") {
 			t.Errorf("%s: version says\n%s\nwant %q and commit %s", tc.how, out, tc.version, wantCommit)
 		}
+	}
+}
+
+// The README's install from a release tarball, run as written (VERSION
+// replaced) in the directory of the downloads with a fresh HOME: the
+// sums, the unpack, PATH, `gpulaunch version`; then its module line
+// through Debian's real Lmod.
+func readmeInstall(t *testing.T, repo, dist, version string) {
+	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)\\*\\*A release tarball\\*\\*.*?```bash\\n(.*?)```\\n\\nor, instead of `PATH`, its module: `([^`]*)`").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("README.md has no release tarball install block followed by its module line")
+	}
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".local"), 0o755)
+	env := []string{"HOME=" + home}
+	script := "set -e\n" + strings.ReplaceAll(string(m[1]), "VERSION", version)
+	said := func(out string) bool {
+		return strings.Contains(strings.Replace(out, "gpulaunch v", "gpulaunch ", 1), "gpulaunch "+version+"\n")
+	}
+	if out := runIn(t, dist, env, "bash", "-c", script); !said(out) {
+		t.Errorf("the README's install said:\n%s", out)
+	}
+	module := "set -e\nsource /usr/share/lmod/lmod/init/bash\n" + strings.ReplaceAll(string(m[2]), "VERSION", version) + "\ngpulaunch version\n"
+	if out := runIn(t, dist, env, "bash", "-c", module); !said(out) {
+		t.Errorf("the README's module line said:\n%s", out)
 	}
 }
