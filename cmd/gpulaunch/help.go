@@ -101,19 +101,12 @@ func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {
 	if !ok {
 		return "dev"
 	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
+	v := vcsOf(bi)
+	rev := v.rev
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	if rev != "" && modified == "true" {
+	if rev != "" && v.modified {
 		rev += "+dirty"
 	}
 	mod := bi.Main.Version

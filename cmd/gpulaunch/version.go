@@ -46,27 +46,39 @@ func readBuild(stamp, stampCommit, stampDate string, read func() (*debug.BuildIn
 	if bi.GoVersion != "" {
 		b.Go = bi.GoVersion
 	}
-	var rev, when, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if b.Commit == "" && rev != "" {
-		b.Commit = rev
-		if modified == "true" {
+	v := vcsOf(bi)
+	if b.Commit == "" && v.rev != "" {
+		b.Commit = v.rev
+		if v.modified {
 			b.Commit += "+dirty"
 		}
 	}
 	if b.Date == "" {
-		b.Date = when
+		b.Date = v.when
 	}
 	return b
+}
+
+// vcs is what the toolchain recorded of the checkout a binary was built
+// in (go build's -buildvcs): nothing for `go install …@vX`.
+type vcs struct {
+	rev, when string // the commit, its time (RFC 3339)
+	modified  bool   // uncommitted changes were built
+}
+
+func vcsOf(bi *debug.BuildInfo) vcs {
+	var v vcs
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.rev = s.Value
+		case "vcs.time":
+			v.when = s.Value
+		case "vcs.modified":
+			v.modified = s.Value == "true"
+		}
+	}
+	return v
 }
 
 // writeDoc writes text, a document gpulaunch generates (the man page, a
