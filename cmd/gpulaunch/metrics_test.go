@@ -288,12 +288,8 @@ func TestQueueOverTwoNodesMetricsFiles(t *testing.T) {
 	node, nout := qn.start(1, qn.keys, "--metrics-file", pattern)
 	waitFor(t, "node 1 to start tasks", func() bool { return qn.ranOn("node1") == 2 })
 	qn.release()
-	if err := holder.Wait(); err != nil {
-		t.Fatalf("holder: %v\n%s", err, hout)
-	}
-	if err := node.Wait(); err != nil {
-		t.Fatalf("node 1: %v\n%s", err, nout)
-	}
+	qn.succeeded("holder", holder, hout)
+	qn.succeeded("node 1", node, nout)
 	for _, host := range []string{"node0", "node1"} {
 		b, err := os.ReadFile(filepath.Join(qn.dir, "q."+host+".prom"))
 		if err != nil {

@@ -58,6 +58,15 @@ func (qn *queueNodes) env(node int, keyDir string) []string {
 }
 
 // start starts node's gpulaunch; extra flags go before the command.
+// succeeded waits for a node's gpulaunch and fails the test, with its
+// output, unless it exited 0.
+func (qn *queueNodes) succeeded(name string, cmd *exec.Cmd, out *lockedBuffer) {
+	qn.t.Helper()
+	if err := cmd.Wait(); err != nil {
+		qn.t.Fatalf("%s: %v\n%s", name, err, out)
+	}
+}
+
 func (qn *queueNodes) start(node int, keyDir string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	args := append([]string{"-n", "2", "-G", "0", "-O", "--master-addr", "127.0.0.1", "--each-line", qn.params,
 		"--joblog", filepath.Join(qn.dir, "joblog")}, extra...)
@@ -129,12 +138,8 @@ func TestQueueOverTwoNodes(t *testing.T) {
 		t.Errorf("the joblog's owner is %q, want the holder (pid %d)", b, holder.Process.Pid)
 	}
 	qn.release()
-	if err := holder.Wait(); err != nil {
-		t.Fatalf("holder: %v\n%s", err, hout)
-	}
-	if err := node.Wait(); err != nil {
-		t.Fatalf("node 1: %v\n%s", err, nout)
-	}
+	qn.succeeded("holder", holder, hout)
+	qn.succeeded("node 1", node, nout)
 	marks, recs := qn.marks(), qn.records()
 	slots := map[string]string{}
 	for seq := 1; seq <= 60; seq++ {
@@ -247,9 +252,7 @@ func TestQueueRefusesIntruders(t *testing.T) {
 		t.Log("not root: the other-user intruder is not tried")
 	}
 	qn.release()
-	if err := holder.Wait(); err != nil {
-		t.Fatalf("holder: %v\n%s", err, hout)
-	}
+	qn.succeeded("holder", holder, hout)
 	node.Wait()
 	if strings.Contains(hout.String(), "node 2") && strings.Contains(hout.String(), "joined") {
 		t.Errorf("an intruder joined:\n%s", hout)
@@ -366,9 +369,7 @@ func TestQueueNodeAfterTheEnd(t *testing.T) {
 	qn := newQueueNodes(t, 2, 3)
 	qn.release()
 	holder, hout := qn.start(0, qn.keys)
-	if err := holder.Wait(); err != nil {
-		t.Fatalf("holder: %v\n%s", err, hout)
-	}
+	qn.succeeded("holder", holder, hout)
 	node, nout := qn.start(1, qn.keys)
 	if err := node.Wait(); err != nil || !strings.Contains(nout.String(), "ended the queue before this node joined") {
 		t.Fatalf("late node: %v\n%s", err, nout)

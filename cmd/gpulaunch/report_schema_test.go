@@ -389,12 +389,8 @@ func TestQueueOverTwoNodesReportsMatchSchema(t *testing.T) {
 		validateAgainstSchema(t, "status", out)
 	}
 	qn.release()
-	if err := holder.Wait(); err != nil {
-		t.Fatalf("holder: %v\n%s", err, hout)
-	}
-	if err := node.Wait(); err != nil {
-		t.Fatalf("node 1: %v\n%s", err, nout)
-	}
+	qn.succeeded("holder", holder, hout)
+	qn.succeeded("node 1", node, nout)
 	for _, host := range []string{"node0", "node1"} {
 		validateFileAgainstSchema(t, "report", filepath.Join(qn.dir, "run."+host+".json"))
 	}
