@@ -292,6 +292,30 @@ func Fixtures() map[string]fixture {
 	return map[string]fixture{"dgx-a100": dgxA100, "dgx-h100": dgxH100, "perlmutter": perlmutter, "2-socket-smt": twoSocketSMT, "numa-unknown": unknownNUMA}
 }
 
+// TestCoreWalkSkipsOnlySpentCores: rule 7's take, walking a domain's
+// cores from where the last take left off, takes what a walk over every
+// core of the node takes, take after take, as the free CPUs shrink and
+// cores are split for odd remainders.
+func TestCoreWalkSkipsOnlySpentCores(t *testing.T) {
+	topo := NewTopology(layout(2, 2, 8, 2)) // 64 CPUs, cores of 2 threads
+	dom := topo.NUMANodeCPUs(1)
+	walk := &coreWalk{cores: coresIn(dom, topo)}
+	free := topo.CPUs()
+	for i, need := range []int{3, 1, 4, 2, 5, 1, 1, 2} {
+		want := takeCores(free.Intersect(dom), need, topo, &coreWalk{cores: topo.cores})
+		got := takeCores(free.Intersect(dom), need, topo, walk)
+		if !got.Equal(want) {
+			t.Fatalf("take %d (need %d): the domain's walk took %s, a walk over every core %s", i, need, got, want)
+		}
+		free = free.Difference(got)
+	}
+	if walk.spent == 0 {
+		t.Error("the walk never moved past a spent core: every take walked the domain from its start")
+	}
+}
+
+// BenchmarkPlan: N GPUs on a node of 16·N CPUs, so both grow; the plan is
+// O(D·C + N·C/64) (assignCPUs), near linear in N.
 func BenchmarkPlan(b *testing.B) {
 	for _, n := range []int{8, 64, 512} {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {

@@ -23,6 +23,10 @@ type Topology struct {
 	// cores lists every core's threads, ordered by (NUMA node, core id):
 	// the order the planner takes CPUs in.
 	cores [][]int
+	// threadsPerCore is the most threads one core has, counted once here:
+	// the planner asks for it per instance, and counting it there made a
+	// plan of 512 instances on 8,192 CPUs quadratic (83% of its 330 ms).
+	threadsPerCore int
 }
 
 // NewTopology builds the layout from a CPU list.
@@ -63,6 +67,7 @@ func NewTopology(cpus []gpu.CPU) Topology {
 		threads := byCore[id]
 		sort.Ints(threads)
 		t.cores = append(t.cores, threads)
+		t.threadsPerCore = max(t.threadsPerCore, len(threads))
 	}
 	return t
 }
@@ -103,15 +108,7 @@ func (t Topology) Sockets() int {
 }
 
 // ThreadsPerCore is the largest number of hardware threads on one core.
-func (t Topology) ThreadsPerCore() int {
-	per := map[int]int{}
-	m := 0
-	for _, c := range t.byID {
-		per[c.Core]++
-		m = max(m, per[c.Core])
-	}
-	return m
-}
+func (t Topology) ThreadsPerCore() int { return t.threadsPerCore }
 
 // ReadTopology reads the CPU layout from sysfs under root:
 // /sys/devices/system/cpu/online, each CPU's topology/physical_package_id

@@ -26,14 +26,18 @@ type Set struct {
 // New returns the set of the given ids. It panics on a negative id, which
 // is a programming error, never input.
 func New(ids ...int) Set {
-	var w []uint64
+	top := -1
 	for _, id := range ids {
 		if id < 0 {
 			panic(fmt.Sprintf("cpuset: negative id %d", id))
 		}
-		for len(w) <= id/64 {
-			w = append(w, 0)
-		}
+		top = max(top, id)
+	}
+	if top < 0 {
+		return Set{}
+	}
+	w := make([]uint64, top/64+1) // one allocation: ids may come in any order
+	for _, id := range ids {
 		w[id/64] |= 1 << (id % 64)
 	}
 	return trim(w)
@@ -200,6 +204,18 @@ func (s Set) String() string {
 	return b.String()
 }
 
+// Hash is a hash of the set (FNV-1a over its words) for a map of sets:
+// one pass over the words, nothing allocated (String, on a node of 8,192
+// CPUs, formats every id). Equal sets hash alike; check Equal on a match.
+func (s Set) Hash() uint64 {
+	h := uint64(14695981039346656037)
+	for _, w := range s.words {
+		h ^= w
+		h *= 1099511628211
+	}
+	return h
+}
+
 // MarshalText makes a Set print as its list in JSON.
 func (s Set) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
@@ -255,6 +271,12 @@ func (s Set) Min() int {
 
 // Union returns s ∪ o.
 func (s Set) Union(o Set) Set {
+	switch { // sets are immutable: an empty side needs no copy
+	case len(s.words) == 0:
+		return o
+	case len(o.words) == 0:
+		return s
+	}
 	n := max(len(s.words), len(o.words))
 	w := make([]uint64, n)
 	copy(w, s.words)
@@ -298,7 +320,17 @@ func (s Set) Equal(o Set) bool {
 }
 
 // IsSubsetOf reports whether every id of s is in o.
-func (s Set) IsSubsetOf(o Set) bool { return s.Difference(o).IsEmpty() }
+func (s Set) IsSubsetOf(o Set) bool {
+	if len(s.words) > len(o.words) {
+		return false // trimmed: s has an id past o's last word
+	}
+	for i, w := range s.words {
+		if w&^o.words[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // Overlaps reports whether s and o share an id.
 func (s Set) Overlaps(o Set) bool { return !s.Intersect(o).IsEmpty() }

@@ -85,14 +85,30 @@ func TestAlgebra(t *testing.T) {
 		{"difference leaves operands alone", a, "0-7"},
 		{"intersect disjoint is empty", MustParse("0-1").Intersect(MustParse("64-65")), ""},
 		{"range", Range(62, 66), "62-66"},
+		{"union with empty is the other", (Set{}).Union(b), "4-11"},
+		{"union onto empty", a.Union(Set{}), "0-7"},
+		{"new takes ids in any order", New(130, 2, 64, 1), "1-2,64,130"},
+		{"new with no ids is empty", New(), ""},
 	}
 	for _, c := range checks {
 		if c.got.String() != c.want {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	if !MustParse("4-5").IsSubsetOf(a) || b.IsSubsetOf(a) {
-		t.Error("IsSubsetOf wrong")
+	subsets := []struct {
+		s, o string
+		want bool
+	}{
+		{"4-5", "0-7", true}, {"4-11", "0-7", false}, {"", "0-7", true}, {"", "", true},
+		{"3", "", false}, {"70", "0-7", false}, {"0-7", "0-127", true}, {"1,65", "0-64", false},
+	}
+	for _, c := range subsets {
+		if got := MustParse(c.s).IsSubsetOf(MustParse(c.o)); got != c.want {
+			t.Errorf("%q IsSubsetOf %q = %v, want %v", c.s, c.o, got, c.want)
+		}
+	}
+	if MustParse("0-7").Hash() != New(7, 6, 5, 4, 3, 2, 1, 0).Hash() || a.Hash() == b.Hash() || (Set{}).Hash() == MustParse("0").Hash() {
+		t.Error("Hash: equal sets must hash alike, and these distinct ones differ")
 	}
 	if !a.Overlaps(b) || a.Overlaps(MustParse("100")) {
 		t.Error("Overlaps wrong")
