@@ -5,25 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 
-echo "== plan time (pkg/binding BenchmarkPlan: 8, 64, 512 instances on one GPU each)"
-$GO test -run '^$' -bench 'BenchmarkPlan/' -benchtime 20x ./pkg/binding | awk '/^BenchmarkPlan/ {printf "  %-28s %12.3f ms/plan\n", $1, $3/1e6}'
-
-echo
-echo "== placement score: share of each instance's CPUs local to its GPU (-n = devices: GPUs up to 8, LUMI's GCDs, Aurora's tiles)"
-echo "   gpulaunch against the site-wrapper baseline (GPU i, i-th block of the lowest CPUs)"
-printf '  %-16s %10s %10s\n' topology gpulaunch naive
-$GO test -run '^$' -bench 'BenchmarkPlacementScore' -benchtime 1x ./pkg/binding |
-  awk '/^BenchmarkPlacementScore/ { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]);
-        for (i = 1; i <= NF; i++) { if ($i == "gpulaunch-local%") g = $(i-1); if ($i == "naive-local%") n = $(i-1) }
-        printf "  %-16s %9.1f%% %9.1f%%\n", a[2], g, n }' | sort
-
-# ---- supervision (issue 3): gpulaunch against what users write today ----
 make -s build >/dev/null
 GL=bin/gpulaunch
 R=${BENCH_RUNS:-7}
 TMPDIR=${TMPDIR:-/tmp}
 # BENCH_AGAINST=REV (a commit, tag or branch) builds that revision too and
-# runs it beside this one in the launch and task-queue sections, so that a
+# runs it beside this one in the plan, start, launch and task-queue sections, so that a
 # change is measured against the code before it in the same run.
 OLD=
 if [ -n "${BENCH_AGAINST:-}" ]; then
@@ -35,6 +22,34 @@ if [ -n "${BENCH_AGAINST:-}" ]; then
   echo
   echo "== also measuring $BENCH_AGAINST ($(git rev-parse --short "$BENCH_AGAINST")) as 'before'"
 fi
+
+echo "== plan time (pkg/binding BenchmarkPlan: N instances on one GPU each, on a node of 16 x N CPUs)"
+echo "   per instance against 8 instances' per-instance time: 1.0x is linear; target < 5 ms at 512"
+plan_ms() { # dir: ms per plan for 8, 64, 512 instances
+  (cd "$1" && $GO test -run '^$' -bench 'BenchmarkPlan/' -benchtime 20x ./pkg/binding) |
+    awk '/^BenchmarkPlan/ { split($1, a, "="); sub(/-[0-9]+$/, "", a[2]); print a[2], $3/1e6 }'
+}
+plan_ms . >"$TMPDIR/bench-plan"
+awk 'NR == 1 { base = $2 / $1 } { printf "  %-5s %10.3f ms/plan  %6.1f us/instance  %5.2fx of 8'"'"'s per instance%s\n", $1, $2, 1000*$2/$1, ($2/$1)/base, ($1 == 512 ? ($2 < 5 ? "  (target < 5 ms: met)" : "  (target < 5 ms: NOT met)") : "") }' "$TMPDIR/bench-plan"
+if [ -n "$OLD" ]; then
+  plan_ms "$TMPDIR/bench-against" | awk -v f="$TMPDIR/bench-plan" 'BEGIN { while ((getline l < f) > 0) { split(l, x, " "); now[x[1]] = x[2] } }
+    { printf "  %-5s before %.3f ms/plan: this one takes %.3fx its time\n", $1, $2, now[$1]/$2 }'
+fi
+
+echo
+echo "== start: gpulaunch's rank mode and version against what they replace (scripts/bench-start.sh)"
+if [ -x scripts/bench-start.sh ]; then OLD="$OLD" scripts/bench-start.sh; else echo "  scripts/bench-start.sh: not there"; fi
+
+echo
+echo "== placement score: share of each instance's CPUs local to its GPU (-n = devices: GPUs up to 8, LUMI's GCDs, Aurora's tiles)"
+echo "   gpulaunch against the site-wrapper baseline (GPU i, i-th block of the lowest CPUs)"
+printf '  %-16s %10s %10s\n' topology gpulaunch naive
+$GO test -run '^$' -bench 'BenchmarkPlacementScore' -benchtime 1x ./pkg/binding |
+  awk '/^BenchmarkPlacementScore/ { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]);
+        for (i = 1; i <= NF; i++) { if ($i == "gpulaunch-local%") g = $(i-1); if ($i == "naive-local%") n = $(i-1) }
+        printf "  %-16s %9.1f%% %9.1f%%\n", a[2], g, n }' | sort
+
+# ---- supervision (issue 3): gpulaunch against what users write today ----
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 time_us() { local s e; s=$(now_us); "$@" >/dev/null 2>&1; e=$(now_us); echo $((e - s)); }
