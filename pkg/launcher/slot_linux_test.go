@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -68,5 +69,27 @@ func TestSlotCopiesOutputWithAndWithoutPidfd(t *testing.T) {
 				t.Errorf("stderr %q, want %q", errOut.String(), "1: err\n")
 			}
 		})
+	}
+}
+
+// A run whose slot thread cannot be bound starts nothing: the threads are
+// bound before any slot forks, so the instances that could be bound are
+// not started and then killed.
+func TestUnboundSlotStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	// An instance's output file is made as it starts, before its fork: it
+	// is there even when the instance is killed at once.
+	inst := func(i int, cpus string) Instance {
+		return Instance{Index: i, Path: "/bin/sleep", Args: []string{"sleep", "10"}, Env: os.Environ(),
+			Stdout: fmt.Sprintf("%s/out-%d", dir, i), Binding: process.Binding{CPUs: cpuset.MustParse(cpus)}}
+	}
+	// CPU 60000 is no CPU of any machine: sched_setaffinity refuses a mask
+	// with no online CPU in it.
+	_, err := Run(Spec{Instances: []Instance{inst(0, "0"), inst(1, "60000"), inst(2, "0")}, Policy: Policy{KillWait: time.Second}})
+	if err == nil || !strings.Contains(err.Error(), "instance 1") {
+		t.Fatalf("Run: %v; want the error of instance 1's binding", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d instance(s) started although instance 1 could not be bound", len(left))
 	}
 }
