@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -116,5 +118,31 @@ func BenchmarkSampleProcessTrees(b *testing.B) {
 			tr := tab.Tree(c.Process.Pid)
 			_ = tr.CPU(&tab) + float64(tr.RSS(&tab))
 		}
+	}
+}
+
+// noChildren is what lets the end of a run skip its scan for leftovers:
+// it must say false while any child lives, or has exited unreaped.
+func TestNoChildren(t *testing.T) {
+	if !noChildren() {
+		t.Skip("the test binary has children of its own")
+	}
+	cmd := exec.Command("sleep", "0.2")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if noChildren() {
+		t.Error("a living child: noChildren says none")
+	}
+	var info unix.Siginfo // wait for its exit without reaping it
+	if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	if noChildren() {
+		t.Error("an exited child not yet reaped: noChildren says none")
+	}
+	cmd.Wait()
+	if !noChildren() {
+		t.Error("every child reaped: noChildren says there is one")
 	}
 }

@@ -31,6 +31,9 @@ type Reaper struct {
 	sweeping sync.RWMutex
 	mu       sync.Mutex // guards owned
 	owned    map[int]bool
+	// subreaper: the kernel made this process a child subreaper, so every
+	// living descendant is a child of it or below one.
+	subreaper bool
 }
 
 // sweepEvery is how often orphans' zombies are collected while a run goes
@@ -40,8 +43,8 @@ const sweepEvery = time.Second
 // NewReaper makes gpulaunch a child subreaper: orphans below it become
 // its children instead of init's, so that it can end them at the end.
 func NewReaper() *Reaper {
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	return &Reaper{owned: map[int]bool{}}
+	err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	return &Reaper{owned: map[int]bool{}, subreaper: err == nil}
 }
 
 // sweepUntil reaps orphans every sweepEvery until ctx ends.
@@ -145,6 +148,15 @@ func (r *Reaper) reapAll() {
 // started are left alone.
 func (r *Reaper) EndDescendants(grace time.Duration, spare ...int) int {
 	r.reapAll()
+	if r.subreaper && noChildren() {
+		// An orphan below a subreaper becomes its child as its parent
+		// exits, before that parent can be reaped: with no child left,
+		// nothing is left below. This skips a scan of every process of
+		// the node (/proc/*/stat) at the end of every run; in a Slurm job
+		// it came after the last instance's exit, and cost more the more
+		// processes the node runs.
+		return 0
+	}
 	descendants := func(root int) []int { return descendantsSparing(root, spare) }
 	left := descendants(os.Getpid())
 	if len(left) == 0 {
@@ -171,6 +183,12 @@ func (r *Reaper) EndDescendants(grace time.Duration, spare ...int) int {
 	}
 	r.reapAll()
 	return len(left)
+}
+
+// noChildren: this process has no child, living or exited.
+func noChildren() bool {
+	var info unix.Siginfo
+	return unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == unix.ECHILD
 }
 
 // descendantsSparing lists the living processes below root, less spare

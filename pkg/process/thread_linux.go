@@ -44,7 +44,7 @@ type Thread struct {
 	reqs  chan startRequest
 	ready chan struct{} // closed once the thread is bound, or failed to be
 	err   error         // binding the thread failed: nothing can start (read after ready)
-	r    *Reaper
+	r     *Reaper
 	// leftovers copies the output streams that outlive their process,
 	// in the run's group, so that the run ends only when they have.
 	leftovers *errgroup.Group
