@@ -20,6 +20,7 @@ type Stream struct {
 	// ended is called once, when the stream has reached its end.
 	ended func()
 	again bool // the last read found the pipe empty but open
+	full  bool // the last read filled the space it was given: the pipe may hold more
 }
 
 // outputPipe makes the pipe of one output stream. The write end stays a
@@ -53,6 +54,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 	case n == 0:
 		return 0, io.EOF
 	}
+	s.full = n == len(p)
 	return n, nil
 }
 
@@ -62,6 +64,29 @@ func (s *Stream) readOnce() bool {
 		_ = unix.Close(s.fd)
 		s.ended()
 		return false
+	}
+	return true
+}
+
+// maxReadsPerWake bounds the reads of one stream per wake of its slot
+// thread, so that a stream that never runs dry does not keep the slot's
+// other stream and its process's exit waiting.
+const maxReadsPerWake = 16
+
+// readMore copies what the pipe has, reading again at once while each
+// read fills its buffer, up to maxReadsPerWake reads; false once the
+// stream has ended. A writer faster than gpulaunch keeps its pipe full,
+// and a poll before each read was a third system call beside cat's read
+// and write: 8 writers through -l ran at 0.70x cat's rate (make bench).
+func (s *Stream) readMore() bool {
+	for range maxReadsPerWake {
+		s.full = false
+		if !s.readOnce() {
+			return false
+		}
+		if !s.full {
+			return true
+		}
 	}
 	return true
 }

@@ -155,7 +155,7 @@ func (t *Thread) follow(p *Process) Reaped {
 				left = append(left, s)
 			case ev&unix.POLLIN == 0 && ev&(unix.POLLHUP|unix.POLLERR) != 0:
 				s.end() // empty, and no writer left: its end, without a read
-			case s.readOnce():
+			case s.readMore():
 				left = append(left, s)
 			}
 		}
