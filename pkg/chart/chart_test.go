@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"gonum.org/v1/plot/vg"
 )
 
 // sampleRun is 8 instances over 10 minutes: ramps, a restart, a gap
@@ -175,9 +173,10 @@ func TestStudySVGNotes(t *testing.T) {
 // svgText is one <text> element of a picture.
 type svgText struct {
 	X, Size float64
+	Anchor  string // text-anchor: where X is on the text
 	Family  string
 	Text    string
-	Rotated bool // in a rotated group: an axis's label, which plot places
+	Rotated bool // in a rotated group: an axis's label
 }
 
 // svgDoc is what the tests read of a picture: its width, its texts, and
@@ -226,6 +225,7 @@ func readSVG(t *testing.T, doc []byte) svgDoc {
 			case "text":
 				cur = &svgText{Family: styleOf(attr["style"], "font-family"), Rotated: slices.Contains(rotated, true)}
 				cur.X, _ = strconv.ParseFloat(attr["x"], 64)
+				cur.Anchor = attr["text-anchor"]
 				cur.Size, _ = strconv.ParseFloat(strings.TrimSuffix(styleOf(attr["style"], "font-size"), "px"), 64)
 			case "path":
 				if g, ok := glyphOf(attr); ok {
@@ -281,13 +281,17 @@ func (d svgDoc) overflowing() []string {
 		if tx.Rotated {
 			continue
 		}
-		f := sans
-		if strings.Contains(tx.Family, "Mono") {
-			f = mono
+		f := face{Mono: strings.Contains(tx.Family, "Mono"), Size: tx.Size}
+		w := f.width(tx.Text)
+		left := tx.X
+		switch tx.Anchor {
+		case "middle":
+			left -= w / 2
+		case "end":
+			left -= w
 		}
-		w := float64(textStyle(f, vg.Length(tx.Size)).Width(strings.ReplaceAll(tx.Text, "\u00a0", " ")))
-		if tx.X < 0 || tx.X+w > d.Width+0.5 {
-			out = append(out, fmt.Sprintf("%q at x %.0f, %.0f pt wide, on a %.0f pt canvas", tx.Text, tx.X, w, d.Width))
+		if left < 0 || left+w > d.Width+0.5 {
+			out = append(out, fmt.Sprintf("%q from x %.0f, %.0f pt wide, on a %.0f pt canvas", tx.Text, left, w, d.Width))
 		}
 	}
 	return out
