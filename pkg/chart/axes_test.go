@@ -85,3 +85,18 @@ func TestChartLinksTheStandardLibraryOnly(t *testing.T) {
 		}
 	}
 }
+
+// Series beyond the palette's ten repeat its colours, dashed.
+func TestSeriesStroke(t *testing.T) {
+	for _, tc := range []struct {
+		i      int
+		colour rgb
+		dashed bool
+	}{
+		{0, palette[0], false}, {9, palette[9], false}, {10, palette[0], true}, {23, palette[3], true},
+	} {
+		if s := seriesStroke(tc.i); s.Colour != tc.colour || (len(s.Dashes) > 0) != tc.dashed {
+			t.Errorf("series %d: %v, want colour %v, dashed %v", tc.i, s, tc.colour, tc.dashed)
+		}
+	}
+}

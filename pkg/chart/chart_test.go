@@ -412,3 +412,49 @@ func TestRunSVGEventsApart(t *testing.T) {
 		}
 	}
 }
+
+// A study's spread is drawn: one vertical bar in the measured line's
+// colour at each size whose runs have a spread, as tall as the spread.
+func TestStudySVGSpread(t *testing.T) {
+	s := Study{Title: "spread", Threshold: 0.6, Verdict: "scales"}
+	for _, g := range []int{1, 2, 4} {
+		sp := float64(g) * 0.9
+		s.Points = append(s.Points, StudyPoint{GPUs: g, Speedup: fp(sp), Ideal: fp(float64(g)), Efficiency: fp(0.9),
+			SpeedupLow: fp(sp - 0.5), SpeedupHigh: fp(sp + 0.5), Status: "ok"})
+	}
+	s.Points = append(s.Points, StudyPoint{GPUs: 8, Speedup: fp(6), Ideal: fp(8), Efficiency: fp(0.75), Status: "ok"}) // one run: no spread
+	var svg bytes.Buffer
+	if err := StudySVG(s, &svg); err != nil {
+		t.Fatal(err)
+	}
+	var heights []float64
+	dec := xml.NewDecoder(&svg)
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok || el.Name.Local != "path" {
+			continue
+		}
+		attr := map[string]string{}
+		for _, a := range el.Attr {
+			attr[a.Name.Local] = a.Value
+		}
+		var x0, y0, x1, y1 float64
+		if n, _ := fmt.Sscanf(attr["d"], "M%f,%f L%f,%f", &x0, &y0, &x1, &y1); n == 4 && x0 == x1 && y0 != y1 &&
+			styleOf(attr["style"], "stroke") == palette[0].String() {
+			heights = append(heights, math.Abs(y1-y0))
+		}
+	}
+	if len(heights) != 3 {
+		t.Fatalf("%d spread bars, want 3 (the sizes with a spread): %v", len(heights), heights)
+	}
+	// each spread is 1 (×) on one axis: three bars of one height
+	if math.Abs(heights[0]-heights[1]) > 0.02 || math.Abs(heights[0]-heights[2]) > 0.02 || heights[0] < 5 {
+		t.Errorf("bars of heights %v, want three equal ones", heights)
+	}
+}
