@@ -257,7 +257,7 @@ func measured(t, ys []float64, xDiv, yDiv float64) [][]xy {
 // instance, named left of the first panel's data area and ruled in light
 // grey across it, its events where f puts their time, each kind with its
 // glyph in the instance's colour (time in seconds, over div: the time
-// axis's unit). A row each, rather than glyphs offset
+// axis's unit; an event at no time, not a number, is left out). A row each, rather than glyphs offset
 // within a panel: eight instances that start and exit at one moment
 // would otherwise stack their glyphs (the offset a panel has room for is
 // smaller than a glyph), and the row says whose an event is where
@@ -273,7 +273,7 @@ func drawEvents(c *canvas, insts []Instance, f frame, div, top float64) {
 		c.line(rule, point{x0, y}, point{x1, y})
 		for _, kind := range eventKinds {
 			for _, e := range in.Events {
-				if e.Kind == kind {
+				if e.Kind == kind && !math.IsNaN(e.T) && !math.IsInf(e.T, 0) {
 					c.glyph(eventGlyphs[kind], point{f.at(e.T/div, 0).X, y}, 3, palette[i%len(palette)])
 				}
 			}
