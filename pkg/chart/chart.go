@@ -2,22 +2,33 @@
 // (`gpulaunch report FILE --svg|--html`) and a scaling study
 // (`gpulaunch scale --svg`).
 //
-// It draws with gonum.org/v1/plot, Gonum's plotting library, rather than
-// hand-written SVG: axes, ticks, legends and text measurement are the
-// hard part of a readable chart and it has them, in pure Go (no cgo, as
-// gpulaunch's CGO_ENABLED=0 build needs), writing SVG and PNG. go-echarts
-// was the other candidate: its charts are HTML pages that load ECharts'
-// JavaScript from a CDN, which compute nodes cannot reach and a report
-// should not need.
+// It writes the SVG itself (svg.go: paths, dots, text; axes.go: axes
+// with nice ticks, grids, legends; text.go: text widths from a table of
+// the font's advances) rather than drawing with a plotting library,
+// because every gpulaunch process pays for a library at its start,
+// pictures drawn or not: Go runs the init of every linked package before
+// main, and links a package whole or not at all, so a library is as
+// cheap as its init and its size, never "loaded when it draws". A rank
+// wrapper (`mpirun -np 1024 gpulaunch -- app`) starts once per rank.
 //
-// What it costs every gpulaunch process, pictures drawn or not (Go runs
-// every linked package's init): the plot package parses its 12 embedded
-// Liberation fonts at init, and it links its PDF, EPS and PNG back ends.
-// Measured against the binary before pkg/chart (70b7289, 60 interleaved
-// runs of `gpulaunch -n 1 -G 0 -- true` on the 2-CPU VM): 42.7 ms against
-// 37.2 ms per run, 14 MiB against 10 MiB RSS, 21 MB against 13 MB on disk.
-// A rank wrapper starts once per rank and an app's own start (Python and
-// its imports) takes seconds, so the readable pictures are worth it.
+// Measured on the 2-CPU VM (Go 1.26, cgo build, 201 interleaved runs of
+// `gpulaunch version` each, medians, under load; init is the sum of
+// GODEBUG=inittrace=1's clock):
+//
+//	                            size     init    wall     RSS
+//	Go hello world              2.4 MB   1.1 ms   8.6 ms   8.4 MiB
+//	with Gonum's plot (before)  26.2 MB  14.8 ms  28.3 ms  15.7 MiB
+//	  the same, -tags minimal   24.5 MB  13.5 ms  27.9 ms  16.0 MiB
+//	this SVG writer             18.8 MB  11.7 ms  24.4 ms  12.0 MiB
+//
+// Of Gonum's 3.2 ms, plot's init parses its 12 embedded Liberation fonts
+// (1.9 ms) unconditionally: it has no option to load them when it draws,
+// and its "minimal" build tag drops only its PDF, EPS, PNG and TeX back
+// ends (1.7 MB), not the fonts nor go-latex's symbol tables (0.9 ms),
+// which its text package imports. Keeping the drawing off the start
+// would take a second binary or a Go plugin (cgo, built with the same
+// toolchain), where gpulaunch is one file to copy. The writer draws the
+// same information: the pictures' tests parse it with encoding/xml.
 //
 // Its inputs are its own types (Run, Study), filled by the callers from
 // the report and the study, so that the drawing rules do not depend on
@@ -26,58 +37,24 @@ package chart
 
 import (
 	"fmt"
-	"image/color"
 	"math"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // palette tells up to ten series apart (Tableau's ten, which stay
 // distinct for the colour-blind more than most); beyond ten a series
 // repeats a colour with a dash.
-var palette = []color.RGBA{
-	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255}, {148, 103, 189, 255},
-	{140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255},
+var palette = []rgb{
+	{31, 119, 180}, {255, 127, 14}, {44, 160, 44}, {214, 39, 40}, {148, 103, 189},
+	{140, 86, 75}, {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},
 }
 
-// seriesStyle is series i's line.
-func seriesStyle(i int) draw.LineStyle {
-	sty := draw.LineStyle{Color: palette[i%len(palette)], Width: vg.Points(1.5)}
+// seriesStroke is series i's line.
+func seriesStroke(i int) stroke {
+	s := stroke{Colour: palette[i%len(palette)], Width: 1.5}
 	if i >= len(palette) {
-		sty.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		s.Dashes = []float64{5, 3}
 	}
-	return sty
-}
-
-// Fonts: sans for the chart, mono for tables.
-var (
-	sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-	mono = font.Font{Typeface: "Liberation", Variant: "Mono"}
-)
-
-// newPlot is a plot with the house fonts and the given labels.
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(sans, 13)
-	p.X.Label.Text, p.Y.Label.Text = x, y
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 11)
-		a.Tick.Label.Font = font.From(sans, 9)
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 10)
-	p.Add(gridLines())
-	return p
-}
-
-// textStyle is a style for free text on a canvas.
-func textStyle(f font.Font, size vg.Length) text.Style {
-	return text.Style{Color: color.Black, Font: font.From(f, size), Handler: plot.DefaultTextHandler}
+	return s
 }
 
 // timeUnit picks the unit the time axis reads best in: seconds up to 10
@@ -103,12 +80,14 @@ func byteUnit(max float64) (string, float64) {
 	return "KiB", 1 << 10
 }
 
-// maxOf is the largest value of xs, and 0 for none.
+// maxOf is the largest finite value of xs, and 0 for none.
 func maxOf(xs ...[]float64) float64 {
 	m := 0.0
 	for _, s := range xs {
 		for _, x := range s {
-			m = math.Max(m, x)
+			if !math.IsInf(x, 0) && !math.IsNaN(x) {
+				m = math.Max(m, x)
+			}
 		}
 	}
 	return m
@@ -116,10 +95,15 @@ func maxOf(xs ...[]float64) float64 {
 
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
-// gridLines are the plot's light grid.
-func gridLines() *plotter.Grid {
-	g := plotter.NewGrid()
-	g.Vertical.Color = color.Gray{Y: 225}
-	g.Horizontal.Color = color.Gray{Y: 225}
-	return g
+// titleLines writes title centred at the top of c, wrapped to its width
+// less 2 cm, and returns where what is under it may start.
+func titleLines(c *canvas, title string) float64 {
+	y := 22.0
+	for i, line := range wrap(titleFace, title, c.W-2*cm) {
+		if i > 0 {
+			y += 1.2 * titleFace.Size
+		}
+		c.text(titleFace, c.W/2, y, atMiddle, line)
+	}
+	return y + 18
 }

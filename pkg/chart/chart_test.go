@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"gonum.org/v1/plot/vg"
 )
 
 // sampleRun is 8 instances over 10 minutes: ramps, a restart, a gap
@@ -175,9 +173,10 @@ func TestStudySVGNotes(t *testing.T) {
 // svgText is one <text> element of a picture.
 type svgText struct {
 	X, Size float64
+	Anchor  string // text-anchor: where X is on the text
 	Family  string
 	Text    string
-	Rotated bool // in a rotated group: an axis's label, which plot places
+	Rotated bool // in a rotated group: an axis's label
 }
 
 // svgDoc is what the tests read of a picture: its width, its texts, and
@@ -226,6 +225,7 @@ func readSVG(t *testing.T, doc []byte) svgDoc {
 			case "text":
 				cur = &svgText{Family: styleOf(attr["style"], "font-family"), Rotated: slices.Contains(rotated, true)}
 				cur.X, _ = strconv.ParseFloat(attr["x"], 64)
+				cur.Anchor = attr["text-anchor"]
 				cur.Size, _ = strconv.ParseFloat(strings.TrimSuffix(styleOf(attr["style"], "font-size"), "px"), 64)
 			case "path":
 				if g, ok := glyphOf(attr); ok {
@@ -281,13 +281,17 @@ func (d svgDoc) overflowing() []string {
 		if tx.Rotated {
 			continue
 		}
-		f := sans
-		if strings.Contains(tx.Family, "Mono") {
-			f = mono
+		f := face{Mono: strings.Contains(tx.Family, "Mono"), Size: tx.Size}
+		w := f.width(tx.Text)
+		left := tx.X
+		switch tx.Anchor {
+		case "middle":
+			left -= w / 2
+		case "end":
+			left -= w
 		}
-		w := float64(textStyle(f, vg.Length(tx.Size)).Width(strings.ReplaceAll(tx.Text, "\u00a0", " ")))
-		if tx.X < 0 || tx.X+w > d.Width+0.5 {
-			out = append(out, fmt.Sprintf("%q at x %.0f, %.0f pt wide, on a %.0f pt canvas", tx.Text, tx.X, w, d.Width))
+		if left < 0 || left+w > d.Width+0.5 {
+			out = append(out, fmt.Sprintf("%q from x %.0f, %.0f pt wide, on a %.0f pt canvas", tx.Text, left, w, d.Width))
 		}
 	}
 	return out
@@ -406,5 +410,51 @@ func TestRunSVGEventsApart(t *testing.T) {
 				t.Errorf("glyphs overlap: %v and %v", a, b)
 			}
 		}
+	}
+}
+
+// A study's spread is drawn: one vertical bar in the measured line's
+// colour at each size whose runs have a spread, as tall as the spread.
+func TestStudySVGSpread(t *testing.T) {
+	s := Study{Title: "spread", Threshold: 0.6, Verdict: "scales"}
+	for _, g := range []int{1, 2, 4} {
+		sp := float64(g) * 0.9
+		s.Points = append(s.Points, StudyPoint{GPUs: g, Speedup: fp(sp), Ideal: fp(float64(g)), Efficiency: fp(0.9),
+			SpeedupLow: fp(sp - 0.5), SpeedupHigh: fp(sp + 0.5), Status: "ok"})
+	}
+	s.Points = append(s.Points, StudyPoint{GPUs: 8, Speedup: fp(6), Ideal: fp(8), Efficiency: fp(0.75), Status: "ok"}) // one run: no spread
+	var svg bytes.Buffer
+	if err := StudySVG(s, &svg); err != nil {
+		t.Fatal(err)
+	}
+	var heights []float64
+	dec := xml.NewDecoder(&svg)
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok || el.Name.Local != "path" {
+			continue
+		}
+		attr := map[string]string{}
+		for _, a := range el.Attr {
+			attr[a.Name.Local] = a.Value
+		}
+		var x0, y0, x1, y1 float64
+		if n, _ := fmt.Sscanf(attr["d"], "M%f,%f L%f,%f", &x0, &y0, &x1, &y1); n == 4 && x0 == x1 && y0 != y1 &&
+			styleOf(attr["style"], "stroke") == palette[0].String() {
+			heights = append(heights, math.Abs(y1-y0))
+		}
+	}
+	if len(heights) != 3 {
+		t.Fatalf("%d spread bars, want 3 (the sizes with a spread): %v", len(heights), heights)
+	}
+	// each spread is 1 (×) on one axis: three bars of one height
+	if math.Abs(heights[0]-heights[1]) > 0.02 || math.Abs(heights[0]-heights[2]) > 0.02 || heights[0] < 5 {
+		t.Errorf("bars of heights %v, want three equal ones", heights)
 	}
 }

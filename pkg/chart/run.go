@@ -3,17 +3,9 @@ package chart
 import (
 	"fmt"
 	"html"
-	"image/color"
 	"io"
 	"math"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Run is what a picture of a run shows.
@@ -49,7 +41,7 @@ type Event struct {
 // order they are drawn and listed in (a map's would change the SVG from
 // one drawing to the next).
 var (
-	eventGlyphs = map[string]draw.GlyphDrawer{"start": draw.TriangleGlyph{}, "exit": draw.CrossGlyph{}, "warning": draw.RingGlyph{}}
+	eventGlyphs = map[string]string{"start": triangleGlyph, "exit": crossGlyph, "warning": ringGlyph}
 	eventKinds  = []string{"start", "exit", "warning"}
 )
 
@@ -138,13 +130,20 @@ const (
 	eventRow    = 0.42
 )
 
-// runDims is the canvas of a picture of n instances and np panels: tall
-// enough for the panels, the events strip, and a legend whose lines never
-// overlap.
-func runDims(n, np int) (vg.Length, vg.Length) {
+// runDims is the canvas of a picture of n instances and np panels, in
+// pt: tall enough for the panels, the events strip, and a legend whose
+// lines never overlap.
+func runDims(n, np int) (float64, float64) {
 	h := 3 + eventRow*float64(n+1) + panelHeight*float64(np)
-	return 30 * vg.Centimeter, vg.Length(math.Max(h, 10+0.6*float64(n))) * vg.Centimeter
+	return 30 * cm, math.Max(h, 10+0.6*float64(n)) * cm
 }
+
+// The run picture's columns: the panels in the left 64 %, the legend and
+// the summary table from 66 % to 0.5 cm from the right edge.
+const (
+	panelsWidth = 0.64
+	rightColumn = 0.66
+)
 
 // RunSVG draws r: an events strip with one row per instance (its starts,
 // exits and warnings), then each panel of runPanels over time, one
@@ -152,48 +151,78 @@ func runDims(n, np int) (vg.Length, vg.Length) {
 func RunSVG(r Run, w io.Writer) error {
 	panels := runPanels(r)
 	width, height := runDims(len(r.Instances), len(panels))
-	c := vgsvg.New(width, height)
-	dc := draw.New(c)
-	plots, xDiv, err := runPlots(r, panels)
-	if err != nil {
-		return err
-	}
-	title := textStyle(sans, 14)
-	title.XAlign = draw.XCenter
-	dc.FillText(title, vg.Point{X: width / 2, Y: height - vg.Points(16)}, r.Title)
-	top := height - 1.4*vg.Centimeter
+	c := newCanvas(width, height)
+	top := titleLines(c, r.Title)
+	rightTop := math.Max(1.6*cm, top)
 	if note := runNote(r, panels); note != "" {
-		sty := textStyle(sans, 11)
-		for _, line := range wrap(sty, note, 0.6*width) {
-			dc.FillText(sty, vg.Point{X: vg.Centimeter, Y: top}, line)
-			top -= 1.3 * sty.Font.Size
+		for _, line := range wrap(labelFace, note, 0.6*width) {
+			c.text(labelFace, cm, top, atStart, line)
+			top += 1.3 * labelFace.Size
 		}
-		top -= 0.2 * vg.Centimeter
+		top += 0.2 * cm
 	}
-	strip := vg.Length(eventRow*float64(len(r.Instances)+1)) * vg.Centimeter
-	left := draw.Crop(dc, 0, -0.36*width, 0, -(height - top + strip))
-	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Centimeter, PadTop: vg.Points(4), PadLeft: vg.Points(4)}
-	grid := make([][]*plot.Plot, len(plots))
-	for i, p := range plots {
-		grid[i] = []*plot.Plot{p}
+	strip := eventRow * float64(len(r.Instances)+1) * cm
+	charts := runCharts(r, panels)
+	left := yAxisRoom(charts...)
+	slots := stack(box{4, top + strip, panelsWidth * width, height - top - strip - 0.3*cm}, len(charts), cm)
+	var first frame
+	for i, ch := range charts {
+		f := drawChart(c, ch, slots[i], left)
+		if i == 0 {
+			first = f
+		}
 	}
-	canvases := plot.Align(grid, tiles, left)
-	for i, p := range plots {
-		p.Draw(canvases[i][0])
-	}
-	data := plots[0].DataCanvas(canvases[0][0])
-	drawEvents(dc, r.Instances, func(t float64) vg.Length { return data.X(plots[0].X.Norm(t / xDiv)) }, data.Min.X, data.Max.X, top)
-	right := draw.Crop(dc, 0.66*width, -vg.Centimeter/2, vg.Centimeter, -1.6*vg.Centimeter)
-	drawLegend(right, r.Instances)
-	drawTable(right, r.Summary, len(r.Instances))
-	_, err = c.WriteTo(w)
-	return err
+	_, div := timeUnit(runEnd(r))
+	drawEvents(c, r.Instances, first, div, top)
+	right := box{rightColumn * width, rightTop, width - 0.5*cm - rightColumn*width, height - rightTop}
+	drawLegend(c, r.Instances, right)
+	drawTable(c, r.Summary, len(r.Instances), right)
+	return c.writeTo(w)
 }
 
-// runPlots makes the panels on one time axis from the start, in the time
-// unit it returns the divisor of; a line is broken where its figure was
-// not measured.
-func runPlots(r Run, panels []panel) ([]*plot.Plot, float64, error) {
+// stack divides b into n boxes one above the other, gap apart.
+func stack(b box, n int, gap float64) []box {
+	h := (b.H - gap*float64(n-1)) / float64(n)
+	var out []box
+	for i := range n {
+		out = append(out, box{b.X, b.Y + float64(i)*(h+gap), b.W, h})
+	}
+	return out
+}
+
+// runCharts makes the panels on one time axis from the start, in the
+// unit timeUnit picks; a line is broken where its figure was not
+// measured.
+func runCharts(r Run, panels []panel) []xyChart {
+	end := runEnd(r)
+	unit, div := timeUnit(end)
+	var charts []xyChart
+	for _, pn := range panels {
+		var ys [][]float64
+		for _, in := range r.Instances {
+			ys = append(ys, pn.of(in))
+		}
+		top, yDiv := maxOf(ys...), 1.0
+		ch := xyChart{Title: pn.Title, XLabel: "time since the start (" + unit + ")", YLabel: pn.YLabel, XMax: end / div}
+		if pn.bytes {
+			var u string
+			u, yDiv = byteUnit(top)
+			ch.YLabel += " (" + u + ")"
+		}
+		ch.YMax = math.Max(1.12*top/yDiv, 1) // room above the highest line
+		if pn.is(gpuUtilPanel) {
+			ch.YMax = 105
+		}
+		for i, in := range r.Instances {
+			ch.Series = append(ch.Series, series{Stroke: seriesStroke(i), Segments: measured(in.T, pn.of(in), div, yDiv)})
+		}
+		charts = append(charts, ch)
+	}
+	return charts
+}
+
+// runEnd is the time of the run's last sample or event.
+func runEnd(r Run) float64 {
 	var all []float64
 	for _, in := range r.Instances {
 		all = append(all, in.T...)
@@ -201,52 +230,22 @@ func runPlots(r Run, panels []panel) ([]*plot.Plot, float64, error) {
 			all = append(all, e.T)
 		}
 	}
-	end := maxOf(all)
-	unit, div := timeUnit(end)
-	var plots []*plot.Plot
-	for _, pn := range panels {
-		var ys [][]float64
-		for _, in := range r.Instances {
-			ys = append(ys, pn.of(in))
-		}
-		top, yDiv := maxOf(ys...), 1.0
-		yLabel := pn.YLabel
-		p := newPlot(pn.Title, "time since the start ("+unit+")", yLabel)
-		if pn.bytes {
-			var u string
-			u, yDiv = byteUnit(top)
-			p.Y.Label.Text = yLabel + " (" + u + ")"
-		}
-		p.Y.Min, p.Y.Max = 0, math.Max(1.12*top/yDiv, 1) // room above the highest line
-		if pn.is(gpuUtilPanel) {
-			p.Y.Max = 105
-		}
-		p.X.Min, p.X.Max = 0, end/div
-		for i, in := range r.Instances {
-			for _, seg := range measured(in.T, pn.of(in), div, yDiv) {
-				if err := addLine(p, seg, i); err != nil {
-					return nil, 0, err
-				}
-			}
-		}
-		plots = append(plots, p)
-	}
-	return plots, div, nil
+	return maxOf(all)
 }
 
-// measured splits a series into the runs of points that were measured,
-// scaled by xDiv and yDiv.
-func measured(t, ys []float64, xDiv, yDiv float64) []plotter.XYs {
-	var out []plotter.XYs
-	var cur plotter.XYs
+// measured splits a series into the runs of points that were measured
+// (a figure below 0, or not finite, was not), scaled by xDiv and yDiv.
+func measured(t, ys []float64, xDiv, yDiv float64) [][]xy {
+	var out [][]xy
+	var cur []xy
 	for k := range t {
-		if k >= len(ys) || ys[k] < 0 {
+		if k >= len(ys) || !(ys[k] >= 0) || math.IsInf(ys[k], 0) || math.IsNaN(t[k]) || math.IsInf(t[k], 0) {
 			if len(cur) > 0 {
 				out, cur = append(out, cur), nil
 			}
 			continue
 		}
-		cur = append(cur, plotter.XY{X: t[k] / xDiv, Y: ys[k] / yDiv})
+		cur = append(cur, xy{t[k] / xDiv, ys[k] / yDiv})
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
@@ -254,39 +253,28 @@ func measured(t, ys []float64, xDiv, yDiv float64) []plotter.XYs {
 	return out
 }
 
-func addLine(p *plot.Plot, xys plotter.XYs, i int) error {
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return err
-	}
-	l.LineStyle = seriesStyle(i)
-	p.Add(l)
-	return nil
-}
-
-// drawEvents draws the events strip below y top: one row per instance,
-// named on the left of x0 and ruled in light grey, its events at x(t),
-// each kind with its glyph in the instance's colour, the row's rule from
-// x0 to x1. A row each, rather
-// than glyphs offset within a panel: eight instances that start and exit
-// at one moment would otherwise stack their glyphs (the offset a panel
-// has room for is smaller than a glyph), and the row says whose an event
-// is where colours alone are hard to tell apart.
-func drawEvents(c draw.Canvas, insts []Instance, x func(float64) vg.Length, x0, x1, top vg.Length) {
-	row := vg.Length(eventRow) * vg.Centimeter
-	label := textStyle(sans, 8)
-	label.XAlign, label.YAlign = draw.XRight, draw.YCenter
-	head := textStyle(sans, 9)
-	head.XAlign, head.YAlign = draw.XRight, draw.YCenter
-	c.FillText(head, vg.Point{X: x0 - vg.Points(6), Y: top - row/2}, "events")
+// drawEvents draws the events strip from y top down: one row per
+// instance, named left of the first panel's data area and ruled in light
+// grey across it, its events where f puts their time, each kind with its
+// glyph in the instance's colour (time in seconds, over div: the time
+// axis's unit; an event at no time, not a number, is left out). A row each, rather than glyphs offset
+// within a panel: eight instances that start and exit at one moment
+// would otherwise stack their glyphs (the offset a panel has room for is
+// smaller than a glyph), and the row says whose an event is where
+// colours alone are hard to tell apart.
+func drawEvents(c *canvas, insts []Instance, f frame, div, top float64) {
+	row := eventRow * cm
+	x0, x1 := f.Left, f.Left+f.W
+	c.text(tickFace, x0-6, top+row/2+0.35*tickFace.Size, atEnd, "events")
+	rule := stroke{Colour: gridGrey, Width: 0.5}
 	for i, in := range insts {
-		y := top - vg.Length(i+1)*row - row/2
-		c.FillText(label, vg.Point{X: x0 - vg.Points(6), Y: y}, fmt.Sprint(i))
-		c.StrokeLine2(draw.LineStyle{Color: color.Gray{Y: 225}, Width: vg.Points(0.5)}, x0, y, x1, y)
+		y := top + float64(i+1)*row + row/2
+		c.text(eventFace, x0-6, y+0.35*eventFace.Size, atEnd, fmt.Sprint(i))
+		c.line(rule, point{x0, y}, point{x1, y})
 		for _, kind := range eventKinds {
 			for _, e := range in.Events {
-				if e.Kind == kind {
-					c.DrawGlyph(draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(3), Shape: eventGlyphs[kind]}, vg.Point{X: x(e.T), Y: y})
+				if e.Kind == kind && !math.IsNaN(e.T) && !math.IsInf(e.T, 0) {
+					c.glyph(eventGlyphs[kind], point{f.at(e.T/div, 0).X, y}, 3, palette[i%len(palette)])
 				}
 			}
 		}
@@ -294,67 +282,34 @@ func drawEvents(c draw.Canvas, insts []Instance, x func(float64) vg.Length, x0, 
 }
 
 // drawLegend draws one entry per instance and one per event kind at the
-// top of c.
-func drawLegend(c draw.Canvas, insts []Instance) {
-	l := plot.NewLegend()
-	l.TextStyle = textStyle(sans, 10)
-	l.Top, l.Left = true, true
+// top of b.
+func drawLegend(c *canvas, insts []Instance, b box) {
+	x, y := b.X, b.Y
 	for i, in := range insts {
-		sty := seriesStyle(i)
-		line := &plotter.Line{LineStyle: sty}
-		l.Add(in.Label, line)
+		mid := y + legendLine*(float64(i)+0.5)
+		c.line(seriesStroke(i), point{x, mid}, point{x + legendSample, mid})
+		c.text(legendFace, x+legendSample+5, mid+0.35*legendFace.Size, atStart, in.Label)
 	}
-	for _, kind := range eventKinds {
-		l.Add(kind, &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: color.Black, Radius: vg.Points(3), Shape: eventGlyphs[kind]}})
+	for k, kind := range eventKinds {
+		mid := y + legendLine*(float64(len(insts)+k)+0.5)
+		c.glyph(eventGlyphs[kind], point{x + legendSample/2, mid}, 3, black)
+		c.text(legendFace, x+legendSample+5, mid+0.35*legendFace.Size, atStart, kind)
 	}
-	l.Draw(c)
 }
 
-// drawTable writes the summary below the legend of n instances, each row
-// wrapped to the width of c.
-func drawTable(c draw.Canvas, rows []string, n int) {
-	sty := textStyle(mono, 8)
-	lineH := 1.35 * sty.Font.Size
-	y := c.Max.Y - vg.Length(n+3)*1.3*vg.Points(10) - 2*lineH
+// drawTable writes the summary in b below the legend of n instances,
+// each row wrapped to b's width.
+func drawTable(c *canvas, rows []string, n int, b box) {
+	lineH := 1.35 * tableFace.Size
+	y := b.Y + float64(n+3)*legendLine + 2*lineH
 	for _, row := range rows {
-		for _, line := range wrap(sty, row, c.Max.X-c.Min.X) {
+		for _, line := range wrap(tableFace, row, b.W) {
 			// SVG folds runs of spaces into one: the columns keep their
 			// places with no-break spaces
-			c.FillText(sty, vg.Point{X: c.Min.X, Y: y}, strings.ReplaceAll(line, " ", "\u00a0"))
-			y -= lineH
+			c.text(tableFace, b.X, y, atStart, strings.ReplaceAll(line, " ", "\u00a0"))
+			y += lineH
 		}
 	}
-}
-
-// wrap breaks s at spaces into lines no wider than width in sty, a word
-// wider than that alone on its line, cut; the lines after the first are
-// indented by two spaces, so that they read as one entry.
-func wrap(sty text.Style, s string, width vg.Length) []string {
-	if sty.Width(s) <= width {
-		return []string{s}
-	}
-	var lines []string
-	cur := ""
-	for _, word := range strings.Split(s, " ") {
-		next := cur + " " + word
-		if cur == "" {
-			next = word
-		}
-		if sty.Width(next) <= width || cur == "" {
-			cur = next
-			continue
-		}
-		lines = append(lines, cur)
-		cur = "  " + word
-	}
-	lines = append(lines, cur)
-	for i, l := range lines {
-		for sty.Width(l) > width && len(l) > 1 {
-			l = l[:len(l)-1]
-		}
-		lines[i] = l
-	}
-	return lines
 }
 
 // RunHTML writes r as one self-contained page for a browser: the picture
@@ -368,15 +323,7 @@ func RunHTML(r Run, w io.Writer) error {
 	fmt.Fprintf(w, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n", html.EscapeString(r.Title))
 	fmt.Fprint(w, "<style>body{font-family:sans-serif;margin:1em}</style></head><body>\n")
 	fmt.Fprintf(w, "<h1>%s</h1>\n", html.EscapeString(r.Title))
-	io.WriteString(w, svgBody(svg.String()))
+	io.WriteString(w, svg.String())
 	fmt.Fprint(w, "\n</body></html>\n")
 	return nil
-}
-
-// svgBody is an SVG document without its XML prolog, to be inlined.
-func svgBody(doc string) string {
-	if i := strings.Index(doc, "<svg"); i >= 0 {
-		return doc[i:]
-	}
-	return doc
 }

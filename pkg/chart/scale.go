@@ -2,16 +2,9 @@ package chart
 
 import (
 	"fmt"
-	"image/color"
 	"io"
+	"math"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Study is what the picture of a scaling study shows.
@@ -42,30 +35,21 @@ type StudyPoint struct {
 // efficiency against the threshold, and the mean GPU utilisation, each
 // against the GPU count, the verdict below.
 func StudySVG(s Study, w io.Writer) error {
-	width, height := 24*vg.Centimeter, 30*vg.Centimeter
-	c := vgsvg.New(width, height)
-	dc := draw.New(c)
-	plots, err := studyPlots(s)
-	if err != nil {
-		return err
+	c := newCanvas(24*cm, 30*cm)
+	top := titleLines(c, s.Title)
+	charts := studyCharts(s)
+	left := yAxisRoom(charts...)
+	for i, b := range stack(box{4, top, c.W - 4, c.H - 2.2*cm - top}, len(charts), 0.8*cm) {
+		drawChart(c, charts[i], b, left)
 	}
-	body := draw.Crop(dc, 0, 0, 2.2*vg.Centimeter, -1.2*vg.Centimeter)
-	tiles := draw.Tiles{Rows: 3, Cols: 1, PadY: 0.8 * vg.Centimeter, PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-	canvases := plot.Align([][]*plot.Plot{{plots[0]}, {plots[1]}, {plots[2]}}, tiles, body)
-	for i, p := range plots {
-		p.Draw(canvases[i][0])
-	}
-	title := textStyle(sans, 14)
-	title.XAlign = draw.XCenter
-	dc.FillText(title, vg.Point{X: width / 2, Y: height - vg.Points(16)}, s.Title)
-	foot := textStyle(sans, 10)
-	y := 1.4 * vg.Centimeter
+	y := c.H - 1.4*cm
 	for _, line := range studyFoot(s) {
-		dc.FillText(foot, vg.Point{X: vg.Centimeter, Y: y}, line)
-		y -= 1.4 * foot.Font.Size
+		for _, part := range wrap(legendFace, line, c.W-2*cm) {
+			c.text(legendFace, cm, y, atStart, part)
+			y += 1.4 * legendFace.Size
+		}
 	}
-	_, err = c.WriteTo(w)
-	return err
+	return c.writeTo(w)
 }
 
 // studyFoot is the verdict, and the points without a figure.
@@ -83,8 +67,20 @@ func studyFoot(s Study) []string {
 	return lines
 }
 
-// studyPlots makes the three panels, on one x axis of GPU counts.
-func studyPlots(s Study) ([]*plot.Plot, error) {
+// The study's series: measured points are dotted, the ideal dashed, and
+// the threshold a thin red dash.
+var (
+	idealDashes     = []float64{6, 4}
+	thresholdStroke = stroke{Colour: threshRed, Width: 1, Dashes: []float64{3, 3}}
+)
+
+const studyDot = 3.5
+
+// studyCharts makes the three panels on one x axis of GPU counts, a
+// tick at every size, a failed one too. Their legends go where their
+// lines are not: the speedup starts low on the left, efficiency and
+// utilisation start high.
+func studyCharts(s Study) []xyChart {
 	x := "GPUs"
 	if s.By != "" {
 		x = s.By
@@ -95,71 +91,60 @@ func studyPlots(s Study) ([]*plot.Plot, error) {
 	if s.Figure != "" {
 		title = "Speedup of " + s.Figure + " over the smallest size"
 	}
-	speed := newPlot(title, x, "speedup over the smallest size (×)")
-	eff := newPlot("Parallel efficiency", x, "efficiency (%)")
-	util := newPlot("GPU utilisation", x, "mean GPU utilisation (%)")
-	var ticks []plot.Tick
-	var measured, ideal, effs, utils plotter.XYs
-	var spread plotter.XYs
-	var low, high []float64
+	axis := xyChart{XLabel: x, XPad: 8}
+	for _, p := range s.Points {
+		axis.XTicks = append(axis.XTicks, tick{float64(p.GPUs), fmt.Sprint(p.GPUs)})
+	}
+	if n := len(axis.XTicks); n > 0 {
+		axis.XMin, axis.XMax = axis.XTicks[0].Value, axis.XTicks[n-1].Value
+	}
+	speed, eff, util := axis, axis, axis
+	speed.Title, speed.YLabel, speed.Legend = title, "speedup over the smallest size (×)", legendTopLeft
+	eff.Title, eff.YLabel, eff.Legend, eff.YMax = "Parallel efficiency", "efficiency (%)", legendBottomLeft, 110
+	util.Title, util.YLabel, util.Legend, util.YMax = "GPU utilisation", "mean GPU utilisation (%)", legendBottomLeft, 105
+	var measured, ideal, effs, utils []xy
+	var high []float64
 	for _, p := range s.Points {
 		g := float64(p.GPUs)
-		ticks = append(ticks, plot.Tick{Value: g, Label: fmt.Sprint(p.GPUs)})
 		if p.Speedup != nil {
-			measured = append(measured, plotter.XY{X: g, Y: *p.Speedup})
-			ideal = append(ideal, plotter.XY{X: g, Y: *p.Ideal})
-			effs = append(effs, plotter.XY{X: g, Y: 100 * *p.Efficiency})
-		}
-		if p.SpeedupLow != nil && p.SpeedupHigh != nil && p.Speedup != nil {
-			spread = append(spread, plotter.XY{X: g, Y: *p.Speedup})
-			low, high = append(low, *p.Speedup-*p.SpeedupLow), append(high, *p.SpeedupHigh-*p.Speedup)
+			measured, ideal = append(measured, xy{g, *p.Speedup}), append(ideal, xy{g, *p.Ideal})
+			effs = append(effs, xy{g, 100 * *p.Efficiency})
+			high = append(high, *p.Speedup, *p.Ideal)
+			if p.SpeedupLow != nil && p.SpeedupHigh != nil {
+				speed.Bars = append(speed.Bars, errorBar{g, *p.SpeedupLow, *p.SpeedupHigh})
+				high = append(high, *p.SpeedupHigh)
+			}
 		}
 		if p.Util != nil {
-			utils = append(utils, plotter.XY{X: g, Y: *p.Util})
+			utils = append(utils, xy{g, *p.Util})
 		}
 	}
-	for _, p := range []*plot.Plot{speed, eff, util} {
-		// one x axis for the three panels: every size, a failed one too
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		if len(ticks) > 0 {
-			p.X.Min, p.X.Max = ticks[0].Value, ticks[len(ticks)-1].Value
-		}
-		p.X.Padding = vg.Points(8)
+	speed.YMax, speed.BarColour = math.Max(1.08*maxOf(high), 1), palette[0]
+	speed.Series = studySeries(series{Name: "measured (median of the runs)", Stroke: seriesStroke(0), Dot: studyDot}, measured)
+	ideal0 := series{Name: "ideal", Stroke: seriesStroke(7)}
+	ideal0.Stroke.Dashes = idealDashes
+	speed.Series = append(speed.Series, studySeries(ideal0, ideal)...)
+	eff.Series = studySeries(series{Name: "efficiency", Stroke: seriesStroke(0), Dot: studyDot}, effs)
+	if n := len(axis.XTicks); n > 0 {
+		th := series{Name: "threshold " + pct(s.Threshold), Stroke: thresholdStroke,
+			Segments: [][]xy{{{axis.XMin, 100 * s.Threshold}, {axis.XMax, 100 * s.Threshold}}}}
+		eff.Series = append(eff.Series, th)
 	}
-	// legends where the lines are not: the speedup starts low on the left,
-	// efficiency and utilisation start high
-	speed.Legend.Top, speed.Legend.Left = true, true
-	eff.Legend.Left, util.Legend.Left = true, true
-	eff.Y.Min, eff.Y.Max, util.Y.Min, util.Y.Max, speed.Y.Min = 0, 110, 0, 105, 0
-	if err := addSeries(speed, "measured (median of the runs)", measured, 0, true); err != nil {
-		return nil, err
-	}
-	if err := addSeries(speed, "ideal", ideal, 7, false); err != nil {
-		return nil, err
-	}
-	if len(spread) > 0 {
-		bars, err := plotter.NewYErrorBars(errorPoints{spread, low, high})
-		if err != nil {
-			return nil, err
-		}
-		bars.LineStyle.Color = palette[0]
-		speed.Add(bars)
-	}
-	if err := addSeries(eff, "efficiency", effs, 0, true); err != nil {
-		return nil, err
-	}
-	if err := addThreshold(eff, s); err != nil {
-		return nil, err
-	}
-	if err := addSeries(util, "mean GPU utilisation", utils, 2, true); err != nil {
-		return nil, err
-	}
+	util.Series = studySeries(series{Name: "mean GPU utilisation", Stroke: seriesStroke(2), Dot: studyDot}, utils)
 	if len(utils) == 0 {
-		if err := addNote(util, utilNote(s), ticks); err != nil {
-			return nil, err
-		}
+		util.Note = wrap(labelFace, utilNote(s), 12*cm)
 	}
-	return []*plot.Plot{speed, eff, util}, nil
+	return []xyChart{speed, eff, util}
+}
+
+// studySeries is s through pts, or nothing (no line, no legend entry)
+// when no point has a figure.
+func studySeries(s series, pts []xy) []series {
+	if len(pts) == 0 {
+		return nil
+	}
+	s.Segments = [][]xy{pts}
+	return []series{s}
 }
 
 // utilNote is what an empty utilisation panel says instead of nothing.
@@ -169,72 +154,3 @@ func utilNote(s Study) string {
 	}
 	return "no size measured any GPU use"
 }
-
-// addNote writes note in the middle of p's data area, whose x axis has
-// ticks, wrapped to about half the panel's width.
-func addNote(p *plot.Plot, note string, ticks []plot.Tick) error {
-	x := 0.0
-	if len(ticks) > 0 {
-		x = (ticks[0].Value + ticks[len(ticks)-1].Value) / 2
-	}
-	sty := textStyle(sans, 11)
-	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
-	l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: 50}}, Labels: []string{strings.Join(wrap(sty, note, 12*vg.Centimeter), "\n")}})
-	if err != nil {
-		return err
-	}
-	l.TextStyle = []text.Style{sty}
-	p.Add(l)
-	return nil
-}
-
-// addSeries draws xys on p as a line, with points when marked, in
-// palette colour k; the ideal is dashed.
-func addSeries(p *plot.Plot, name string, xys plotter.XYs, k int, marked bool) error {
-	if len(xys) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return err
-	}
-	l.LineStyle = seriesStyle(k)
-	if !marked {
-		l.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-		p.Add(l)
-		p.Legend.Add(name, l)
-		return nil
-	}
-	pts, err := plotter.NewScatter(xys)
-	if err != nil {
-		return err
-	}
-	pts.GlyphStyle = draw.GlyphStyle{Color: palette[k], Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-	p.Add(l, pts)
-	p.Legend.Add(name, l, pts)
-	return nil
-}
-
-// addThreshold draws the efficiency below which a size is not worth it.
-func addThreshold(p *plot.Plot, s Study) error {
-	if len(s.Points) == 0 {
-		return nil
-	}
-	first, last := float64(s.Points[0].GPUs), float64(s.Points[len(s.Points)-1].GPUs)
-	l, err := plotter.NewLine(plotter.XYs{{X: first, Y: 100 * s.Threshold}, {X: last, Y: 100 * s.Threshold}})
-	if err != nil {
-		return err
-	}
-	l.LineStyle = draw.LineStyle{Color: color.RGBA{214, 39, 40, 255}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
-	p.Add(l)
-	p.Legend.Add(fmt.Sprintf("threshold %s", pct(s.Threshold)), l)
-	return nil
-}
-
-// errorPoints are points with their spread below and above.
-type errorPoints struct {
-	plotter.XYs
-	low, high []float64
-}
-
-func (e errorPoints) YError(i int) (float64, float64) { return e.low[i], e.high[i] }
