@@ -82,7 +82,7 @@ echo "== labelled output: 8 writers x 250,000 lines, gpulaunch -l to /dev/null v
 writer='yes "the quick brown fox jumps over the lazy dog 0123456789" | head -n 250000'
 g=$(for _ in $(seq 3); do time_us sh -c "$GL -n 8 -G 0 -O -l -- sh -c '$writer' >/dev/null 2>/dev/null"; done | median)
 c=$(for _ in $(seq 3); do time_us sh -c "for i in 1 2 3 4 5 6 7 8; do sh -c '$writer' & done | cat >/dev/null; wait"; done | median)
-awk -v g="$g" -v c="$c" 'BEGIN { mb = 8*250000*56/1e6; printf "  gpulaunch -l %.0f MB/s, cat %.0f MB/s: %.2fx of cat (target >= 0.5x)\n", mb/(g/1e6), mb/(c/1e6), c/g }'
+awk -v g="$g" -v c="$c" 'BEGIN { mb = 8*250000*56/1e6; printf "  gpulaunch -l %.0f MB/s, cat %.0f MB/s: %.2fx of cat (target >= 0.8x)\n", mb/(g/1e6), mb/(c/1e6), c/g }'
 
 echo
 echo "== supervising 64 sleeping instances for 10 s: gpulaunch's own RSS and CPU"
@@ -166,8 +166,22 @@ fi
 
 echo
 echo "== inside one Slurm allocation: N instances of true, gpulaunch vs N background srun --exclusive + wait (median of ${BENCH_RUNS:-7})"
-scripts/bench-slurm.sh
+OLD="$OLD" scripts/bench-slurm.sh
 
 echo
 echo "== a task queue over two nodes: 5,000 tasks of true over 2 nodes x 2 slots, against the same queue on one node's 4 slots and one srun per task"
-scripts/bench-queue-nodes.sh
+# It needs the two-node testbed: when this machine runs the one-node one
+# (what `scripts/slurm-testbed.sh up` starts), it is switched to two nodes
+# for this section and back after it.
+switched=
+if [ "$(id -u)" = 0 ] && sinfo -h -N -o %N 2>/dev/null | grep -qx vm; then
+  if TESTBED_NODES=2 scripts/slurm-testbed.sh up >"$TMPDIR/bench-testbed.log" 2>&1; then
+    switched=1
+  else
+    echo "  the two-node testbed did not come up ($TMPDIR/bench-testbed.log)"
+  fi
+fi
+scripts/bench-queue-nodes.sh || true
+if [ -n "$switched" ]; then
+  scripts/slurm-testbed.sh up >"$TMPDIR/bench-testbed.log" 2>&1 || echo "  the one-node testbed did not come back ($TMPDIR/bench-testbed.log)"
+fi
