@@ -181,7 +181,9 @@ if [ "$(id -u)" = 0 ] && sinfo -h -N -o %N 2>/dev/null | grep -qx vm; then
     echo "  the two-node testbed did not come up ($TMPDIR/bench-testbed.log)"
   fi
 fi
-scripts/bench-queue-nodes.sh || true
+qrc=0
+scripts/bench-queue-nodes.sh || qrc=$?
 if [ -n "$switched" ]; then
   scripts/slurm-testbed.sh up >"$TMPDIR/bench-testbed.log" 2>&1 || echo "  the one-node testbed did not come back ($TMPDIR/bench-testbed.log)"
 fi
+[ "$qrc" = 0 ] || exit "$qrc"
