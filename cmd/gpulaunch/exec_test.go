@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -82,5 +83,47 @@ func TestRankModeLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 				t.Fatalf("stdout lacks %q:\n%s\nstderr:\n%s", tc.out, &out, &errb)
 			}
 		})
+	}
+}
+
+// offStartPath are packages whose initialisation every start of gpulaunch
+// paid, rank mode's included, for what few commands use: client_golang's
+// default registry (its Go and process collectors, procfs), replaced by
+// pkg/metrics's own text format.
+var offStartPath = []string{"github.com/prometheus/client_golang/", "github.com/prometheus/procfs"}
+
+// Nothing on the start path that the command does not use: the packages
+// above are not linked, and no package of gpulaunch builds anything at
+// init (a package-level regexp was 0.3 ms of each start), read from the
+// runtime's own trace of a start (GODEBUG=inittrace=1): what ran and
+// what it allocated, not how long it took.
+func TestStartPathInits(t *testing.T) {
+	cmd := gpulaunch(t, "version")
+	cmd.Env = append(cmd.Env, "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gpulaunch version: %v\n%s", err, &stderr)
+	}
+	inits := 0
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		// init PKG @T ms, C ms clock, B bytes, A allocs
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "init" || f[8] != "bytes," {
+			continue
+		}
+		inits++
+		pkg := f[1]
+		for _, off := range offStartPath {
+			if strings.HasPrefix(pkg, off) {
+				t.Errorf("%s is initialised at every start: %s", pkg, line)
+			}
+		}
+		if bytes, _ := strconv.Atoi(f[7]); strings.HasPrefix(pkg, "github.com/gpulaunch/") && bytes >= 4096 {
+			t.Errorf("%s allocates %d bytes at init, at every start: build it at its first use (sync.OnceValue): %s", pkg, bytes, line)
+		}
+	}
+	if inits == 0 {
+		t.Fatalf("no init trace in gpulaunch's stderr:\n%s", &stderr)
 	}
 }
