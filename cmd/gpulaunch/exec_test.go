@@ -30,6 +30,7 @@ func nvidiaMachine() fstest.MapFS {
 		"sys/bus/pci/devices/0000:18:00.0/local_cpulist":   {Data: []byte("0-3\n")},
 		"sys/bus/pci/devices/0000:9a:00.0/numa_node":       {Data: []byte("1\n")},
 		"sys/bus/pci/devices/0000:9a:00.0/local_cpulist":   {Data: []byte("4-7\n")},
+		"proc/driver/nvidia/capabilities/mig/config":       {Data: []byte("DeviceFileMinor: 1\n")},
 	}
 }
 

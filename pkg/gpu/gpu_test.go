@@ -337,6 +337,7 @@ func nvidiaRoot(changes fstest.MapFS) fstest.MapFS {
 		"sys/bus/pci/devices/0000:18:00.0/local_cpulist":   {Data: []byte("0-3\n")},
 		"sys/bus/pci/devices/0000:9a:00.0/numa_node":       {Data: []byte("1\n")},
 		"sys/bus/pci/devices/0000:9a:00.0/local_cpulist":   {Data: []byte("4-7\n")},
+		"proc/driver/nvidia/capabilities/mig/config":       {Data: []byte("DeviceFileMinor: 1\n")},
 	}
 	for k, v := range changes {
 		if v == nil {
@@ -364,6 +365,7 @@ func TestSysfsBinds(t *testing.T) {
 		{"rule 2: a GPU's local CPUs unknown: NVML", nvidiaRoot(fstest.MapFS{"sys/bus/pci/devices/0000:18:00.0/local_cpulist": nil}), "", false},
 		{"rule 2: unknown NUMA on a GPU the cgroup hides: sysfs", nvidiaRoot(noNUMA), "/dev/nvidia1", true},
 		{"rule 3: MIG instances on a GPU: NVML", nvidiaRoot(mig1), "", false},
+		{"rule 3: no driver capabilities to rule MIG out: NVML", nvidiaRoot(fstest.MapFS{"proc/driver/nvidia/capabilities/mig/config": nil}), "", false},
 		{"rule 3: MIG instances on a GPU the cgroup hides: sysfs", nvidiaRoot(mig1), "/dev/nvidia1", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

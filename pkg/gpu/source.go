@@ -163,7 +163,9 @@ const nvmlNotLoaded = "rank mode did not load NVML"
 //     NVML may still tell);
 //  3. no GPU this process may open has MIG instances (the driver's
 //     capabilities/gpu<minor>/mig/gi*): only NVML names MIG devices, which
-//     then stand for their GPU.
+//     then stand for their GPU. Where the driver's capabilities are not
+//     there at all (a container that mounts /proc/driver/nvidia/gpus
+//     only), MIG cannot be ruled out: NVML.
 //
 // Devices a cgroup hides are never bound, so rules 2 and 3 skip them.
 func sysfsBinds(root fs.FS, node Node) bool {
@@ -173,6 +175,9 @@ func sysfsBinds(root fs.FS, node Node) bool {
 	if len(node.GPUs) == 0 {
 		_, err := fs.Stat(root, "proc/driver/nvidia")
 		return err != nil
+	}
+	if _, err := fs.Stat(root, "proc/driver/nvidia/capabilities"); err != nil {
+		return false
 	}
 	for _, g := range node.GPUs {
 		if g.Hidden {
