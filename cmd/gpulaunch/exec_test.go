@@ -90,8 +90,10 @@ func TestRankModeLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 // offStartPath are packages whose initialisation every start of gpulaunch
 // paid, rank mode's included, for what few commands use: client_golang's
 // default registry (its Go and process collectors, procfs), replaced by
-// pkg/metrics's own text format.
-var offStartPath = []string{"github.com/prometheus/client_golang/", "github.com/prometheus/procfs"}
+// pkg/metrics's own text format; go-nvml's mock servers (their GPUs' MIG
+// tables, a UUID generator), replaced by pkg/nvml's simulated devices.
+var offStartPath = []string{"github.com/prometheus/client_golang/", "github.com/prometheus/procfs",
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/", "github.com/google/uuid"}
 
 // Nothing on the start path that the command does not use: the packages
 // above are not linked, and no package of gpulaunch builds anything at
