@@ -10,6 +10,10 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c+dirty; })
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 BUILD_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+# No -s -w: stripping the symbol table and DWARF makes the file 23% smaller
+# (23.0 -> 17.8 MB) but its start not measurably faster (scripts/bench-start.sh,
+# two runs of 150-200 interleaved starts: 0.86-0.93x, then 0.98-1.01x; the
+# loaded segments are the same), and debuggers and perf need them.
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 export SOURCE_DATE_EPOCH
 

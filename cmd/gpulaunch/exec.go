@@ -143,7 +143,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		}
 	}
 	if alloc == nil {
-		al, err := a.discover(c)
+		al, err := a.discoverFor(c, bindsWithoutNVML(a.env))
 		if err != nil {
 			return err
 		}

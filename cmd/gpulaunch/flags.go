@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -255,7 +256,7 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		if durationSyntax.MatchString(s) { // well formed: it overflowed
+		if durationSyntax().MatchString(s) { // well formed: it overflowed
 			return 0, usagef("%s %q: too long: the longest is %s", flag, s, time.Duration(math.MaxInt64))
 		}
 		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
@@ -267,8 +268,11 @@ func parseDuration(flag, s string) (time.Duration, error) {
 }
 
 // durationSyntax is time.ParseDuration's grammar, to tell a duration too
-// long for it from one it cannot read (it says "invalid" for both).
-var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+// long for it from one it cannot read (it says "invalid" for both);
+// compiled at its first use, not at every start (see jsonerr's).
+var durationSyntax = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+})
 
 // parseSize reads a memory size: K, M, G, T suffixes (binary), plain
 // numbers in MiB as Slurm's --mem. 0 (in any unit) is 0: what it means

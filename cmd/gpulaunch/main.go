@@ -180,19 +180,33 @@ func (a *app) baseEnv() []string {
 }
 
 // discover opens the backend and reconciles the allocation.
-func (a *app) discover(c commonFlags) (binding.Allocation, error) {
-	alloc, src, err := a.discoverWith(c, "")
+func (a *app) discover(c commonFlags) (binding.Allocation, error) { return a.discoverFor(c, false) }
+
+// discoverFor is discover for a caller that, with bindOnly, only binds and
+// execs (rank mode): NVML is loaded only where the driver's /proc and
+// sysfs do not say what binding needs (gpu.Options.BindOnly).
+func (a *app) discoverFor(c commonFlags, bindOnly bool) (binding.Allocation, error) {
+	alloc, src, err := a.discoverWith(c, "", bindOnly)
 	if src != nil {
 		src.Close()
 	}
 	return alloc, err
 }
 
+// bindsWithoutNVML: a rank in this environment may be bound from the
+// driver's /proc and sysfs (gpu.Options.BindOnly), unless its launcher
+// named MIG devices, which only NVML knows.
+func bindsWithoutNVML(env binding.Env) bool {
+	return !strings.Contains(env["CUDA_VISIBLE_DEVICES"], "MIG-")
+}
+
 // discoverToRun discovers the allocation for runs that will start: on a
 // simulated node (running), apps declare their GPU use in usageDir
 // (gpu.SimulatedUsageEnv), made here. done closes the backend and removes
 // the directory.
-func (a *app) discoverToRun(c commonFlags, running bool) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
+// bindOnly: the run may turn out one rank of several (rank mode), which
+// only binds (discoverFor).
+func (a *app) discoverToRun(c commonFlags, running, bindOnly bool) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
 	if c.simulate != "" && running {
 		if usageDir, err = os.MkdirTemp("", "gpulaunch-usage-"); err != nil {
 			return alloc, nil, "", nil, err
@@ -203,7 +217,7 @@ func (a *app) discoverToRun(c commonFlags, running bool) (alloc binding.Allocati
 			os.RemoveAll(usageDir)
 		}
 	}
-	if alloc, src, err = a.discoverWith(c, usageDir); err != nil {
+	if alloc, src, err = a.discoverWith(c, usageDir, bindOnly); err != nil {
 		removeDir()
 		return alloc, nil, "", nil, err
 	}
@@ -211,8 +225,9 @@ func (a *app) discoverToRun(c commonFlags, running bool) (alloc binding.Allocati
 }
 
 // discoverWith also hands back the open backend, for telemetry; usageDir
-// is where apps on a simulated node declare their GPU use.
-func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, gpu.Source, error) {
+// is where apps on a simulated node declare their GPU use; bindOnly as in
+// discoverFor.
+func (a *app) discoverWith(c commonFlags, usageDir string, bindOnly bool) (binding.Allocation, gpu.Source, error) {
 	nodeFile := c.nodeFile
 	if nodeFile == "" && c.simulate == "" {
 		nodeFile = a.env["GPULAUNCH_NODE_FILE"]
@@ -225,7 +240,7 @@ func (a *app) discoverWith(c commonFlags, usageDir string) (binding.Allocation, 
 		return binding.Allocation{}, nil, err
 	}
 	src, err := gpu.Open(gpu.Options{Simulate: c.simulate, NodeFile: nodeFile, Vendor: vendor, SimulatedUsage: usageDir, Root: a.root,
-		ProbeDevice: a.probeDevice, NVML: a.nvml})
+		ProbeDevice: a.probeDevice, NVML: a.nvml, BindOnly: bindOnly})
 	if err != nil {
 		switch {
 		case c.simulate != "" && strings.Contains(err.Error(), c.simulate):

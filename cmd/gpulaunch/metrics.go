@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
@@ -135,10 +133,10 @@ func listenMetrics(addr string) (net.Listener, error) {
 var instanceStates = []string{launcher.StateStarting, launcher.StateRunning, launcher.StateStopping,
 	launcher.StateRestarting, launcher.StateWaiting, launcher.StateExited}
 
-// runMetrics is a run's exposition: its registry, read from the board at
+// runMetrics is a run's exposition: its collector, read from the board at
 // every collect, written to --metrics-file and served on --metrics-listen.
 type runMetrics struct {
-	reg   *prometheus.Registry
+	coll  *metrics.Collector
 	file  string        // --metrics-file for this node; "" without
 	ln    net.Listener  // --metrics-listen's; nil without
 	every time.Duration // how often the file is written
@@ -165,7 +163,7 @@ func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []la
 	if l.metricsExpanded {
 		log.Info("--metrics-file: this node writes " + file)
 	}
-	return &runMetrics{reg: metrics.NewRegistry(metrics.NewCollector(read, instanceStates)), file: file, ln: ln, every: every, log: log}
+	return &runMetrics{coll: metrics.NewCollector(read, instanceStates), file: file, ln: ln, every: every, log: log}
 }
 
 // run writes the file at the start and every tick, and serves /metrics,
@@ -173,7 +171,7 @@ func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []la
 func (m *runMetrics) run(ctx context.Context) {
 	if m.ln != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", m.coll)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(m.ln) }()
 		defer srv.Close()
@@ -201,11 +199,7 @@ func (m *runMetrics) write() {
 	if m == nil || m.file == "" {
 		return
 	}
-	b, err := metrics.Text(m.reg)
-	if err == nil {
-		err = writeWhole(m.file, b)
-	}
-	if err != nil && !m.failed {
+	if err := writeWhole(m.file, m.coll.Text()); err != nil && !m.failed {
 		m.failed = true
 		m.log.Warn(fmt.Sprintf("--metrics-file %s: %v: the metrics are not written; the run goes on", m.file, pathless(err)))
 	}

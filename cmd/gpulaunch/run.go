@@ -261,7 +261,7 @@ func (a *app) run(args []string) error {
 			return err
 		}
 	}
-	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun)
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun, a.mayBeRank(o))
 	if err != nil {
 		return err
 	}
@@ -308,6 +308,19 @@ func (a *app) run(args []string) error {
 // launcher started on this node (srun -n 4, mpirun -np 8): without -n it
 // then binds itself and execs the app (rank mode); with -n it must not
 // start N instances in every rank.
+// mayBeRank: this run is one rank of several or refused as one
+// (oneRankOfSeveral) — without -n, a launcher's variables show several
+// ranks on this node — told from the environment before anything is
+// discovered, so that a rank only binds (discoverFor).
+func (a *app) mayBeRank(o *runOptions) bool {
+	if !o.auto() || o.common.simulate != "" || !bindsWithoutNVML(a.env) {
+		return false
+	}
+	slurm, _ := binding.ParseSlurm(a.env)
+	lr, ok, err := binding.DetectLocalRank(a.env, slurm)
+	return err == nil && ok && lr.Size > 1
+}
+
 func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
 	lr := alloc.LocalRank
 	if lr == nil || lr.Size <= 1 || o.common.simulate != "" {

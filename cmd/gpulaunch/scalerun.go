@@ -39,7 +39,7 @@ func (a *app) scale(args []string) error {
 	if err != nil {
 		return err
 	}
-	alloc, src, usageDir, done, err := a.discoverToRun(o.common, true)
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, true, false)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,14 @@
 package binding
 
 import (
+	"fmt"
+	"io/fs"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
@@ -361,4 +364,91 @@ func FuzzCounts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// smtNode is sysfs for sockets × cores × threads CPUs numbered as Linux
+// does on x86: thread t of core k is CPU t*cores*sockets + k; the file
+// names are the current kernel's (package_cpus_list, core_cpus_list), or
+// older ones' (core_siblings_list, thread_siblings_list).
+func smtNode(sockets, cores, threads int, old bool) fstest.MapFS {
+	n := sockets * cores
+	root := fstest.MapFS{"sys/devices/system/cpu/online": {Data: []byte(fmt.Sprintf("0-%d\n", n*threads-1))}}
+	pkgFile, coreFile := "package_cpus_list", "core_cpus_list"
+	if old {
+		pkgFile, coreFile = "core_siblings_list", "thread_siblings_list"
+	}
+	for s := 0; s < sockets; s++ {
+		var pkg []int
+		for t := 0; t < threads; t++ {
+			for k := s * cores; k < (s+1)*cores; k++ {
+				pkg = append(pkg, t*n+k)
+			}
+		}
+		root[fmt.Sprintf("sys/devices/system/node/node%d/cpulist", s)] = &fstest.MapFile{Data: []byte(cpuset.New(pkg...).String() + "\n")}
+		for _, c := range pkg {
+			k := c % n
+			var sib []int
+			for t := 0; t < threads; t++ {
+				sib = append(sib, t*n+k)
+			}
+			dir := fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/", c)
+			root[dir+"physical_package_id"] = &fstest.MapFile{Data: []byte(fmt.Sprintf("%d\n", s))}
+			root[dir+pkgFile] = &fstest.MapFile{Data: []byte(cpuset.New(pkg...).String() + "\n")}
+			root[dir+coreFile] = &fstest.MapFile{Data: []byte(cpuset.New(sib...).String() + "\n")}
+		}
+	}
+	return root
+}
+
+// openCounting counts the files opened under each CPU's topology/.
+type openCounting struct {
+	fs.FS
+	opens *int
+}
+
+func (o openCounting) Open(name string) (fs.File, error) {
+	if strings.Contains(name, "/topology/") {
+		*o.opens++
+	}
+	return o.FS.Open(name)
+}
+
+// Each rank reads the layout at its start: a package's and a core's
+// files are read once for all their CPUs (ReadTopology's rules 2 and 3),
+// with the layout that reading every CPU's files gives.
+func TestReadTopologyReadsEachPackageAndCoreOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		sockets, cores, threads int
+		old                     bool
+		opens                   int // files opened under topology/
+	}{
+		{"rule 2 and 3: 2 sockets x 4 cores x 2 threads", 2, 4, 2, false, 2*2 + 8},
+		{"rule 2 and 3: 2 sockets x 64 cores x 2 threads, 512 files read per CPU", 2, 64, 2, false, 2*2 + 128},
+		{"rule 3: no SMT, one core each", 1, 4, 1, false, 1*2 + 4},
+		// the current names are looked for first, then the older ones
+		{"older kernels' file names", 2, 4, 2, true, 2*3 + 8*2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opens := 0
+			topo, err := ReadTopology(openCounting{smtNode(tc.sockets, tc.cores, tc.threads, tc.old), &opens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opens != tc.opens {
+				t.Errorf("%d files opened under topology/, want %d", opens, tc.opens)
+			}
+			n := tc.sockets * tc.cores
+			for id := 0; id < n*tc.threads; id++ {
+				c, ok := topo.Info(id)
+				core, socket := id%n, (id%n)/tc.cores
+				if !ok || c.Core != core || c.Socket != socket || c.NUMA != socket {
+					t.Fatalf("cpu%d = %+v, want core %d, socket and NUMA node %d", id, c, core, socket)
+				}
+			}
+			if topo.Sockets() != tc.sockets || topo.ThreadsPerCore() != tc.threads {
+				t.Fatalf("%d sockets, %d threads per core", topo.Sockets(), topo.ThreadsPerCore())
+			}
+		})
+	}
 }

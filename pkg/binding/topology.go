@@ -110,13 +110,22 @@ func (t Topology) Sockets() int {
 // ThreadsPerCore is the largest number of hardware threads on one core.
 func (t Topology) ThreadsPerCore() int { return t.threadsPerCore }
 
-// ReadTopology reads the CPU layout from sysfs under root:
-// /sys/devices/system/cpu/online, each CPU's topology/physical_package_id
-// and core_cpus_list (thread_siblings_list on older kernels), and
-// /sys/devices/system/node/node*/cpulist. A kernel without NUMA puts every
-// CPU on node 0.
+// ReadTopology reads the CPU layout from sysfs under root. The rules:
+//  1. The CPUs are /sys/devices/system/cpu/online; a CPU's NUMA node is
+//     the /sys/devices/system/node/node*/cpulist that lists it (a kernel
+//     without NUMA: node 0).
+//  2. A CPU's socket is its topology/physical_package_id (unreadable: 0),
+//     read once per package: the CPUs its topology/package_cpus_list
+//     (core_siblings_list on older kernels) names share it.
+//  3. A CPU's core is the lowest of its SMT siblings,
+//     topology/core_cpus_list (thread_siblings_list on older kernels;
+//     unreadable: the CPU itself), read once per core: the siblings
+//     share it.
+//
+// Once per package and core, not per CPU: every rank of rank mode reads
+// the layout at its start, and per CPU that was 512 files on a 2-socket,
+// 128-core SMT-2 node, 132 now (TestReadTopologyReadsEachPackageAndCoreOnce).
 func ReadTopology(root fs.FS) (Topology, error) {
-	const cpuDir = "sys/devices/system/cpu"
 	b, err := fs.ReadFile(root, path.Join(cpuDir, "online"))
 	if err != nil {
 		return Topology{}, fmt.Errorf("CPU topology: %w", err)
@@ -125,43 +134,102 @@ func ReadTopology(root fs.FS) (Topology, error) {
 	if err != nil {
 		return Topology{}, fmt.Errorf("CPU topology: online: %w", err)
 	}
-	numaOf := map[int]int{}
-	if nodes, err := fs.Glob(root, "sys/devices/system/node/node*"); err == nil {
-		for _, n := range nodes {
-			id, err := strconv.Atoi(strings.TrimPrefix(path.Base(n), "node"))
-			if err != nil {
-				continue
-			}
-			b, err := fs.ReadFile(root, path.Join(n, "cpulist"))
-			if err != nil {
-				continue
-			}
-			set, _ := cpuset.Parse(string(b))
-			for _, c := range set.List() {
-				numaOf[c] = id
-			}
-		}
-	}
+	numaOf := readNUMANodes(root)
+	socketOf, coreOf := map[int]int{}, map[int]int{}
 	var cpus []gpu.CPU
 	for _, id := range online.List() {
-		dir := path.Join(cpuDir, fmt.Sprintf("cpu%d", id), "topology")
-		c := gpu.CPU{ID: id, Core: id, NUMA: numaOf[id]}
-		if s, err := readTrim(root, path.Join(dir, "physical_package_id")); err == nil {
-			if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-				c.Socket = n
-			}
+		if _, ok := socketOf[id]; !ok {
+			readPackage(root, id, socketOf)
 		}
-		for _, f := range []string{"core_cpus_list", "thread_siblings_list"} {
-			if s, err := readTrim(root, path.Join(dir, f)); err == nil {
-				if sib, err := cpuset.Parse(s); err == nil && !sib.IsEmpty() {
-					c.Core = sib.Min()
-					break
-				}
-			}
+		if _, ok := coreOf[id]; !ok {
+			readCore(root, id, coreOf)
 		}
-		cpus = append(cpus, c)
+		cpus = append(cpus, gpu.CPU{ID: id, Core: coreOf[id], NUMA: numaOf[id], Socket: socketOf[id]})
 	}
 	return NewTopology(cpus), nil
+}
+
+const cpuDir = "sys/devices/system/cpu"
+
+func cpuTopologyFile(id int, name string) string {
+	return path.Join(cpuDir, "cpu"+strconv.Itoa(id), "topology", name)
+}
+
+// readNUMANodes is each CPU's NUMA node (rule 1).
+func readNUMANodes(root fs.FS) map[int]int {
+	numaOf := map[int]int{}
+	nodes, _ := fs.Glob(root, "sys/devices/system/node/node*")
+	for _, n := range nodes {
+		id, err := strconv.Atoi(strings.TrimPrefix(path.Base(n), "node"))
+		if err != nil {
+			continue
+		}
+		b, err := fs.ReadFile(root, path.Join(n, "cpulist"))
+		if err != nil {
+			continue
+		}
+		set, _ := cpuset.Parse(string(b))
+		for _, c := range set.List() {
+			numaOf[c] = id
+		}
+	}
+	return numaOf
+}
+
+// readPackage sets the socket of CPU id and of the CPUs of its package
+// that have none yet (rule 2).
+func readPackage(root fs.FS, id int, socketOf map[int]int) {
+	socket := 0
+	if s, err := readTrim(root, cpuTopologyFile(id, "physical_package_id")); err == nil {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			socket = n
+		}
+	}
+	socketOf[id] = socket
+	shareWith(root, id, []string{"package_cpus_list", "core_siblings_list"}, socketOf, socket)
+}
+
+// readCore sets the core of CPU id and of its SMT siblings that have none
+// yet (rule 3).
+func readCore(root fs.FS, id int, coreOf map[int]int) {
+	coreOf[id] = id
+	for _, f := range []string{"core_cpus_list", "thread_siblings_list"} {
+		if sib, ok := readSet(root, cpuTopologyFile(id, f)); ok {
+			coreOf[id] = sib.Min()
+			share(sib, coreOf, sib.Min())
+			return
+		}
+	}
+}
+
+// shareWith gives v to the CPUs that the first readable of CPU id's
+// topology files names (share).
+func shareWith(root fs.FS, id int, files []string, of map[int]int, v int) {
+	for _, f := range files {
+		if set, ok := readSet(root, cpuTopologyFile(id, f)); ok {
+			share(set, of, v)
+			return
+		}
+	}
+}
+
+// share gives v to the CPUs of set that have none yet.
+func share(set cpuset.Set, of map[int]int, v int) {
+	for _, c := range set.List() {
+		if _, ok := of[c]; !ok {
+			of[c] = v
+		}
+	}
+}
+
+// readSet is a CPU list file's non-empty set.
+func readSet(root fs.FS, name string) (cpuset.Set, bool) {
+	s, err := readTrim(root, name)
+	if err != nil {
+		return cpuset.Set{}, false
+	}
+	set, err := cpuset.Parse(s)
+	return set, err == nil && !set.IsEmpty()
 }
 
 func readTrim(root fs.FS, name string) (string, error) {

@@ -325,3 +325,102 @@ func TestOpenReadsTheInventoryOnce(t *testing.T) {
 		t.Fatalf("inventory %+v %v read %d time(s), want once", node, err, reads)
 	}
 }
+
+// nvidiaRoot is a machine whose driver lists two GPUs (minors 0 and 1)
+// with their NUMA nodes and local CPUs in sysfs; with changes applied.
+func nvidiaRoot(changes fstest.MapFS) fstest.MapFS {
+	info := "Model:           NVIDIA H100 80GB HBM3\nGPU UUID:        GPU-11111111-2222-3333-4444-555555555555\nBus Location:    0000:18:00.0\nDevice Minor:    0\n"
+	root := fstest.MapFS{
+		"proc/driver/nvidia/gpus/0000:18:00.0/information": {Data: []byte(info)},
+		"proc/driver/nvidia/gpus/0000:9a:00.0/information": {Data: []byte(strings.NewReplacer("18:00", "9a:00", "1111", "2222", "Minor:    0", "Minor:    1").Replace(info))},
+		"sys/bus/pci/devices/0000:18:00.0/numa_node":       {Data: []byte("0\n")},
+		"sys/bus/pci/devices/0000:18:00.0/local_cpulist":   {Data: []byte("0-3\n")},
+		"sys/bus/pci/devices/0000:9a:00.0/numa_node":       {Data: []byte("1\n")},
+		"sys/bus/pci/devices/0000:9a:00.0/local_cpulist":   {Data: []byte("4-7\n")},
+		"proc/driver/nvidia/capabilities/mig/config":       {Data: []byte("DeviceFileMinor: 1\n")},
+	}
+	for k, v := range changes {
+		if v == nil {
+			delete(root, k)
+		} else {
+			root[k] = v
+		}
+	}
+	return root
+}
+
+func TestSysfsBinds(t *testing.T) {
+	mig1 := fstest.MapFS{"proc/driver/nvidia/capabilities/gpu1/mig/gi3/access": {Data: []byte("DeviceFileMinor: 12\n")}}
+	noNUMA := fstest.MapFS{"sys/bus/pci/devices/0000:9a:00.0/numa_node": {Data: []byte("-1\n")}}
+	for _, tc := range []struct {
+		name   string
+		root   fstest.MapFS
+		hidden string // the device file a cgroup denies
+		want   bool
+	}{
+		{"rule 1: no driver: sysfs's answer (no GPU) stands", fstest.MapFS{}, "", true},
+		{"rule 1: the driver lists no GPU: NVML", fstest.MapFS{"proc/driver/nvidia/version": {Data: []byte("NVRM\n")}}, "", false},
+		{"rule 2: every GPU's NUMA node and CPUs known: sysfs", nvidiaRoot(nil), "", true},
+		{"rule 2: a GPU's NUMA node unknown: NVML", nvidiaRoot(noNUMA), "", false},
+		{"rule 2: a GPU's local CPUs unknown: NVML", nvidiaRoot(fstest.MapFS{"sys/bus/pci/devices/0000:18:00.0/local_cpulist": nil}), "", false},
+		{"rule 2: unknown NUMA on a GPU the cgroup hides: sysfs", nvidiaRoot(noNUMA), "/dev/nvidia1", true},
+		{"rule 3: MIG instances on a GPU: NVML", nvidiaRoot(mig1), "", false},
+		{"rule 3: no driver capabilities to rule MIG out: NVML", nvidiaRoot(fstest.MapFS{"proc/driver/nvidia/capabilities/mig/config": nil}), "", false},
+		{"rule 3: MIG instances on a GPU the cgroup hides: sysfs", nvidiaRoot(mig1), "/dev/nvidia1", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			probe := func(path string) error {
+				if path == tc.hidden {
+					return fs.ErrPermission
+				}
+				return nil
+			}
+			node, err := nvidiaSysfs{root: tc.root, probe: probe}.Inventory()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sysfsBinds(tc.root, node); got != tc.want {
+				t.Fatalf("sysfsBinds = %v, want %v (GPUs %+v)", got, tc.want, node.GPUs)
+			}
+		})
+	}
+}
+
+// openingNVML stands for NVML on a machine with one GPU and counts how
+// often it is loaded.
+type openingNVML struct{ opens *int }
+
+func (o openingNVML) Open(fs.FS) (Source, error) {
+	*o.opens++
+	return countingSource{new(int)}, nil
+}
+func (o openingNVML) Simulate(Topology, string) (Source, error) { return nil, ErrNoLibrary }
+
+// A caller that only binds gets the driver's /proc and sysfs where they
+// suffice, and NVML where they do not; every other caller NVML.
+func TestOpenBindOnlyLoadsNVMLOnlyWhenNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		root      fstest.MapFS
+		bindOnly  bool
+		wantOpens int
+		backend   string
+	}{
+		{"binding only, sysfs suffices: NVML not loaded", nvidiaRoot(nil), true, 0, "sysfs"},
+		{"binding only, MIG instances: NVML", nvidiaRoot(fstest.MapFS{"proc/driver/nvidia/capabilities/gpu0/mig/gi1/access": {}}), true, 1, "nvml"},
+		{"binding only, no NVIDIA driver: NVML not loaded", fstest.MapFS{}, true, 0, "sysfs"},
+		{"telemetry wanted: NVML", nvidiaRoot(nil), false, 1, "nvml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opens := 0
+			src, err := Open(Options{Root: tc.root, Vendor: NVIDIA, NVML: openingNVML{&opens}, BindOnly: tc.bindOnly})
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, _ := src.Inventory()
+			if opens != tc.wantOpens || node.Backend != tc.backend {
+				t.Fatalf("NVML loaded %d time(s), backend %q; want %d, %q", opens, node.Backend, tc.wantOpens, tc.backend)
+			}
+		})
+	}
+}

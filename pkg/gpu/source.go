@@ -39,6 +39,11 @@ type Options struct {
 	// NVML is NVIDIA's management library (pkg/nvml); nil: none, as in a
 	// build without cgo.
 	NVML NVML
+	// BindOnly: the caller binds and execs (rank mode), needing neither
+	// telemetry nor the GPUs' names and memory, so NVML is loaded only
+	// where the driver's /proc and sysfs cannot say what binding needs
+	// (Open's rule 3, sysfsBinds).
+	BindOnly bool
 }
 
 // NVML is NVIDIA's management library, adapted by pkg/nvml — the only
@@ -60,7 +65,9 @@ type NVML interface {
 //     any vendor, described; their device files are probed, so that a
 //     device cgroup still decides which are the job's.
 //  3. Otherwise this machine's GPUs, vendor by vendor: NVIDIA through
-//     NVML, else /proc/driver/nvidia and sysfs; AMD through the KFD
+//     NVML, else /proc/driver/nvidia and sysfs — and for a caller that
+//     only binds (Options.BindOnly) through those first, NVML loaded
+//     only where they do not suffice (sysfsBinds); AMD through the KFD
 //     topology; Intel through its DRM devices, the processor's integrated
 //     graphics left out. A vendor asked for (Options.Vendor) is the only
 //     one looked for.
@@ -112,6 +119,12 @@ func openVendor(v Vendor, o Options) (Source, Node, error) {
 	switch v {
 	case NVIDIA:
 		src = nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlAbsent(o)}
+		if o.BindOnly && o.NVML != nil {
+			sys := nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlNotLoaded}
+			if node, err := sys.Inventory(); err == nil && sysfsBinds(o.Root, node) {
+				return sys, node, nil
+			}
+		}
 		if o.NVML != nil {
 			lib, err := o.NVML.Open(o.Root)
 			switch {
@@ -132,6 +145,57 @@ func openVendor(v Vendor, o Options) (Source, Node, error) {
 		return nil, Node{}, err
 	}
 	return src, node, nil
+}
+
+// nvmlNotLoaded says why a caller that only binds read NVIDIA's GPUs
+// without NVML.
+const nvmlNotLoaded = "rank mode did not load NVML"
+
+// sysfsBinds says whether the driver's /proc and sysfs (node, read by
+// nvidiaSysfs) tell binding all that NVML would, so that rank mode need
+// not load NVML: on a real node nvmlInit costs tens to hundreds of
+// milliseconds, which the 3-line wrapper rank mode replaces does not pay.
+// They do when:
+//  1. the driver lists a GPU (no driver: NVML, which needs it, would see
+//     none either — the answer is sysfs's, with its reasons);
+//  2. every GPU this process may open has its NUMA node and local CPUs
+//     in sysfs (NVML's affinity is the same node's; where sysfs has none,
+//     NVML may still tell);
+//  3. no GPU this process may open has MIG instances (the driver's
+//     capabilities/gpu<minor>/mig/gi*): only NVML names MIG devices, which
+//     then stand for their GPU. Where the driver's capabilities are not
+//     there at all (a container that mounts /proc/driver/nvidia/gpus
+//     only), MIG cannot be ruled out: NVML.
+//
+// Devices a cgroup hides are never bound, so rules 2 and 3 skip them.
+func sysfsBinds(root fs.FS, node Node) bool {
+	if root == nil {
+		return false
+	}
+	if len(node.GPUs) == 0 {
+		_, err := fs.Stat(root, "proc/driver/nvidia")
+		return err != nil
+	}
+	if _, err := fs.Stat(root, "proc/driver/nvidia/capabilities"); err != nil {
+		return false
+	}
+	for _, g := range node.GPUs {
+		if g.Hidden {
+			continue
+		}
+		if g.NUMANode < 0 || g.LocalCPUs.IsEmpty() || g.Minor < 0 || hasMIGInstances(root, g.Minor) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasMIGInstances: the driver lists GPU instances of the GPU of this
+// minor (/proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<N>, NVIDIA's
+// MIG user guide, "Device Nodes and Capabilities").
+func hasMIGInstances(root fs.FS, minor int) bool {
+	gis, _ := fs.Glob(root, fmt.Sprintf("proc/driver/nvidia/capabilities/gpu%d/mig/gi*", minor))
+	return len(gis) > 0
 }
 
 // nvmlAbsent says why NVIDIA's GPUs are read without NVML.

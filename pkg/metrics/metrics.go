@@ -2,10 +2,12 @@ package metrics
 
 import (
 	"bytes"
+	"io"
+	"math"
+	"net/http"
+	"slices"
 	"strconv"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
+	"strings"
 )
 
 // Snapshot is a run's live state at one moment, as the collector reads it.
@@ -73,107 +75,155 @@ const (
 	LabelState    = "state"
 )
 
-var (
-	runLabels      = []string{LabelJob, LabelStep, LabelHost}
-	instanceLabels = append(append([]string{}, runLabels...), LabelInstance, LabelRank)
-	gpuLabels      = append(append([]string{}, instanceLabels...), LabelGPU)
+// Metric types, as the text format's TYPE line names them.
+const (
+	Gauge   = "gauge"
+	Counter = "counter"
 )
 
-// Collector exposes the snapshot read gives at each collect: it keeps no
-// copy of the run's state, so a scrape sees what `gpulaunch status` would.
-type Collector struct {
-	read   func() Snapshot
-	states []string // every state an instance may be in, for the state enum
-	descs  descs
+// Family is one metric: its name, help, type and series.
+type Family struct {
+	Name, Help, Type string
+	Samples          []Sample
 }
 
-type descs struct {
-	state, cpu, rss, restarts, task         *prometheus.Desc
-	gpu, gpuUtil, gpuMem                    *prometheus.Desc
-	finished                                *prometheus.Desc
-	tasks, tasksDone, tasksFailed, tasksRun *prometheus.Desc
-	tasksLeft                               *prometheus.Desc
+// Sample is one series: its labels, sorted by name, and its value.
+type Sample struct {
+	Labels []Label
+	Value  float64
 }
 
-// NewCollector reads the run through read; states are every value an
-// instance's State may take, each exposed as a series of the state enum
-// (1 for the current one, 0 for the others).
-func NewCollector(read func() Snapshot, states []string) *Collector {
-	d := func(name, help string, labels []string) *prometheus.Desc {
-		return prometheus.NewDesc("gpulaunch_"+name, help, labels, nil)
-	}
-	return &Collector{read: read, states: states, descs: descs{
-		state:       d("instance_state", "1 for the instance's current state, 0 for the others.", append(append([]string{}, instanceLabels...), LabelState)),
-		cpu:         d("instance_cpu_seconds_total", "CPU time (user and system) of the instance's process trees, every process it ran so far.", instanceLabels),
-		rss:         d("instance_resident_memory_bytes", "Resident memory of the instance's process tree at the last sample.", instanceLabels),
-		restarts:    d("instance_restarts_total", "How often the instance was restarted (--restarts, a --ddp group's restarts).", instanceLabels),
-		task:        d("instance_task_info", "1 for the task a queue slot runs now (join on host and gpulaunch_instance for a task's series).", append(append([]string{}, instanceLabels...), LabelTask)),
-		gpu:         d("instance_gpu_info", "1 for each GPU of the instance: the join key with DCGM's and jobstats' series.", gpuLabels),
-		gpuUtil:     d("instance_gpu_utilization_ratio", "Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).", gpuLabels),
-		gpuMem:      d("instance_gpu_memory_used_bytes", "GPU memory the instance's processes hold on the GPU at the last sample.", gpuLabels),
-		finished:    d("run_finished", "1 once the run has ended: the states are the final ones.", runLabels),
-		tasks:       d("queue_tasks", "Tasks in the queue's input.", runLabels),
-		tasksDone:   d("queue_tasks_done_total", "Tasks finished, succeeded or failed after their tries.", runLabels),
-		tasksFailed: d("queue_tasks_failed_total", "Tasks that failed after their tries.", runLabels),
-		tasksRun:    d("queue_tasks_running", "Tasks running now.", runLabels),
-		tasksLeft:   d("queue_tasks_left", "Tasks not finished yet: waiting or running.", runLabels),
-	}}
+// Label is one label of a series.
+type Label struct{ Name, Value string }
+
+// metric is one of the run's metrics and the labels its series carry
+// besides the run's (job, step, host).
+type metric struct {
+	name, help, typ string
+	labels          []string
 }
 
-// Describe sends every metric's description.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	d := c.descs
-	for _, x := range []*prometheus.Desc{d.state, d.cpu, d.rss, d.restarts, d.task, d.gpu, d.gpuUtil, d.gpuMem,
-		d.finished, d.tasks, d.tasksDone, d.tasksFailed, d.tasksRun, d.tasksLeft} {
-		ch <- x
-	}
-}
+var (
+	instanceLabels = []string{LabelInstance, LabelRank}
+	gpuLabels      = []string{LabelInstance, LabelRank, LabelGPU}
 
-// Collect reads the run once and sends its series.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.read()
-	run := []string{s.Job, s.Step, s.Host}
-	ch <- prometheus.MustNewConstMetric(c.descs.finished, prometheus.GaugeValue, boolValue(s.Finished), run...)
+	mState       = metric{"gpulaunch_instance_state", "1 for the instance's current state, 0 for the others.", Gauge, []string{LabelInstance, LabelRank, LabelState}}
+	mCPU         = metric{"gpulaunch_instance_cpu_seconds_total", "CPU time (user and system) of the instance's process trees, every process it ran so far.", Counter, instanceLabels}
+	mRSS         = metric{"gpulaunch_instance_resident_memory_bytes", "Resident memory of the instance's process tree at the last sample.", Gauge, instanceLabels}
+	mRestarts    = metric{"gpulaunch_instance_restarts_total", "How often the instance was restarted (--restarts, a --ddp group's restarts).", Counter, instanceLabels}
+	mTask        = metric{"gpulaunch_instance_task_info", "1 for the task a queue slot runs now (join on host and gpulaunch_instance for a task's series).", Gauge, []string{LabelInstance, LabelRank, LabelTask}}
+	mGPU         = metric{"gpulaunch_instance_gpu_info", "1 for each GPU of the instance: the join key with DCGM's and jobstats' series.", Gauge, gpuLabels}
+	mGPUUtil     = metric{"gpulaunch_instance_gpu_utilization_ratio", "Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).", Gauge, gpuLabels}
+	mGPUMem      = metric{"gpulaunch_instance_gpu_memory_used_bytes", "GPU memory the instance's processes hold on the GPU at the last sample.", Gauge, gpuLabels}
+	mFinished    = metric{"gpulaunch_run_finished", "1 once the run has ended: the states are the final ones.", Gauge, nil}
+	mTasks       = metric{"gpulaunch_queue_tasks", "Tasks in the queue's input.", Gauge, nil}
+	mTasksDone   = metric{"gpulaunch_queue_tasks_done_total", "Tasks finished, succeeded or failed after their tries.", Counter, nil}
+	mTasksFailed = metric{"gpulaunch_queue_tasks_failed_total", "Tasks that failed after their tries.", Counter, nil}
+	mTasksRun    = metric{"gpulaunch_queue_tasks_running", "Tasks running now.", Gauge, nil}
+	mTasksLeft   = metric{"gpulaunch_queue_tasks_left", "Tasks not finished yet: waiting or running.", Gauge, nil}
+)
+
+// Series is the run's exposition at snapshot s; states are every value an
+// instance's State may take, each a series of the state enum (1 for the
+// current one, 0 for the others). The rules, in order:
+//  1. Every series carries the run's labels (slurm_job, slurm_step, host;
+//     empty outside Slurm, which Prometheus reads as none), an
+//     instance's its index and rank, a GPU's its UUID.
+//  2. A queue's slot has no restarts counter (its retries start again at
+//     each task); an unsampled GPU only its gpu_info; a utilisation the
+//     driver does not tell (a MIG device) no series.
+//  3. Labels are sorted by name, the series of a metric by their label
+//     values in that order, the metrics by name; a metric without series
+//     is left out. This is client_golang's order: the text is what its
+//     registry wrote, without its start-up cost (bench-start.sh).
+func Series(s Snapshot, states []string) []Family {
+	b := builder{run: []string{s.Job, s.Step, s.Host}, fams: map[string]*Family{}}
+	b.add(mFinished, boolValue(s.Finished))
 	for _, inst := range s.Instances {
-		c.collectInstance(ch, inst, run, s.Queue != nil)
+		b.addInstance(inst, states, s.Queue != nil)
 	}
 	if q := s.Queue; q != nil {
-		d := c.descs
-		ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(q.Total), run...)
-		ch <- prometheus.MustNewConstMetric(d.tasksDone, prometheus.CounterValue, float64(q.Done), run...)
-		ch <- prometheus.MustNewConstMetric(d.tasksFailed, prometheus.CounterValue, float64(q.Failed), run...)
-		ch <- prometheus.MustNewConstMetric(d.tasksRun, prometheus.GaugeValue, float64(q.Running), run...)
-		ch <- prometheus.MustNewConstMetric(d.tasksLeft, prometheus.GaugeValue, float64(q.Left), run...)
+		b.add(mTasks, float64(q.Total))
+		b.add(mTasksDone, float64(q.Done))
+		b.add(mTasksFailed, float64(q.Failed))
+		b.add(mTasksRun, float64(q.Running))
+		b.add(mTasksLeft, float64(q.Left))
 	}
+	return b.sorted()
 }
 
-// collectInstance sends one instance's series; queue: it is a queue's
-// slot, whose retries are no counter.
-func (c *Collector) collectInstance(ch chan<- prometheus.Metric, inst Instance, run []string, queue bool) {
-	d := c.descs
-	labels := append(append([]string{}, run...), strconv.Itoa(inst.Index), strconv.Itoa(inst.Rank))
-	for _, st := range c.states {
-		ch <- prometheus.MustNewConstMetric(d.state, prometheus.GaugeValue, boolValue(st == inst.State), append(labels, st)...)
+// builder gathers series into families by metric (rule 1 adds the run's
+// labels to each).
+type builder struct {
+	run  []string
+	fams map[string]*Family
+}
+
+// addInstance adds one instance's series (rule 2); queue: it is a
+// queue's slot.
+func (b *builder) addInstance(inst Instance, states []string, queue bool) {
+	idx, rank := strconv.Itoa(inst.Index), strconv.Itoa(inst.Rank)
+	for _, st := range states {
+		b.add(mState, boolValue(st == inst.State), idx, rank, st)
 	}
-	ch <- prometheus.MustNewConstMetric(d.cpu, prometheus.CounterValue, inst.CPUSeconds, labels...)
-	ch <- prometheus.MustNewConstMetric(d.rss, prometheus.GaugeValue, float64(inst.RSS), labels...)
+	b.add(mCPU, inst.CPUSeconds, idx, rank)
+	b.add(mRSS, float64(inst.RSS), idx, rank)
 	if !queue {
-		ch <- prometheus.MustNewConstMetric(d.restarts, prometheus.CounterValue, float64(inst.Restarts), labels...)
+		b.add(mRestarts, float64(inst.Restarts), idx, rank)
 	}
 	if inst.Task > 0 {
-		ch <- prometheus.MustNewConstMetric(d.task, prometheus.GaugeValue, 1, append(labels, strconv.Itoa(inst.Task))...)
+		b.add(mTask, 1, idx, rank, strconv.Itoa(inst.Task))
 	}
 	for _, g := range inst.GPUs {
-		gl := append(append([]string{}, labels...), g.UUID)
-		ch <- prometheus.MustNewConstMetric(d.gpu, prometheus.GaugeValue, 1, gl...)
+		b.add(mGPU, 1, idx, rank, g.UUID)
 		if !g.Sampled {
 			continue
 		}
 		if g.Utilization >= 0 {
-			ch <- prometheus.MustNewConstMetric(d.gpuUtil, prometheus.GaugeValue, g.Utilization, gl...)
+			b.add(mGPUUtil, g.Utilization, idx, rank, g.UUID)
 		}
-		ch <- prometheus.MustNewConstMetric(d.gpuMem, prometheus.GaugeValue, float64(g.MemoryBytes), gl...)
+		b.add(mGPUMem, float64(g.MemoryBytes), idx, rank, g.UUID)
 	}
+}
+
+// add is one series of m: values are those of m's labels, after the
+// run's.
+func (b *builder) add(m metric, v float64, values ...string) {
+	f := b.fams[m.name]
+	if f == nil {
+		f = &Family{Name: m.name, Help: m.help, Type: m.typ}
+		b.fams[m.name] = f
+	}
+	names := append([]string{LabelJob, LabelStep, LabelHost}, m.labels...)
+	values = append(append([]string{}, b.run...), values...)
+	labels := make([]Label, len(names))
+	for i := range names {
+		labels[i] = Label{names[i], values[i]}
+	}
+	slices.SortFunc(labels, func(x, y Label) int { return strings.Compare(x.Name, y.Name) })
+	f.Samples = append(f.Samples, Sample{Labels: labels, Value: v})
+}
+
+// sorted is the families in rule 3's order.
+func (b *builder) sorted() []Family {
+	fams := make([]Family, 0, len(b.fams))
+	for _, f := range b.fams {
+		slices.SortStableFunc(f.Samples, compareLabelValues)
+		fams = append(fams, *f)
+	}
+	slices.SortFunc(fams, func(x, y Family) int { return strings.Compare(x.Name, y.Name) })
+	return fams
+}
+
+// compareLabelValues orders two series of one metric by their label
+// values, label by label (their names are the same).
+func compareLabelValues(x, y Sample) int {
+	for i := range min(len(x.Labels), len(y.Labels)) {
+		if c := strings.Compare(x.Labels[i].Value, y.Labels[i].Value); c != 0 {
+			return c
+		}
+	}
+	return len(x.Labels) - len(y.Labels)
 }
 
 func boolValue(b bool) float64 {
@@ -183,27 +233,92 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// NewRegistry is a run's own registry holding only its collector: no Go
-// runtime or process metrics, which node_exporter's textfile collector
-// would refuse as duplicates of its own.
-func NewRegistry(c *Collector) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
-	return reg
-}
-
-// Text is g's series in Prometheus's text format, what node_exporter's
-// textfile collector reads.
-func Text(g prometheus.Gatherer) ([]byte, error) {
-	mfs, err := g.Gather()
-	if err != nil {
-		return nil, err
-	}
+// WriteText writes fams in Prometheus's text exposition format 0.0.4
+// (prometheus.io/docs/instrumenting/exposition_formats), what
+// node_exporter's textfile collector reads and /metrics serves.
+func WriteText(w io.Writer, fams []Family) error {
 	var b bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-			return nil, err
+	for _, f := range fams {
+		if len(f.Samples) == 0 {
+			continue
+		}
+		b.WriteString("# HELP " + f.Name + " " + helpEscaper.Replace(f.Help) + "\n")
+		b.WriteString("# TYPE " + f.Name + " " + f.Type + "\n")
+		for _, s := range f.Samples {
+			b.WriteString(f.Name)
+			for i, l := range s.Labels {
+				sep := byte(',')
+				if i == 0 {
+					sep = '{'
+				}
+				b.WriteByte(sep)
+				b.WriteString(l.Name + `="` + valueEscaper.Replace(l.Value) + `"`)
+			}
+			if len(s.Labels) > 0 {
+				b.WriteByte('}')
+			}
+			b.WriteByte(' ')
+			b.WriteString(formatValue(s.Value))
+			b.WriteByte('\n')
 		}
 	}
-	return b.Bytes(), nil
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// The format's escapes: a HELP text escapes backslash and newline, a
+// label value the double quote too.
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	valueEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
+
+// formatValue is a sample value as Go's shortest form writes it, with the
+// format's names for infinities and NaN.
+func formatValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// Collector is a run's exposition, read from the run at every collect: it
+// keeps no copy of the run's state, so a scrape sees what `gpulaunch
+// status` would.
+type Collector struct {
+	read   func() Snapshot
+	states []string // every state an instance may be in, for the state enum
+}
+
+// NewCollector reads the run through read; states are every value an
+// instance's State may take (Series).
+func NewCollector(read func() Snapshot, states []string) *Collector {
+	return &Collector{read: read, states: states}
+}
+
+// Collect reads the run once and is its series.
+func (c *Collector) Collect() []Family { return Series(c.read(), c.states) }
+
+// Text is the run's series now in the text format, what the
+// --metrics-file holds.
+func (c *Collector) Text() []byte {
+	var b bytes.Buffer
+	_ = WriteText(&b, c.Collect()) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// ContentType is the text format's media type, as node_exporter serves it.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// ServeHTTP serves the run's series in the text format (/metrics). Every
+// Prometheus scrapes it: the protocol buffer and OpenMetrics formats it
+// may ask for first are optional for a target.
+func (c *Collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", ContentType)
+	_, _ = w.Write(c.Text())
 }

@@ -2,11 +2,13 @@ package metrics
 
 import (
 	"bytes"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"strings"
-	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -111,7 +113,7 @@ func TestCollectorSeries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCollector(func() Snapshot { return tc.snap }, states)
-			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tc.names...); err != nil {
+			if err := testutil.GatherAndCompare(gatherer(t, c), strings.NewReader(tc.want), tc.names...); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -122,11 +124,11 @@ func TestCollectorSeries(t *testing.T) {
 func TestCollectorReadsEachCollect(t *testing.T) {
 	snap := instancesRun
 	c := NewCollector(func() Snapshot { return snap }, states)
-	if n := testutil.CollectAndCount(c, "gpulaunch_instance_gpu_utilization_ratio"); n != 1 {
+	if n, _ := testutil.GatherAndCount(gatherer(t, c), "gpulaunch_instance_gpu_utilization_ratio"); n != 1 {
 		t.Fatalf("first collect: %d utilisation series, want 1", n)
 	}
 	snap = queueRun
-	if n := testutil.CollectAndCount(c, "gpulaunch_instance_task_info"); n != 1 {
+	if n, _ := testutil.GatherAndCount(gatherer(t, c), "gpulaunch_instance_task_info"); n != 1 {
 		t.Fatalf("second collect: %d task series, want 1 (the new snapshot's)", n)
 	}
 }
@@ -146,11 +148,7 @@ func TestNamesLint(t *testing.T) {
 // Text is the format node_exporter's textfile collector reads: it parses
 // back to the same series.
 func TestTextParses(t *testing.T) {
-	reg := NewRegistry(NewCollector(func() Snapshot { return instancesRun }, states))
-	b, err := Text(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := NewCollector(func() Snapshot { return instancesRun }, states).Text()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(b))
 	if err != nil {
@@ -165,13 +163,72 @@ func TestTextParses(t *testing.T) {
 	}
 }
 
+// gather is c's series as Prometheus's text parser reads them back.
 func gather(t *testing.T, c *Collector) []*dto.MetricFamily {
 	t.Helper()
-	mfs, err := NewRegistry(c).Gather()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := parser.TextToMetricFamilies(bytes.NewReader(c.Text()))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the text does not parse: %v\n%s", err, c.Text())
 	}
+	mfs := make([]*dto.MetricFamily, 0, len(byName))
+	for _, mf := range byName {
+		mfs = append(mfs, mf)
+	}
+	slices.SortFunc(mfs, func(x, y *dto.MetricFamily) int { return strings.Compare(x.GetName(), y.GetName()) })
 	return mfs
 }
 
-var _ prometheus.Collector = (*Collector)(nil)
+// gatherer is c read through client_golang's text parser, for its
+// testutil: the series are compared as its registry would gather them,
+// in the order c wrote them.
+func gatherer(t *testing.T, c *Collector) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return gather(t, c), nil })
+}
+
+// The text is byte for byte what client_golang's registry and
+// expfmt.MetricFamilyToText wrote before gpulaunch wrote it itself: the
+// same order of metrics, series and labels, the same numbers.
+func TestTextAsClientGolangWroteIt(t *testing.T) {
+	got := NewCollector(func() Snapshot { return instancesRun }, states).Text()
+	if want := strings.TrimPrefix(instancesWant, "\n"); string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// /metrics serves the text with the format's media type.
+func TestServeHTTP(t *testing.T) {
+	c := NewCollector(func() Snapshot { return instancesRun }, states)
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if ct := rec.Header().Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if got := rec.Body.String(); got != string(c.Text()) {
+		t.Errorf("served\n%s\nwant the text\n%s", got, c.Text())
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	if _, err := parser.TextToMetricFamilies(rec.Body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Label values and help are escaped as the format says; values keep
+// Go's shortest form and the format's special names.
+func TestTextEscapesAndValues(t *testing.T) {
+	var b bytes.Buffer
+	err := WriteText(&b, []Family{{Name: "x", Help: "a \\ b\nc", Type: Gauge, Samples: []Sample{
+		{Labels: []Label{{"l", "q\"\\\n"}}, Value: 0.1},
+		{Value: 1e21}, {Value: -1}, {Value: posInf()}}}, {Name: "empty", Help: "h", Type: Counter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# HELP x a \\\\ b\\nc\n# TYPE x gauge\nx{l=\"q\\\"\\\\\\n\"} 0.1\nx 1e+21\nx -1\nx +Inf\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func posInf() float64 { return 1 / zero }
+
+var zero float64

@@ -1,8 +1,9 @@
 //go:build cgo
 
-// This is the only file of gpulaunch that imports go-nvml: it adapts the
-// vendor interface (C return codes, fixed-size arrays, device handles) into
-// pkg/gpu's plain structs and Go errors.
+// This file and simulated_cgo.go are the only ones of gpulaunch that
+// import go-nvml: they adapt the vendor interface (C return codes,
+// fixed-size arrays, device handles) into pkg/gpu's plain structs and Go
+// errors.
 
 package nvml
 
@@ -15,18 +16,13 @@ import (
 	"sync"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxb200"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
 // library is a gpu.Source over any gonvml.Interface: the real libnvidia-ml or
-// a mock server.
+// a simulated node's mock (simulated_cgo.go).
 type library struct {
 	lib     gonvml.Interface
 	backend string
@@ -37,8 +33,8 @@ type library struct {
 	handles map[string]gonvml.Device // UUID → handle, filled by Inventory
 }
 
-// Library is NVML for gpu.Open: the real library, and go-nvml's mock
-// servers for the simulated NVIDIA nodes.
+// Library is NVML for gpu.Open: the real library, and go-nvml's mocks for
+// the simulated NVIDIA nodes.
 var Library gpu.NVML = nvmlLibrary{}
 
 type nvmlLibrary struct{}
@@ -239,97 +235,6 @@ func cString(b []int8) string {
 		sb.WriteByte(byte(c))
 	}
 	return sb.String()
-}
-
-// simulatedSource builds a go-nvml mock server for a described node and
-// reads it through the same adapter as real NVML, so simulated runs
-// exercise the real code path. The mock fakes identity and memory only;
-// the topology (PCI addresses, NUMA, CPU affinity), telemetry and
-// deterministic UUIDs come from the description.
-func simulatedSource(t gpu.Topology, usageDir string) (gpu.Source, error) {
-	if t.Mock == "" {
-		return gpu.NewStaticSource(t.Node("simulated "+t.Name), usageDir), nil
-	}
-	var srv *server.Server
-	switch t.Mock {
-	case "dgxa100":
-		srv = dgxa100.New()
-	case "dgxh100":
-		srv = dgxh100.New()
-	case "dgxh200":
-		srv = dgxh200.New()
-	case "dgxb200":
-		srv = dgxb200.New()
-	default:
-		return nil, fmt.Errorf("simulated node %s: unknown go-nvml mock %q", t.Name, t.Mock)
-	}
-	want := t.Node("")
-	if len(srv.Devices) != len(t.GPUs) {
-		return nil, fmt.Errorf("simulated node %s: mock %s has %d GPUs, the description %d",
-			t.Name, t.Mock, len(srv.Devices), len(t.GPUs))
-	}
-	// The description is in PCI order already; the mock's index i becomes
-	// the i-th GPU of the description.
-	byIndex := make([]gpu.GPU, len(t.GPUs))
-	for _, g := range want.GPUs {
-		byIndex[g.Index] = g
-	}
-	for i, d := range srv.Devices {
-		dev := d.(*server.Device)
-		g := byIndex[i]
-		dev.UUID = g.UUID
-		dev.PciBusID = g.BusID // keeps DeviceGetHandleByPciBusId consistent
-		busID, numa, cpus := g.BusID, g.NUMANode, g.LocalCPUs
-		dev.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
-			var p gonvml.PciInfo
-			nvmlForm := "0000" + strings.ToUpper(busID) // NVML's 8-digit domain
-			for k := 0; k < len(nvmlForm) && k < len(p.BusId)-1; k++ {
-				p.BusId[k] = int8(nvmlForm[k])
-			}
-			p.PciDeviceId = dev.Config.PciDeviceId
-			return p, gonvml.SUCCESS
-		}
-		dev.GetMemoryAffinityFunc = func(n int, _ gonvml.AffinityScope) ([]uint, gonvml.Return) {
-			if numa < 0 {
-				return nil, gonvml.ERROR_NOT_SUPPORTED
-			}
-			return setToMask(cpuset.New(numa), n), gonvml.SUCCESS
-		}
-		dev.GetCpuAffinityWithinScopeFunc = func(n int, _ gonvml.AffinityScope) ([]uint, gonvml.Return) {
-			return setToMask(cpus, n), gonvml.SUCCESS
-		}
-		dev.GetCpuAffinityFunc = func(n int) ([]uint, gonvml.Return) { return setToMask(cpus, n), gonvml.SUCCESS }
-		dev.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return numa, gonvml.SUCCESS }
-		dev.GetMigModeFunc = func() (int, int, gonvml.Return) {
-			return gonvml.DEVICE_MIG_DISABLE, gonvml.DEVICE_MIG_DISABLE, gonvml.SUCCESS
-		}
-		// Telemetry: what the apps declared (declared.go), answered
-		// through the same NVML calls the real driver serves.
-		uuid, total := g.UUID, dev.MemoryInfo.Total
-		declared := func() gpu.Usage {
-			if usageDir == "" {
-				return gpu.Usage{}
-			}
-			return gpu.DeclaredUsage(usageDir, []string{uuid})[0]
-		}
-		dev.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
-			return gonvml.Utilization{Gpu: uint32(declared().Utilization)}, gonvml.SUCCESS
-		}
-		dev.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) {
-			used := declared().MemoryUsed
-			return gonvml.Memory{Total: total, Used: used, Free: total - min(used, total)}, gonvml.SUCCESS
-		}
-		dev.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
-			var out []gonvml.ProcessInfo
-			for _, p := range declared().Processes {
-				out = append(out, gonvml.ProcessInfo{Pid: uint32(p.PID), UsedGpuMemory: p.MemoryUsed})
-			}
-			return out, gonvml.SUCCESS
-		}
-	}
-	srv.DriverVersion = t.Driver
-	lib := newLibrary(srv, "simulated "+t.Name+" (go-nvml mock "+t.Mock+")", nil, maxID(want.CPUs)+1)
-	return &simulated{library: lib, cpus: want.CPUs}, nil
 }
 
 // simulated adds the described CPU layout, which NVML does not report.
