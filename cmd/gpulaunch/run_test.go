@@ -632,7 +632,7 @@ func TestRunLongLineWithoutNewline(t *testing.T) {
 // instead of buffering a fast writer's output. Its growth is measured
 // against the same gpulaunch with a little output, not against a fixed
 // size: the binary's own footprint changes with what it links (the race
-// detector's shadow memory, client_golang's 4 MiB at init) and says
+// detector's shadow memory, what its libraries allocate at init) and says
 // nothing about buffering. Buffered, the 2,000,000 lines of 4 instances
 // would be over 100 MiB.
 func TestRunBoundedMemoryUnderSlowReader(t *testing.T) {

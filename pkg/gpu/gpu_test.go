@@ -424,3 +424,40 @@ func TestOpenBindOnlyLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 		})
 	}
 }
+
+// classCounting counts the PCI class files opened.
+type classCounting struct {
+	fs.FS
+	opens *int
+}
+
+func (c classCounting) Open(name string) (fs.File, error) {
+	if strings.HasSuffix(name, "/class") {
+		*c.opens++
+	}
+	return c.FS.Open(name)
+}
+
+// Without NVIDIA's driver, the PCI functions are looked through for
+// NVIDIA GPUs the driver would serve (the warning says so); a node has a
+// hundred functions or more, and every rank of an AMD or Intel node looks:
+// only NVIDIA's have their class read.
+func TestNoDriverReadsOnlyNVIDIAsPCIClass(t *testing.T) {
+	root := fstest.MapFS{
+		"sys/bus/pci/devices/0000:c1:00.0/vendor": {Data: []byte("0x10de\n")},
+		"sys/bus/pci/devices/0000:c1:00.0/class":  {Data: []byte("0x030200\n")},
+	}
+	for i := range 100 {
+		dev := fmt.Sprintf("sys/bus/pci/devices/0000:%02x:00.0/", i)
+		root[dev+"vendor"] = &fstest.MapFile{Data: []byte("0x1002\n")}
+		root[dev+"class"] = &fstest.MapFile{Data: []byte("0x038000\n")}
+	}
+	opens := 0
+	node, err := nvidiaSysfs{root: classCounting{root, &opens}}.Inventory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opens != 1 || !strings.Contains(strings.Join(node.Warnings, "\n"), "sysfs lists 1 NVIDIA PCI display device(s)") {
+		t.Fatalf("%d class files read, want 1; warnings %q", opens, node.Warnings)
+	}
+}

@@ -112,9 +112,14 @@ func countNvidiaPCI(root fs.FS) int {
 	}
 	n := 0
 	for _, e := range entries {
-		vendor, _ := readTrim(root, sysPCI(e.Name(), "vendor"))
+		// a node without NVIDIA's driver (every rank on an AMD or Intel
+		// node looks) has a hundred PCI functions or more: their class is
+		// read only for NVIDIA's
+		if vendor, _ := readTrim(root, sysPCI(e.Name(), "vendor")); vendor != "0x10de" {
+			continue
+		}
 		class, _ := readTrim(root, sysPCI(e.Name(), "class"))
-		if vendor == "0x10de" && (strings.HasPrefix(class, "0x0300") || strings.HasPrefix(class, "0x0302")) {
+		if strings.HasPrefix(class, "0x0300") || strings.HasPrefix(class, "0x0302") {
 			n++
 		}
 	}

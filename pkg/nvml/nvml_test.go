@@ -12,7 +12,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
-// The built-in NVIDIA nodes read through go-nvml's mock servers — the
+// The built-in NVIDIA nodes read through go-nvml's mock of NVML — the
 // adapter real NVML goes through — agree with their descriptions.
 func TestSimulatedNodesThroughTheMock(t *testing.T) {
 	for _, name := range gpu.SimulatedNames() {
