@@ -91,9 +91,11 @@ func TestRankModeLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 // paid, rank mode's included, for what few commands use: client_golang's
 // default registry (its Go and process collectors, procfs), replaced by
 // pkg/metrics's own text format; go-nvml's mock servers (their GPUs' MIG
-// tables, a UUID generator), replaced by pkg/nvml's simulated devices.
+// tables, a UUID generator), replaced by pkg/nvml's simulated devices;
+// Gonum's plot (12 fonts parsed at init) and go-latex, replaced by
+// pkg/chart's own SVG writer.
 var offStartPath = []string{"github.com/prometheus/client_golang/", "github.com/prometheus/procfs",
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/", "github.com/google/uuid"}
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/", "github.com/google/uuid", "gonum.org/", "codeberg.org/go-latex/"}
 
 // Nothing on the start path that the command does not use: the packages
 // above are not linked, and no package of gpulaunch builds anything at
