@@ -74,9 +74,9 @@ type peerNode struct {
 	// inLine: the node is in the ledger's hungry line.
 	inLine bool
 	done   int // tasks it finished
-	failed  int
-	gone    string // why it was lost; "" while it is there
-	left    bool   // it went after the queue was over or stopping
+	failed int
+	gone   string // why it was lost; "" while it is there
+	left   bool   // it went after the queue was over or stopping
 }
 
 // active: the node is there to be sent messages and tasks.
