@@ -52,6 +52,12 @@ const (
 // reader's limit), and its JSON form a few times that.
 const maxLine = 16 << 20
 
+// readBuffer is a connection's read buffer: a message longer than it is
+// read in parts (read). The holder keeps one per node, so it counts in
+// its memory per node (64 KiB at most: docs/architecture.md, "Scale"); a
+// 64 KiB buffer alone was that budget.
+const readBuffer = 4 << 10
+
 // conn is one TLS connection of the link and its writer: messages are
 // queued without blocking and written in order by one goroutine.
 type conn struct {
@@ -67,7 +73,7 @@ type conn struct {
 }
 
 func newConn(c *tls.Conn, beat time.Duration) *conn {
-	return &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), beat: beat, wake: make(chan struct{}, 1), written: make(chan struct{})}
+	return &conn{c: c, r: bufio.NewReaderSize(c, readBuffer), beat: beat, wake: make(chan struct{}, 1), written: make(chan struct{})}
 }
 
 // send queues f; a status replaces a status not yet written, so a slow

@@ -3,6 +3,7 @@ package nodelink
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -254,5 +255,40 @@ func TestSlotsMustMatch(t *testing.T) {
 	_, err := Join(WorkerConfig{Run: "job7.0", Node: 1, Host: "n1", Slots: 3, KeyDir: dir, Wait: time.Minute, Beat: testBeat})
 	if err == nil || !strings.Contains(err.Error(), "node 1 has 3 slot(s) and node 0 has 2") || !strings.Contains(err.Error(), "give -n N") {
 		t.Fatalf("a node with 3 slots: %v", err)
+	}
+}
+
+// A connection that shakes hands and says nothing in time is closed, not
+// refused: a node whose hello came late (a holder busy with 10,000 joins)
+// tries again, where a refusal would make it give up for good.
+func TestSilentConnectionIsNotRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	k, err := ReadKey(h.KeyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tls.Dial("tcp", k.Addr, pinned(k.CertHash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.SetReadDeadline(time.Now().Add(30 * time.Second)) // ends a test that would hang
+	got, err := io.ReadAll(tc)
+	if len(got) > 0 || err != nil {
+		t.Fatalf("the silent connection got %q (%v), want the end of the stream", got, err)
+	}
+	// and the node, once it speaks, joins
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
+		t.Fatalf("first message %+v", m)
 	}
 }
