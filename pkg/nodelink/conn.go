@@ -65,6 +65,11 @@ type conn struct {
 	r    *bufio.Reader // every read, the handshake's too: nothing read ahead is lost
 	beat time.Duration
 
+	// readBy and writeBy are the deadlines last set, moved on only once
+	// they would move by a beat (deadline): setting one per message cost
+	// a timer's update each.
+	readBy, writeBy time.Time
+
 	mu      sync.Mutex
 	queue   []frame
 	closing bool
@@ -118,7 +123,10 @@ func (c *conn) writeLoop() {
 		if idle && len(batch) == 0 && !closing {
 			batch = []frame{{NodeMessage: taskqueue.NodeMessage{Kind: kindPing}}}
 		}
-		c.c.SetWriteDeadline(time.Now().Add(silentFor * c.beat))
+		if by, ok := deadline(c.writeBy, silentFor*c.beat, c.beat); ok {
+			c.writeBy = by
+			c.c.SetWriteDeadline(by)
+		}
 		for _, f := range batch {
 			if enc.Encode(f) != nil {
 				c.c.Close() // the reader sees it and says the other side is lost
@@ -174,7 +182,10 @@ func (c *conn) readLoop(deliver func(frame) bool) error {
 
 // read reads one frame within limit.
 func (c *conn) read(limit time.Duration) (frame, error) {
-	c.c.SetReadDeadline(time.Now().Add(limit))
+	if by, ok := deadline(c.readBy, limit, c.beat); ok {
+		c.readBy = by
+		c.c.SetReadDeadline(by)
+	}
 	var line []byte
 	for {
 		part, err := c.r.ReadSlice('\n')
@@ -194,6 +205,14 @@ func (c *conn) read(limit time.Duration) (frame, error) {
 		return frame{}, fmt.Errorf("a garbled message: %w", jsonerr.Explain("message", line, err))
 	}
 	return f, nil
+}
+
+// deadline is the deadline limit from now, and whether to set it in
+// place of last: only once it is a beat later than last, or earlier. So a
+// side that falls silent is found within limit and limit less a beat.
+func deadline(last time.Time, limit, beat time.Duration) (time.Time, bool) {
+	by := time.Now().Add(limit)
+	return by, by.Sub(last) >= beat || by.Before(last)
 }
 
 // writeOne writes one frame of a handshake.

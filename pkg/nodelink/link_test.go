@@ -292,3 +292,23 @@ func TestSilentConnectionIsNotRefused(t *testing.T) {
 		t.Fatalf("first message %+v", m)
 	}
 }
+
+// A deadline moves on once it would move by a beat (or back), so that a
+// message does not cost a timer's update; a silence is still found within
+// its limit less a beat.
+func TestDeadlineMovesByBeats(t *testing.T) {
+	const beat, limit = time.Second, 10 * time.Second
+	first, ok := deadline(time.Time{}, limit, beat)
+	if !ok {
+		t.Fatal("the first deadline is not set")
+	}
+	if _, ok := deadline(first, limit, beat); ok {
+		t.Error("a deadline moved by less than a beat")
+	}
+	if _, ok := deadline(first.Add(-beat), limit, beat); !ok {
+		t.Error("a deadline a beat old was not moved on")
+	}
+	if _, ok := deadline(first.Add(time.Hour), limit, beat); !ok {
+		t.Error("a shorter limit did not bring the deadline forward")
+	}
+}
