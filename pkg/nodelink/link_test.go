@@ -312,3 +312,59 @@ func TestDeadlineMovesByBeats(t *testing.T) {
 		t.Error("a shorter limit did not bring the deadline forward")
 	}
 }
+
+// pipeConns are the two ends of a TLS connection in memory.
+func pipeConns(t *testing.T, beat time.Duration) (*conn, *conn) {
+	t.Helper()
+	cert, hash, err := newCert("pipe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	server := tls.Server(a, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
+	client := tls.Client(b, pinned(hash))
+	shook := make(chan error, 1)
+	go func() { shook <- server.Handshake() }()
+	if err := client.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-shook; err != nil {
+		t.Fatal(err)
+	}
+	return newConn(client, beat), newConn(server, beat)
+}
+
+// A side that writes messages sends no pings: a ping goes only after a
+// whole beat of silence (it went at every beat that found the queue
+// empty, even between messages).
+func TestNoPingsWhileMessagesFlow(t *testing.T) {
+	const beat = 100 * time.Millisecond
+	w, r := pipeConns(t, beat)
+	defer w.c.Close()
+	defer r.c.Close()
+	go w.writeLoop()
+	const messages = 100 // five a beat, for 20 beats
+	go func() {
+		for i := 1; i <= messages; i++ {
+			w.send(frame{NodeMessage: taskqueue.NodeMessage{Kind: taskqueue.MsgDone, Record: &job.Record{Seq: i}}})
+			time.Sleep(beat / 5)
+		}
+	}()
+	pings := 0
+	for seen := 0; seen < messages; {
+		f, err := r.read(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Kind == kindPing {
+			pings++
+		} else {
+			seen++
+		}
+	}
+	// a stall of a beat between two sends (a loaded machine) may earn a
+	// ping; a ping per beat is 20
+	if pings > 5 {
+		t.Errorf("%d pings among %d messages sent five a beat", pings, messages)
+	}
+}
