@@ -24,9 +24,12 @@ GL=${GL:-bin/gpulaunch}
 OLD=${OLD:-}
 NODES=${BENCH_HOLDER_NODES:-1000 10000}
 R=${BENCH_HOLDER_RUNS:-1}
+JOIN_LIMIT=${BENCH_HOLDER_JOIN_LIMIT:-60s} # a holder that cannot take them all in this long fails the row
 TMPDIR=${TMPDIR:-/tmp}
 [ -x "$GL" ] || { echo "  $GL is missing: make build first"; exit 1; }
-harness=$TMPDIR/gpulaunch-scale-harness
+work=$(mktemp -d "$TMPDIR/bench-holder-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+harness=$work/harness
 $GO build -o "$harness" ./test/scale
 
 field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
@@ -37,18 +40,18 @@ ratio() { awk -v v="$1" -v t="$2" 'BEGIN { printf "%.2fx", v / t }'; }
 echo "== task queue over many nodes: the holder alone (test/scale; N nodes x 4 slots, loopback TLS, tasks that end at once; median of $R)"
 for n in $NODES; do
   tasks=${BENCH_HOLDER_TASKS:-$(( n * 30 > 200000 ? n * 30 : 200000 ))}
-  : >"$TMPDIR/holder-new.json"
-  : >"$TMPDIR/holder-old.json"
+  : >"$work/holder-new.json"
+  : >"$work/holder-old.json"
   for _ in $(seq "$R"); do
-    if ! "$harness" -gpulaunch "$GL" -nodes "$n" -tasks "$tasks" -lose >>"$TMPDIR/holder-new.json" 2>"$TMPDIR/holder-new.err"; then
-      echo "  N=$n: the harness failed: $(grep -v '^victim' "$TMPDIR/holder-new.err" | tail -1)"; exit 1
+    if ! "$harness" -gpulaunch "$GL" -nodes "$n" -tasks "$tasks" -lose -join-limit "$JOIN_LIMIT" >>"$work/holder-new.json" 2>"$work/holder-new.err"; then
+      echo "  N=$n: the harness failed: $(grep -v '^victim' "$work/holder-new.err" | tail -1)"; exit 1
     fi
     if [ -n "$OLD" ]; then
-      "$harness" -gpulaunch "$OLD" -nodes "$n" -tasks "$tasks" -lose >>"$TMPDIR/holder-old.json" 2>"$TMPDIR/holder-old.err" ||
-        echo "{\"failed\":1}" >>"$TMPDIR/holder-old.json"
+      "$harness" -gpulaunch "$OLD" -nodes "$n" -tasks "$tasks" -lose -join-limit "$JOIN_LIMIT" >>"$work/holder-old.json" 2>"$work/holder-old.err" ||
+        echo "{\"failed\":1}" >>"$work/holder-old.json"
     fi
   done
-  m() { field "$1" <"$TMPDIR/holder-$2.json" | median; }
+  m() { field "$1" <"$work/holder-$2.json" | median; }
   rate=$(m tasks_per_s new) cpu=$(m cpu_us_per_task new) join=$(m join_s new) jcpu=$(m join_cpu_us_per_node new)
   mem=$(m bytes_per_node new) lost=$(m lost_s new)
   echo "  N = $n nodes, $tasks tasks"
@@ -63,8 +66,8 @@ for n in $NODES; do
   recs=$(m joblog_records new)
   echo "    joblog: $recs records of $tasks tasks, none lost (written in groups, one write per loop turn, before the holder answers)"
   if [ -n "$OLD" ]; then
-    if grep -q failed "$TMPDIR/holder-old.json"; then
-      echo "    before ($OLD): failed at N = $n: $(grep -v '^victim' "$TMPDIR/holder-old.err" | tail -1 | cut -c1-160)"
+    if grep -q failed "$work/holder-old.json"; then
+      echo "    before ($OLD): failed at N = $n: $(grep -v '^victim' "$work/holder-old.err" | tail -1 | cut -c1-160)"
     else
       awk -v r="$rate" -v c="$cpu" -v j="$join" -v b="$mem" -v l="$lost" \
         -v or="$(m tasks_per_s old)" -v oc="$(m cpu_us_per_task old)" -v oj="$(m join_s old)" -v ob="$(m bytes_per_node old)" -v ol="$(m lost_s old)" 'BEGIN {

@@ -79,8 +79,9 @@ func main() {
 	nodes := flag.Int("nodes", 1000, "simulated nodes to join")
 	tasks := flag.Int("tasks", 200000, "tasks in the queue")
 	lose := flag.Bool("lose", false, "lose node 1 while the queue runs and time the hand-back")
+	joinLimit := flag.Duration("join-limit", 2*time.Minute, "how long all the nodes may take to join")
 	flag.Parse()
-	r, err := measure(*gl, *nodes, *tasks, *lose)
+	r, err := measure(*gl, *nodes, *tasks, *lose, *joinLimit)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale: "+err.Error())
 		os.Exit(1)
@@ -99,7 +100,7 @@ type sim struct {
 	answered atomic.Int64
 }
 
-func measure(gl string, n, tasks int, lose bool) (result, error) {
+func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (result, error) {
 	dir, err := os.MkdirTemp("", "gl-scale-")
 	if err != nil {
 		return result{}, err
@@ -157,13 +158,19 @@ func measure(gl string, n, tasks int, lose bool) (result, error) {
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	begin := time.Now()
+	joinBy := begin.Add(joinLimit)
 	for i := 1; i <= n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			dialling <- struct{}{}
 			defer func() { <-dialling }()
-			w, err := nodelink.Join(nodelink.WorkerConfig{Run: run, Node: i, Host: "sim" + strconv.Itoa(i), Slots: slots, KeyDir: keys, Wait: 2 * time.Minute})
+			wait := time.Until(joinBy)
+			if wait <= 0 {
+				errs <- fmt.Errorf("node %d: not joined within %s", i, joinLimit)
+				return
+			}
+			w, err := nodelink.Join(nodelink.WorkerConfig{Run: run, Node: i, Host: "sim" + strconv.Itoa(i), Slots: slots, KeyDir: keys, Wait: wait})
 			if err != nil {
 				errs <- fmt.Errorf("node %d: %w", i, err)
 				return
@@ -176,6 +183,7 @@ func measure(gl string, n, tasks int, lose bool) (result, error) {
 	close(errs)
 	if err := <-errs; err != nil {
 		cmd.Process.Kill()
+		<-exited
 		return result{}, err
 	}
 	rss1, err := vmRSS(pid)
