@@ -86,8 +86,8 @@ func (n *peerNode) active() bool { return n.gone == "" && !n.left }
 // message costs it the same however many nodes joined: the nodes with
 // credit wait in a line (hungry), and the held and running tasks are
 // counted as they change, never by walking the nodes — with 1,000 nodes
-// a walk (and a sort) per message held the holder to 3,400 tasks/s,
-// 222 µs of its CPU per task, and 10,000 could not join at all
+// a walk (and a sort) per message held the holder to about 3,700
+// tasks/s, 240 µs of its CPU per task, and 10,000 could not join at all
 // (scripts/bench-holder.sh; docs/architecture.md, "Scale").
 type nodeLedger struct {
 	expected int // other nodes that may join
