@@ -132,6 +132,9 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 	h.Refused = func(remote, why string) {
 		log.Warn(fmt.Sprintf("a connection from %s was refused (%s): only this run's nodes may take tasks", remote, why))
 	}
+	h.Stalled = func(why string) {
+		log.Warn(fmt.Sprintf("node 0 cannot take in more nodes for now (%s): they wait until it can; over many nodes raise the open-file limit (ulimit -n) above the node count (%d)", why, g.Size))
+	}
 	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)", g.Size, host, h.Port(), h.KeyPath()))
 	return h, nil
 }

@@ -45,6 +45,9 @@ type Holder struct {
 	// Refused is told of every connection that was turned away, and why
 	// (a wrong token, no TLS, a node that joined twice); nil: nobody.
 	Refused func(remote, why string)
+	// Stalled is told when the holder fails to accept a connection (out
+	// of file descriptors), once per run of failures; nil: nobody.
+	Stalled func(why string)
 
 	msgs chan taskqueue.NodeMessage
 	done chan struct{}
@@ -149,13 +152,31 @@ func (h *Holder) Broadcast(m taskqueue.NodeMessage) {
 
 // acceptLoop admits connections until the listener is closed. The
 // goroutines it starts end with their connection; what they deliver after
-// Close is dropped (deliver).
+// Close is dropped (deliver). Any other failure to accept — out of file
+// descriptors (EMFILE: 10,000 nodes need 10,000, and `ulimit -n` may be
+// lower), a connection reset before it was accepted — is waited out, as
+// net/http's server does, so that the nodes still to come are admitted
+// once descriptors free up; it ended the loop, and no node joined after.
 func (h *Holder) acceptLoop() {
+	var pause time.Duration
 	for {
 		c, err := h.ln.Accept()
-		if err != nil {
-			return // closed
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			return
+		case err != nil:
+			if pause == 0 && h.Stalled != nil {
+				h.Stalled(err.Error())
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(pause):
+			case <-h.done:
+				return
+			}
+			continue
 		}
+		pause = 0
 		go h.admit(tcpConn(c))
 	}
 }
@@ -206,7 +227,7 @@ func (h *Holder) greet(raw net.Conn) (*conn, frame, error) {
 	tc := tls.Server(raw, h.tls)
 	tc.SetDeadline(time.Now().Add(h.helloWait))
 	if err := tc.Handshake(); err != nil {
-		h.refuse(raw, "no TLS handshake: "+err.Error())
+		h.refuse(raw.RemoteAddr(), "no TLS handshake: "+err.Error())
 		tc.Close()
 		return nil, frame{}, err
 	}
@@ -214,12 +235,12 @@ func (h *Holder) greet(raw net.Conn) (*conn, frame, error) {
 	c := newConn(tc, h.beat)
 	hello, err := c.read(h.helloWait)
 	if err != nil {
-		h.refuse(raw, "no hello: "+err.Error())
+		h.refuse(raw.RemoteAddr(), "no hello: "+err.Error())
 		tc.Close()
 		return nil, frame{}, err
 	}
 	if err := h.check(hello); err != nil {
-		h.refuse(raw, err.Error()) // before the answer: whoever hears it finds it said
+		h.refuse(raw.RemoteAddr(), err.Error()) // before the answer: whoever hears it finds it said
 		writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindRefused, Why: err.Error()}}, time.Second)
 		tc.Close()
 		return nil, frame{}, err
@@ -270,9 +291,9 @@ func (h *Holder) deliver(m taskqueue.NodeMessage) bool {
 	}
 }
 
-func (h *Holder) refuse(raw net.Conn, why string) {
+func (h *Holder) refuse(remote net.Addr, why string) {
 	if h.Refused != nil {
-		h.Refused(raw.RemoteAddr().String(), why)
+		h.Refused(remote.String(), why)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -366,5 +367,33 @@ func TestNoPingsWhileMessagesFlow(t *testing.T) {
 	// ping; a ping per beat is 20
 	if pings > 5 {
 		t.Errorf("%d pings among %d messages sent five a beat", pings, messages)
+	}
+}
+
+// failingListener fails its first accepts as a process out of file
+// descriptors does, then says it is closed.
+type failingListener struct {
+	net.Listener
+	fails   int
+	accepts int
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.accepts++
+	if l.accepts <= l.fails {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return nil, net.ErrClosed
+}
+
+// A holder out of file descriptors waits and accepts again, and says
+// so once: it stopped accepting for good, and no node joined after.
+func TestHolderOutOfDescriptorsAcceptsAgain(t *testing.T) {
+	ln := &failingListener{fails: 3}
+	var stalls []string
+	h := &Holder{ln: ln, done: make(chan struct{}), Stalled: func(why string) { stalls = append(stalls, why) }}
+	h.acceptLoop() // returns once the listener says it is closed
+	if ln.accepts != 4 || len(stalls) != 1 || !strings.Contains(stalls[0], "too many open files") {
+		t.Errorf("%d accepts (want 4: three failures, then closed), stalls %q", ln.accepts, stalls)
 	}
 }
