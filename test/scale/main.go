@@ -23,7 +23,7 @@
 //   - lost_s (with -lose): node 1 takes its tasks and never answers;
 //     once the queue is under way its connection is closed, and lost_s
 //     is the time until another node receives one of the tasks it held;
-//   - joblog_lines: the joblog's records at the end (every task's, or
+//   - joblog_records: the joblog's records at the end (every task's, or
 //     the bench fails).
 package main
 
@@ -100,55 +100,60 @@ type sim struct {
 	answered atomic.Int64
 }
 
-func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (result, error) {
+// holderRun is the holder's process and its files.
+type holderRun struct {
+	cmd    *exec.Cmd
+	pid    int
+	stderr bytes.Buffer
+	exited chan error // its Wait's answer
+	dir    string     // removed at the end
+	keys   string     // the key directory
+	joblog string
+	run    string // GPULAUNCH_RUN_ID
+}
+
+// startHolder starts gl as node 0 of a queue of tasks over n+1 nodes and
+// waits until it listens (its key file is there).
+func startHolder(gl string, n, tasks int) (*holderRun, error) {
 	dir, err := os.MkdirTemp("", "gl-scale-")
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	keys, input, joblog := filepath.Join(dir, "keys"), filepath.Join(dir, "tasks"), filepath.Join(dir, "joblog")
-	if err := os.Mkdir(keys, 0o700); err != nil {
-		return result{}, err
+	h := &holderRun{dir: dir, keys: filepath.Join(dir, "keys"), joblog: filepath.Join(dir, "joblog"), run: fmt.Sprintf("scale-%d-%d", os.Getpid(), n)}
+	input := filepath.Join(dir, "tasks")
+	if err := os.Mkdir(h.keys, 0o700); err != nil {
+		return h, err
 	}
-	var in bytes.Buffer
-	for i := 1; i <= tasks; i++ {
-		in.WriteString("0\n") // the holder's own slots run `sleep 0.05 0`
+	// the holder's own slots run `sleep 0.05 0`
+	if err := os.WriteFile(input, bytes.Repeat([]byte("0\n"), tasks), 0o644); err != nil {
+		return h, err
 	}
-	if err := os.WriteFile(input, in.Bytes(), 0o644); err != nil {
-		return result{}, err
-	}
-	run := fmt.Sprintf("scale-%d-%d", os.Getpid(), n)
-	cmd := exec.Command(gl, "-q", "-n", strconv.Itoa(slots), "-O", "-G", "0", "--each-line", input, "--joblog", joblog, "--", "sleep", "0.05", "{}")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GPULAUNCH_RUN_ID=" + run, "GPULAUNCH_KEY_DIR=" + keys,
+	h.cmd = exec.Command(gl, "-q", "-n", strconv.Itoa(slots), "-O", "-G", "0", "--each-line", input, "--joblog", h.joblog, "--", "sleep", "0.05", "{}")
+	h.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GPULAUNCH_RUN_ID=" + h.run, "GPULAUNCH_KEY_DIR=" + h.keys,
 		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=" + strconv.Itoa(n+1)}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return result{}, err
+	h.cmd.Stderr = &h.stderr
+	if err := h.cmd.Start(); err != nil {
+		return h, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	key := nodelink.KeyPath(keys, run)
+	h.pid = h.cmd.Process.Pid
+	h.exited = make(chan error, 1)
+	go func() { h.exited <- h.cmd.Wait() }()
+	key := nodelink.KeyPath(h.keys, h.run)
 	for {
 		if _, err := os.Stat(key); err == nil {
-			break
+			return h, nil
 		}
 		select {
-		case err := <-exited:
-			return result{}, fmt.Errorf("the holder ended before it listened (%v): %s", err, stderr.String())
+		case err := <-h.exited:
+			return h, fmt.Errorf("the holder ended before it listened (%v): %s", err, h.stderr.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	pid := cmd.Process.Pid
-	rss0, err := vmRSS(pid)
-	if err != nil {
-		return result{}, err
-	}
-	s := &sim{gate: make(chan struct{})}
-	cpuJoin0, err := cpuTime(pid)
-	if err != nil {
-		return result{}, err
-	}
+}
+
+// joinAll joins n simulated nodes to h, all at once, within limit; it
+// returns them by index, and how long the last took.
+func joinAll(h *holderRun, n int, limit time.Duration) ([]*nodelink.Worker, time.Duration, error) {
 	// The simulated nodes share this machine's CPUs, where real ones
 	// would each have their own: their side of the handshakes is made a
 	// few at a time (dialling), so that they do not all starve each
@@ -158,7 +163,7 @@ func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (resul
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	begin := time.Now()
-	joinBy := begin.Add(joinLimit)
+	joinBy := begin.Add(limit)
 	for i := 1; i <= n; i++ {
 		wg.Add(1)
 		go func() {
@@ -167,10 +172,10 @@ func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (resul
 			defer func() { <-dialling }()
 			wait := time.Until(joinBy)
 			if wait <= 0 {
-				errs <- fmt.Errorf("node %d: not joined within %s", i, joinLimit)
+				errs <- fmt.Errorf("node %d: not joined within %s", i, limit)
 				return
 			}
-			w, err := nodelink.Join(nodelink.WorkerConfig{Run: run, Node: i, Host: "sim" + strconv.Itoa(i), Slots: slots, KeyDir: keys, Wait: wait})
+			w, err := nodelink.Join(nodelink.WorkerConfig{Run: h.run, Node: i, Host: "sim" + strconv.Itoa(i), Slots: slots, KeyDir: h.keys, Wait: wait})
 			if err != nil {
 				errs <- fmt.Errorf("node %d: %w", i, err)
 				return
@@ -181,83 +186,114 @@ func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (resul
 	wg.Wait()
 	joined := time.Since(begin)
 	close(errs)
-	if err := <-errs; err != nil {
-		cmd.Process.Kill()
-		<-exited
-		return result{}, err
+	return workers, joined, <-errs
+}
+
+func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (result, error) {
+	h, err := startHolder(gl, n, tasks)
+	if h != nil {
+		defer os.RemoveAll(h.dir)
 	}
-	rss1, err := vmRSS(pid)
 	if err != nil {
 		return result{}, err
 	}
-	cpuJoin1, err := cpuTime(pid)
+	rss0, cpuJoin0, err := usage(h.pid)
 	if err != nil {
 		return result{}, err
 	}
-	if lose {
-		s.victim.Store(workers[1])
+	workers, joined, err := joinAll(h, n, joinLimit)
+	if err != nil {
+		h.cmd.Process.Kill()
+		<-h.exited
+		return result{}, err
 	}
-	for i := 1; i <= n; i++ {
-		go s.answer(i, workers[i])
-	}
-	before, err := records(joblog)
+	rss1, cpuJoin1, err := usage(h.pid)
 	if err != nil {
 		return result{}, err
 	}
-	cpu0, err := cpuTime(pid)
-	if err != nil {
-		return result{}, err
-	}
-	t0 := time.Now()
-	close(s.gate)
-	if lose {
-		go s.loseVictim(int64((tasks - before) / 4))
-	}
-	// the end: the first MsgEnd any node gets (the holder sends it once
-	// every task is recorded)
-	var cpu1 time.Duration
-	for s.endedAt.Load() == 0 {
-		select {
-		case err := <-exited:
-			return result{}, fmt.Errorf("the holder ended before the queue was over (%v): %s", err, stderr.String())
-		case <-time.After(time.Millisecond):
-		}
-	}
-	cpu1, _ = cpuTime(pid)
-	werr := <-exited
-	exitAt := time.Now()
 	r := result{Nodes: n, Tasks: tasks, JoinS: joined.Seconds(), BytesPerNode: float64(rss1-rss0) / float64(n),
 		JoinCPUus: float64((cpuJoin1 - cpuJoin0).Microseconds()) / float64(n)}
-	window := time.Duration(s.endedAt.Load() - t0.UnixNano())
-	r.EndToExitS = time.Duration(exitAt.UnixNano() - s.endedAt.Load()).Seconds()
-	r.TasksPerS = float64(tasks-before) / window.Seconds()
-	if cpu1 > cpu0 {
-		r.CPUusPerTask = float64((cpu1 - cpu0).Microseconds()) / float64(tasks-before)
-	}
-	if lose {
-		if s.redoneAt.Load() == 0 {
-			return r, fmt.Errorf("no task of the lost node was handed out again")
-		}
-		r.LostS = time.Duration(s.redoneAt.Load() - s.lostAt.Load()).Seconds()
-	}
-	r.JoblogRecords, err = records(joblog)
-	if err != nil {
+	if err := runQueue(h, workers, lose, &r); err != nil {
 		return r, err
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.MaxRSSKiB = ru.Maxrss
-	}
-	r.ExitCode = cmd.ProcessState.ExitCode()
-	if werr != nil && !(lose && r.ExitCode == 255) {
-		return r, fmt.Errorf("the holder failed (%v): %s", werr, stderr.String())
-	}
 	if os.Getenv("SCALE_STDERR") != "" {
-		os.Stderr.Write(stderr.Bytes())
+		os.Stderr.Write(h.stderr.Bytes())
 	}
 	if r.JoblogRecords != tasks {
 		return r, fmt.Errorf("the joblog has %d records of %d tasks", r.JoblogRecords, tasks)
 	}
 	return r, nil
+}
+
+// runQueue lets the joined nodes answer, and measures the queue's run
+// until its end into r: the rate, the holder's CPU per task, the lost
+// node's hand-back (lose), the joblog, the holder's exit.
+func runQueue(h *holderRun, workers []*nodelink.Worker, lose bool, r *result) error {
+	s := &sim{gate: make(chan struct{})}
+	if lose {
+		s.victim.Store(workers[1])
+	}
+	for i := 1; i < len(workers); i++ {
+		go s.answer(i, workers[i])
+	}
+	before, err := records(h.joblog)
+	if err != nil {
+		return err
+	}
+	cpu0, err := cpuTime(h.pid)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	close(s.gate)
+	if lose {
+		go s.loseVictim(int64((r.Tasks - before) / 4))
+	}
+	// the end: the first MsgEnd any node gets (the holder sends it once
+	// every task is recorded)
+	for s.endedAt.Load() == 0 {
+		select {
+		case err := <-h.exited:
+			return fmt.Errorf("the holder ended before the queue was over (%v): %s", err, h.stderr.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cpu1, _ := cpuTime(h.pid)
+	werr := <-h.exited
+	exitAt := time.Now()
+	window := time.Duration(s.endedAt.Load() - t0.UnixNano())
+	r.EndToExitS = time.Duration(exitAt.UnixNano() - s.endedAt.Load()).Seconds()
+	r.TasksPerS = float64(r.Tasks-before) / window.Seconds()
+	if cpu1 > cpu0 {
+		r.CPUusPerTask = float64((cpu1 - cpu0).Microseconds()) / float64(r.Tasks-before)
+	}
+	if lose {
+		if s.redoneAt.Load() == 0 {
+			return fmt.Errorf("no task of the lost node was handed out again")
+		}
+		r.LostS = time.Duration(s.redoneAt.Load() - s.lostAt.Load()).Seconds()
+	}
+	if r.JoblogRecords, err = records(h.joblog); err != nil {
+		return err
+	}
+	if ru, ok := h.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSSKiB = ru.Maxrss
+	}
+	r.ExitCode = h.cmd.ProcessState.ExitCode()
+	if werr != nil && !(lose && r.ExitCode == 255) {
+		return fmt.Errorf("the holder failed (%v): %s", werr, h.stderr.String())
+	}
+	return nil
+}
+
+// usage is a process's resident memory and CPU time.
+func usage(pid int) (int64, time.Duration, error) {
+	rss, err := vmRSS(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu, err := cpuTime(pid)
+	return rss, cpu, err
 }
 
 // answer is simulated node i: every task it is sent ends at once,
