@@ -397,3 +397,53 @@ func TestHolderOutOfDescriptorsAcceptsAgain(t *testing.T) {
 		t.Errorf("%d accepts (want 4: three failures, then closed), stalls %q", ln.accepts, stalls)
 	}
 }
+
+// Handshakes are made shakingAtOnce at a time: a connection waits its
+// turn, accepted, and its turn is given back once it has said hello or
+// failed to. (So shakingAtOnce silent connections hold every turn until
+// their HelloWait runs out: the price of serving 10,000 joins in turn.)
+func TestHandshakesTakeTurns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	k, err := ReadKey(h.KeyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var silent []net.Conn
+	for range shakingAtOnce + 2 {
+		c, err := net.Dial("tcp", k.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	waitFor(t, "every turn taken by the silent connections", func() bool { return len(h.shaking) == shakingAtOnce })
+	for _, c := range silent {
+		c.Close()
+	}
+	waitFor(t, "every turn given back", func() bool { return len(h.shaking) == 0 })
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
+		t.Fatalf("first message %+v", m)
+	}
+}
+
+// waitFor polls cond until it holds; the limit only ends a test that
+// would hang.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
