@@ -34,7 +34,7 @@ FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/bi
 # they build (and vet) for any GOOS; lint checks them on darwin.
 PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/gpu ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps ./pkg/metrics
 
-.PHONY: build test integration demo bench fuzz lint clean pictures stress dist install uninstall
+.PHONY: build test integration demo bench bench-scale fuzz lint clean pictures stress dist install uninstall
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpulaunch
@@ -157,6 +157,13 @@ uninstall:
 
 bench:
 	@scripts/bench.sh
+
+# The holder of a task queue over 1,000 and 10,000 simulated nodes
+# (test/scale, scripts/bench-holder.sh), medians of 3 runs: about 10
+# minutes on a 2-CPU machine. OLD=BINARY measures a binary before beside it.
+BENCH_HOLDER_RUNS ?= 3
+bench-scale: build
+	BENCH_HOLDER_RUNS=$(BENCH_HOLDER_RUNS) scripts/bench-holder.sh
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

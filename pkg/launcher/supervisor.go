@@ -558,11 +558,14 @@ func (s *supervisor) recordTask(i int, rec job.Record) {
 			out.TasksFailed++
 		}
 	}
-	if s.joblog == nil {
-		return
-	}
-	if err := s.joblog.Record(rec); err != nil {
-		s.log.Error("--joblog: " + err.Error())
+	switch {
+	case s.joblog == nil:
+	case i < 0:
+		s.joblog.Add(rec) // written when fromNode's turn ends, before it answers
+	default:
+		if err := s.joblog.Record(rec); err != nil {
+			s.log.Error("--joblog: " + err.Error())
+		}
 	}
 }
 

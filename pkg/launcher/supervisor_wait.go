@@ -13,16 +13,47 @@ import (
 // The rules are the mode's (taskqueue's nodes.go and feed.go, group.go);
 // these methods carry out its answers.
 
-// fromNode hands a message from another node to the mode, and carries
-// out its verdict, which concerns no slot of this node.
+// nodeBatch bounds how many messages from other nodes one turn of the
+// loop takes in (fromNode).
+const nodeBatch = 256
+
+// fromNode hands a message from another node to the mode, and those
+// already waiting behind it (up to nodeBatch), and carries out their
+// verdicts, which concern no slot of this node. One turn for many
+// messages: the lock taken once, the records they bring written to the
+// joblog in one write before any answer goes out, the counts published
+// once, and the tasks queued for a node sent together. One turn per
+// message: 13,300 tasks/s at 1,000 nodes, 69 µs of the holder's CPU per
+// task; one turn for many: 18,500 tasks/s, 39 µs (scripts/bench-holder.sh).
 func (s *supervisor) fromNode(m taskqueue.NodeMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.effects(-1, s.mode.fromNode(m))
+	for k := 1; ; k++ {
+		s.effects(-1, s.mode.fromNode(m))
+		if k == nodeBatch || !s.nextFromNode(&m) {
+			break
+		}
+	}
+	if s.joblog != nil {
+		if err := s.joblog.Flush(); err != nil {
+			s.log.Error("--joblog: " + err.Error())
+		}
+	}
 	s.publishCounts()
 	s.flushNodes()
 	if s.idle0() {
 		s.signalIdle()
+	}
+}
+
+// nextFromNode takes the next message from another node into m, if one
+// is waiting.
+func (s *supervisor) nextFromNode(m *taskqueue.NodeMessage) bool {
+	select {
+	case *m = <-s.nodeC:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -39,8 +39,9 @@ const (
 	kindPing    taskqueue.MessageKind = "ping"
 )
 
-// Beat is how often a side with nothing to say pings the other, and
-// silentFor how many beats of silence make the other side lost: a node
+// Beat is how often a side with nothing to say pings the other (after a
+// beat of silence: an idle connection carries a ping every two beats),
+// and silentFor how many beats of silence make the other side lost: a node
 // whose gpulaunch is killed is noticed at once (its kernel closes the
 // connection), one whose machine or network dies after 10 beats.
 const (
@@ -52,12 +53,23 @@ const (
 // reader's limit), and its JSON form a few times that.
 const maxLine = 16 << 20
 
+// readBuffer is a connection's read buffer: a message longer than it is
+// read in parts (read). The holder keeps one per node, so it counts in
+// its memory per node (64 KiB at most: docs/architecture.md, "Scale"); a
+// 64 KiB buffer alone was that budget.
+const readBuffer = 4 << 10
+
 // conn is one TLS connection of the link and its writer: messages are
 // queued without blocking and written in order by one goroutine.
 type conn struct {
 	c    *tls.Conn
 	r    *bufio.Reader // every read, the handshake's too: nothing read ahead is lost
 	beat time.Duration
+
+	// readBy and writeBy are the deadlines last set, moved on only once
+	// they would move by a beat (deadline): setting one per message cost
+	// a timer's update each.
+	readBy, writeBy time.Time
 
 	mu      sync.Mutex
 	queue   []frame
@@ -67,7 +79,7 @@ type conn struct {
 }
 
 func newConn(c *tls.Conn, beat time.Duration) *conn {
-	return &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), beat: beat, wake: make(chan struct{}, 1), written: make(chan struct{})}
+	return &conn{c: c, r: bufio.NewReaderSize(c, readBuffer), beat: beat, wake: make(chan struct{}, 1), written: make(chan struct{})}
 }
 
 // send queues f; a status replaces a status not yet written, so a slow
@@ -98,21 +110,37 @@ func (c *conn) writeLoop() {
 	enc := json.NewEncoder(w)
 	tick := time.NewTicker(c.beat)
 	defer tick.Stop()
+	// wrote: something (a ping too) was written since the last tick. A
+	// ping goes only after a whole beat of silence: pinging at every tick
+	// that found the queue empty sent 10,000 nodes 5,000 pings a second
+	// while tasks flowed to them.
+	wrote := false
 	for {
-		var idle bool
+		var ticked bool
 		select {
 		case <-c.wake:
 		case <-tick.C:
-			idle = true
+			ticked = true
 		}
 		c.mu.Lock()
 		batch, closing := c.queue, c.closing
 		c.queue = nil
 		c.mu.Unlock()
-		if idle && len(batch) == 0 && !closing {
+		switch {
+		case closing || len(batch) > 0:
+		case !ticked:
+			continue
+		case wrote:
+			wrote = false
+			continue
+		default:
 			batch = []frame{{NodeMessage: taskqueue.NodeMessage{Kind: kindPing}}}
 		}
-		c.c.SetWriteDeadline(time.Now().Add(silentFor * c.beat))
+		wrote = true
+		if by, ok := deadline(c.writeBy, silentFor*c.beat, c.beat); ok {
+			c.writeBy = by
+			c.c.SetWriteDeadline(by)
+		}
 		for _, f := range batch {
 			if enc.Encode(f) != nil {
 				c.c.Close() // the reader sees it and says the other side is lost
@@ -168,7 +196,10 @@ func (c *conn) readLoop(deliver func(frame) bool) error {
 
 // read reads one frame within limit.
 func (c *conn) read(limit time.Duration) (frame, error) {
-	c.c.SetReadDeadline(time.Now().Add(limit))
+	if by, ok := deadline(c.readBy, limit, c.beat); ok {
+		c.readBy = by
+		c.c.SetReadDeadline(by)
+	}
 	var line []byte
 	for {
 		part, err := c.r.ReadSlice('\n')
@@ -188,6 +219,14 @@ func (c *conn) read(limit time.Duration) (frame, error) {
 		return frame{}, fmt.Errorf("a garbled message: %w", jsonerr.Explain("message", line, err))
 	}
 	return f, nil
+}
+
+// deadline is the deadline limit from now, and whether to set it in
+// place of last: only once it is a beat later than last, or earlier. So a
+// side that falls silent is found within limit and limit less a beat.
+func deadline(last time.Time, limit, beat time.Duration) (time.Time, bool) {
+	by := time.Now().Add(limit)
+	return by, by.Sub(last) >= beat || by.Before(last)
 }
 
 // writeOne writes one frame of a handshake.

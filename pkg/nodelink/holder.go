@@ -18,6 +18,17 @@ import (
 // connection that says nothing does not hold a goroutine.
 const handshakeWait = 10 * time.Second
 
+// shakingAtOnce bounds the handshakes the holder makes at the same time;
+// the other connections wait their turn, accepted, with their clocks not
+// yet running. A TLS 1.3 handshake costs about 0.9 ms of CPU (both sides,
+// X25519MLKEM768 and a P-256 signature, measured on this project's 2-CPU
+// machine): 10,000 nodes joining at once, all shaking hands together,
+// each got a sliver of the CPU and many ran past handshakeWait, so that
+// 10,000 could not join at all; served a few at a time, in turn, each
+// takes its 0.9 ms and the last is in after the sum
+// (scripts/bench-holder.sh: the join time).
+const shakingAtOnce = 8
+
 // Holder is node 0's side: it listens, admits the nodes that show the
 // key's token, and carries messages to and from them.
 type Holder struct {
@@ -29,12 +40,19 @@ type Holder struct {
 	slots   int // every node's slots (0: not checked)
 	keyPath string
 	beat    time.Duration
+	// helloWait is HolderConfig.HelloWait.
+	helloWait time.Duration
 	// Refused is told of every connection that was turned away, and why
 	// (a wrong token, no TLS, a node that joined twice); nil: nobody.
 	Refused func(remote, why string)
+	// Stalled is told when the holder fails to accept a connection (out
+	// of file descriptors), once per run of failures; nil: nobody.
+	Stalled func(why string)
 
 	msgs chan taskqueue.NodeMessage
 	done chan struct{}
+	// shaking holds a token per handshake under way (shakingAtOnce).
+	shaking chan struct{}
 
 	mu     sync.Mutex
 	conns  map[int]*conn // the nodes there, to send to
@@ -56,6 +74,9 @@ type HolderConfig struct {
 	KeyDir string
 	// Beat is the ping interval (default Beat).
 	Beat time.Duration
+	// HelloWait bounds a connection's TLS handshake, and then its hello
+	// (default handshakeWait).
+	HelloWait time.Duration
 }
 
 // Listen opens the holder: it listens on every address at cfg.Port,
@@ -76,11 +97,14 @@ func Listen(cfg HolderConfig) (*Holder, error) {
 	}
 	h := &Holder{
 		ln: ln, tls: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13},
-		token: tok, run: cfg.Run, nodes: cfg.Nodes, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat,
-		msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{}), conns: map[int]*conn{}, joined: map[int]bool{},
+		token: tok, run: cfg.Run, nodes: cfg.Nodes, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat, helloWait: cfg.HelloWait,
+		msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{}), shaking: make(chan struct{}, shakingAtOnce), conns: map[int]*conn{}, joined: map[int]bool{},
 	}
 	if h.beat == 0 {
 		h.beat = Beat
+	}
+	if h.helloWait == 0 {
+		h.helloWait = handshakeWait
 	}
 	sweep(cfg.KeyDir)
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
@@ -94,6 +118,9 @@ func Listen(cfg HolderConfig) (*Holder, error) {
 
 // Port is where the holder listens.
 func (h *Holder) Port() int { return h.ln.Addr().(*net.TCPAddr).Port }
+
+// Nodes is the launch's nodes, the holder included.
+func (h *Holder) Nodes() int { return h.nodes }
 
 // KeyPath is the run's key file.
 func (h *Holder) KeyPath() string { return h.keyPath }
@@ -125,13 +152,31 @@ func (h *Holder) Broadcast(m taskqueue.NodeMessage) {
 
 // acceptLoop admits connections until the listener is closed. The
 // goroutines it starts end with their connection; what they deliver after
-// Close is dropped (deliver).
+// Close is dropped (deliver). Any other failure to accept — out of file
+// descriptors (EMFILE: 10,000 nodes need 10,000, and `ulimit -n` may be
+// lower), a connection reset before it was accepted — is waited out, as
+// net/http's server does, so that the nodes still to come are admitted
+// once descriptors free up; it ended the loop, and no node joined after.
 func (h *Holder) acceptLoop() {
+	var pause time.Duration
 	for {
 		c, err := h.ln.Accept()
-		if err != nil {
-			return // closed
+		switch {
+		case errors.Is(err, net.ErrClosed):
+			return
+		case err != nil:
+			if pause == 0 && h.Stalled != nil {
+				h.Stalled(err.Error())
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(pause):
+			case <-h.done:
+				return
+			}
+			continue
 		}
+		pause = 0
 		go h.admit(tcpConn(c))
 	}
 }
@@ -139,28 +184,20 @@ func (h *Holder) acceptLoop() {
 // admit shakes hands with a connection, checks its hello and, if it is
 // one of the run's nodes, follows it until it ends.
 func (h *Holder) admit(raw net.Conn) {
-	tc := tls.Server(raw, h.tls)
-	tc.SetDeadline(time.Now().Add(handshakeWait))
-	if err := tc.Handshake(); err != nil {
-		h.refuse(raw, "no TLS handshake: "+err.Error())
-		tc.Close()
+	select {
+	case h.shaking <- struct{}{}:
+	case <-h.done:
+		raw.Close()
 		return
 	}
-	tc.SetDeadline(time.Time{})
-	c := newConn(tc, h.beat)
-	hello, err := c.read(handshakeWait)
-	if err == nil {
-		err = h.check(hello)
-	}
+	c, hello, err := h.greet(raw)
+	<-h.shaking
 	if err != nil {
-		h.refuse(raw, err.Error()) // before the answer: whoever hears it finds it said
-		writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindRefused, Why: err.Error()}}, time.Second)
-		tc.Close()
 		return
 	}
-	if err := writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindWelcome}}, handshakeWait); err != nil {
+	if err := writeOne(c.c, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindWelcome}}, handshakeWait); err != nil {
 		h.forget(hello.Node)
-		tc.Close()
+		c.c.Close()
 		return
 	}
 	go c.writeLoop()
@@ -180,6 +217,35 @@ func (h *Holder) admit(raw net.Conn) {
 	if why != nil {
 		h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Node: hello.Node, Why: why.Error()})
 	}
+}
+
+// greet shakes hands with a connection and reads its hello, which it
+// checks (check); a node it refuses is told why, one that said nothing in
+// time is not (it may try again: a holder busy with many joins is not a
+// refusal).
+func (h *Holder) greet(raw net.Conn) (*conn, frame, error) {
+	tc := tls.Server(raw, h.tls)
+	tc.SetDeadline(time.Now().Add(h.helloWait))
+	if err := tc.Handshake(); err != nil {
+		h.refuse(raw.RemoteAddr(), "no TLS handshake: "+err.Error())
+		tc.Close()
+		return nil, frame{}, err
+	}
+	tc.SetDeadline(time.Time{})
+	c := newConn(tc, h.beat)
+	hello, err := c.read(h.helloWait)
+	if err != nil {
+		h.refuse(raw.RemoteAddr(), "no hello: "+err.Error())
+		tc.Close()
+		return nil, frame{}, err
+	}
+	if err := h.check(hello); err != nil {
+		h.refuse(raw.RemoteAddr(), err.Error()) // before the answer: whoever hears it finds it said
+		writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindRefused, Why: err.Error()}}, time.Second)
+		tc.Close()
+		return nil, frame{}, err
+	}
+	return c, hello, nil
 }
 
 // check admits a hello: the key's token, this run, a node of the launch
@@ -225,9 +291,9 @@ func (h *Holder) deliver(m taskqueue.NodeMessage) bool {
 	}
 }
 
-func (h *Holder) refuse(raw net.Conn, why string) {
+func (h *Holder) refuse(remote net.Addr, why string) {
 	if h.Refused != nil {
-		h.Refused(raw.RemoteAddr().String(), why)
+		h.Refused(remote.String(), why)
 	}
 }
 

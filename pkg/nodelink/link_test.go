@@ -3,11 +3,13 @@ package nodelink
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,5 +256,194 @@ func TestSlotsMustMatch(t *testing.T) {
 	_, err := Join(WorkerConfig{Run: "job7.0", Node: 1, Host: "n1", Slots: 3, KeyDir: dir, Wait: time.Minute, Beat: testBeat})
 	if err == nil || !strings.Contains(err.Error(), "node 1 has 3 slot(s) and node 0 has 2") || !strings.Contains(err.Error(), "give -n N") {
 		t.Fatalf("a node with 3 slots: %v", err)
+	}
+}
+
+// A connection that shakes hands and says nothing in time is closed, not
+// refused: a node whose hello came late (a holder busy with 10,000 joins)
+// tries again, where a refusal would make it give up for good.
+func TestSilentConnectionIsNotRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	k, err := ReadKey(h.KeyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tls.Dial("tcp", k.Addr, pinned(k.CertHash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.SetReadDeadline(time.Now().Add(30 * time.Second)) // ends a test that would hang
+	got, err := io.ReadAll(tc)
+	if len(got) > 0 || err != nil {
+		t.Fatalf("the silent connection got %q (%v), want the end of the stream", got, err)
+	}
+	// and the node, once it speaks, joins
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
+		t.Fatalf("first message %+v", m)
+	}
+}
+
+// A deadline moves on once it would move by a beat (or back), so that a
+// message does not cost a timer's update; a silence is still found within
+// its limit less a beat.
+func TestDeadlineMovesByBeats(t *testing.T) {
+	const beat, limit = time.Second, 10 * time.Second
+	first, ok := deadline(time.Time{}, limit, beat)
+	if !ok {
+		t.Fatal("the first deadline is not set")
+	}
+	if _, ok := deadline(first, limit, beat); ok {
+		t.Error("a deadline moved by less than a beat")
+	}
+	if _, ok := deadline(first.Add(-beat), limit, beat); !ok {
+		t.Error("a deadline a beat old was not moved on")
+	}
+	if _, ok := deadline(first.Add(time.Hour), limit, beat); !ok {
+		t.Error("a shorter limit did not bring the deadline forward")
+	}
+}
+
+// pipeConns are the two ends of a TLS connection in memory.
+func pipeConns(t *testing.T, beat time.Duration) (*conn, *conn) {
+	t.Helper()
+	cert, hash, err := newCert("pipe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	server := tls.Server(a, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
+	client := tls.Client(b, pinned(hash))
+	shook := make(chan error, 1)
+	go func() { shook <- server.Handshake() }()
+	if err := client.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-shook; err != nil {
+		t.Fatal(err)
+	}
+	return newConn(client, beat), newConn(server, beat)
+}
+
+// A side that writes messages sends no pings: a ping goes only after a
+// whole beat of silence (it went at every beat that found the queue
+// empty, even between messages).
+func TestNoPingsWhileMessagesFlow(t *testing.T) {
+	const beat = 100 * time.Millisecond
+	w, r := pipeConns(t, beat)
+	defer w.c.Close()
+	defer r.c.Close()
+	go w.writeLoop()
+	const messages = 100 // five a beat, for 20 beats
+	go func() {
+		for i := 1; i <= messages; i++ {
+			w.send(frame{NodeMessage: taskqueue.NodeMessage{Kind: taskqueue.MsgDone, Record: &job.Record{Seq: i}}})
+			time.Sleep(beat / 5)
+		}
+	}()
+	pings := 0
+	for seen := 0; seen < messages; {
+		f, err := r.read(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Kind == kindPing {
+			pings++
+		} else {
+			seen++
+		}
+	}
+	// a stall of a beat between two sends (a loaded machine) may earn a
+	// ping; a ping per beat is 20
+	if pings > 5 {
+		t.Errorf("%d pings among %d messages sent five a beat", pings, messages)
+	}
+}
+
+// failingListener fails its first accepts as a process out of file
+// descriptors does, then says it is closed.
+type failingListener struct {
+	net.Listener
+	fails   int
+	accepts int
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.accepts++
+	if l.accepts <= l.fails {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return nil, net.ErrClosed
+}
+
+// A holder out of file descriptors waits and accepts again, and says
+// so once: it stopped accepting for good, and no node joined after.
+func TestHolderOutOfDescriptorsAcceptsAgain(t *testing.T) {
+	ln := &failingListener{fails: 3}
+	var stalls []string
+	h := &Holder{ln: ln, done: make(chan struct{}), Stalled: func(why string) { stalls = append(stalls, why) }}
+	h.acceptLoop() // returns once the listener says it is closed
+	if ln.accepts != 4 || len(stalls) != 1 || !strings.Contains(stalls[0], "too many open files") {
+		t.Errorf("%d accepts (want 4: three failures, then closed), stalls %q", ln.accepts, stalls)
+	}
+}
+
+// Handshakes are made shakingAtOnce at a time: a connection waits its
+// turn, accepted, and its turn is given back once it has said hello or
+// failed to. (So shakingAtOnce silent connections hold every turn until
+// their HelloWait runs out: the price of serving 10,000 joins in turn.)
+func TestHandshakesTakeTurns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	k, err := ReadKey(h.KeyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var silent []net.Conn
+	for range shakingAtOnce + 2 {
+		c, err := net.Dial("tcp", k.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	waitFor(t, "every turn taken by the silent connections", func() bool { return len(h.shaking) == shakingAtOnce })
+	for _, c := range silent {
+		c.Close()
+	}
+	waitFor(t, "every turn given back", func() bool { return len(h.shaking) == 0 })
+	w, err := join(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
+		t.Fatalf("first message %+v", m)
+	}
+}
+
+// waitFor polls cond until it holds; the limit only ends a test that
+// would hang.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("never: %s", what)
+		}
 	}
 }

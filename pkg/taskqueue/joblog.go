@@ -18,14 +18,26 @@ import (
 // own --resume and the tools written for its joblogs read ours.
 const joblogHeader = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
 
-// Joblog is the record of finished tasks. Each record is one write(2) to
-// a file opened O_APPEND, made as the task is reaped: if gpulaunch
-// crashes, every finished task's record is in the file (the kernel has
-// it), and no record is ever torn.
+// Joblog is the record of finished tasks, in a file opened O_APPEND.
+// A task of this node's is written as it is reaped (Record, one
+// write(2)); the tasks other nodes report are written in groups (Add,
+// then Flush, one write(2) for all the reports the holder's loop took in
+// at once: see supervisor.fromNode), before the holder answers any of
+// them. Either way, if gpulaunch crashes, every record it acted upon is in
+// the file (the kernel has it; a node's report that it received but had
+// not yet written is a task that --resume runs again, as one still in the
+// socket would be), and no record is ever torn. A crash of the machine
+// keeps what the kernel had written back: the joblog is not fsync'd, as
+// GNU parallel's is not. Writing 1,000 reports one by one cost the holder
+// 7% of its CPU at 13,000 tasks/s (pprof); grouped, one write per loop turn.
 type Joblog struct {
 	mu   sync.Mutex
 	f    *os.File
 	path string
+	// added are the records Add buffered for the next Flush, as lines;
+	// adds counts them.
+	added []byte
+	adds  int
 	// lost counts the records that could not be written, and err is the
 	// first reason: a --resume would run those tasks again.
 	lost int
@@ -64,16 +76,34 @@ func recordLine(r job.Record) string {
 		float64(r.Start.UnixMilli())/1000, float64(r.Runtime.Milliseconds())/1000, r.Exit, r.Signal, cmd)
 }
 
-// Record appends one record.
+// Record appends one record now (with any that Add buffered before it).
 func (j *Joblog) Record(r job.Record) error {
+	j.Add(r)
+	return j.Flush()
+}
+
+// Add buffers one record for the next Flush.
+func (j *Joblog) Add(r job.Record) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	_, err := j.f.WriteString(recordLine(r))
+	j.added = append(j.added, recordLine(r)...)
+	j.adds++
+}
+
+// Flush writes the records Add buffered, in one write(2).
+func (j *Joblog) Flush() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.adds == 0 {
+		return nil
+	}
+	_, err := j.f.Write(j.added)
 	if err != nil {
-		if j.lost++; j.err == nil {
+		if j.lost += j.adds; j.err == nil {
 			j.err = err
 		}
 	}
+	j.added, j.adds = j.added[:0], 0
 	return err
 }
 

@@ -71,19 +71,33 @@ type peerNode struct {
 	// returned, by number.
 	holds   map[int]job.Task
 	running int // as it last said
-	done    int // tasks it finished
-	failed  int
-	gone    string // why it was lost; "" while it is there
-	left    bool   // it went after the queue was over or stopping
+	// inLine: the node is in the ledger's hungry line.
+	inLine bool
+	done   int // tasks it finished
+	failed int
+	gone   string // why it was lost; "" while it is there
+	left   bool   // it went after the queue was over or stopping
 }
 
 // active: the node is there to be sent messages and tasks.
 func (n *peerNode) active() bool { return n.gone == "" && !n.left }
 
-// nodeLedger is the holder's side of a queue over several nodes.
+// nodeLedger is the holder's side of a queue over several nodes. Every
+// message costs it the same however many nodes joined: the nodes with
+// credit wait in a line (hungry), and the held and running tasks are
+// counted as they change, never by walking the nodes — with 1,000 nodes
+// a walk (and a sort) per message held the holder to about 3,700
+// tasks/s, 240 µs of its CPU per task, and 10,000 could not join at all
+// (scripts/bench-holder.sh; docs/architecture.md, "Scale").
 type nodeLedger struct {
 	expected int // other nodes that may join
 	nodes    map[int]*peerNode
+	// hungry are the nodes that may have credit, in the order they got
+	// it (rule 2): joined, or a task of theirs ended.
+	hungry []int
+	held   int // tasks sent to the nodes and not yet ended
+	// busy is the tasks the nodes run, as each last said.
+	busy int
 	// again are tasks a lost node held: handed out before the rest.
 	again  []job.Task
 	outbox []NodeMessage
@@ -102,7 +116,9 @@ func newNodeLedger(others int) *nodeLedger {
 //     of waiting for the network's round trip. A node is sent tasks only
 //     while it has credit; each task it ends (finished or returned) gives
 //     one back. So a slow node takes fewer tasks, and holds at most one
-//     per slot that it has not started.
+//     per slot that it has not started. The nodes with credit are served
+//     in the order they got it (joined, or a task of theirs ended), each
+//     until its credit or the tasks run out.
 //  3. A task a node finished counts as one the holder's slots finished:
 //     the joblog (Host: that node), the counts, --halt.
 //  4. A task a node returns (ended by its gpulaunch, or never started
@@ -123,21 +139,37 @@ func (l *nodeLedger) joined(node int, host string, slots int) error {
 	if _, dup := l.nodes[node]; dup {
 		return fmt.Errorf("node %d joined twice", node)
 	}
-	l.nodes[node] = &peerNode{host: host, slots: slots, credit: 2 * slots, holds: map[int]job.Task{}}
+	n := &peerNode{host: host, slots: slots, credit: 2 * slots, holds: map[int]job.Task{}}
+	l.nodes[node] = n
+	l.line(node, n)
 	return nil
+}
+
+// line puts a node with credit at the end of the hungry line (rule 2),
+// unless it is in it.
+func (l *nodeLedger) line(id int, n *peerNode) {
+	if !n.inLine && n.credit > 0 && n.active() {
+		n.inLine = true
+		l.hungry = append(l.hungry, id)
+	}
 }
 
 // holding: some node holds a task (rule 6).
 func (l *nodeLedger) holding() bool {
-	if l == nil {
-		return false
-	}
-	for _, n := range l.nodes {
-		if len(n.holds) > 0 {
-			return true
-		}
-	}
-	return false
+	return l != nil && l.held > 0
+}
+
+// hold records task t as sent to node n.
+func (l *nodeLedger) hold(n *peerNode, t job.Task) {
+	n.credit--
+	n.holds[t.Seq] = t
+	l.held++
+}
+
+// said is what node n last said it runs.
+func (l *nodeLedger) said(n *peerNode, running int) {
+	l.busy += running - n.running
+	n.running = running
 }
 
 // settle removes a task a node ended from its holdings and gives its
@@ -151,6 +183,8 @@ func (l *nodeLedger) settle(node, seq int) (job.Task, bool) {
 	if ok {
 		delete(n.holds, seq)
 		n.credit++
+		l.held--
+		l.line(node, n)
 	}
 	return t, ok
 }
@@ -162,7 +196,9 @@ func (l *nodeLedger) lost(node int, why string) []job.Task {
 	if n == nil || n.gone != "" {
 		return nil
 	}
-	n.gone, n.running, n.credit = why, 0, 0
+	l.said(n, 0)
+	n.gone, n.credit = why, 0
+	l.held -= len(n.holds)
 	back := make([]job.Task, 0, len(n.holds))
 	for _, t := range n.holds {
 		back = append(back, t)
@@ -198,11 +234,7 @@ func (l *nodeLedger) running() int {
 	if l == nil {
 		return 0
 	}
-	n := 0
-	for _, p := range l.nodes {
-		n += p.running
-	}
-	return n
+	return l.busy
 }
 
 // losses names the nodes lost, for the summary and the exit status.
@@ -295,7 +327,7 @@ func (q *Queue) nodeFinished(m NodeMessage) job.Verdict {
 		v.Say(zap.WarnLevel, "node %d reported task %d, which it does not hold: not recorded again", m.Node, m.Record.Seq)
 		return v
 	}
-	n.running = m.Running
+	q.nodes.said(n, m.Running)
 	rec := *m.Record
 	rec.Host = n.host
 	n.done++
@@ -319,21 +351,26 @@ func recordStatus(r job.Record) string {
 	return fmt.Sprint(r.Exit)
 }
 
-// dispatch sends tasks to every node that has credit (rules 1 and 2).
+// dispatch sends tasks to the nodes that have credit, in line (rules 1
+// and 2); a node leaves the line when its credit runs out, or when it is
+// no longer there.
 func (q *Queue) dispatch() {
 	l := q.nodes
-	for _, id := range l.order() {
+	for len(l.hungry) > 0 {
+		id := l.hungry[0]
 		n := l.nodes[id]
 		for n.active() && n.credit > 0 {
 			t, ok := q.nextTask()
 			if !ok {
 				return
 			}
-			n.credit--
-			n.holds[t.Seq] = t
+			l.hold(n, t)
 			l.outbox = append(l.outbox, NodeMessage{Kind: MsgTask, Node: id, Task: &t})
 		}
+		n.inLine = false
+		l.hungry = l.hungry[1:]
 	}
+	l.hungry = nil // its array is let go once the line is empty
 }
 
 // endNodes tells every node the queue is over, once nothing is left to

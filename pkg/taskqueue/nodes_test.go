@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -250,5 +251,41 @@ func TestFeedRules(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// bytesPerDone is what the holder allocates per task a node reports,
+// in a steady queue over nodes (1 slot each): every report gets the node
+// its next task.
+func bytesPerDone(t *testing.T, nodes int) float64 {
+	const reports = 2000
+	q := holderOf(2*nodes+reports+1, nodes)
+	for n := 1; n <= nodes; n++ {
+		q.FromNode(NodeMessage{Kind: MsgJoined, Node: n, Host: fmt.Sprintf("n%d", n), Slots: 1})
+	}
+	out := q.DrainOutbox()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for k := 0; k < reports; k++ {
+		m := out[k]
+		q.FromNode(doneMsg(m.Node, m.Task.Seq, 0))
+		out = append(out, q.DrainOutbox()...)
+	}
+	runtime.ReadMemStats(&after)
+	if got := len(out); got != 2*nodes+reports {
+		t.Fatalf("%d nodes: %d tasks sent, want %d", nodes, got, 2*nodes+reports)
+	}
+	return float64(after.TotalAlloc-before.TotalAlloc) / reports
+}
+
+// A message costs the holder the same with 10,000 nodes as with 10 (the
+// ledger walks and sorts no list of nodes per message): measured in the
+// bytes it allocates, which a walk's list of nodes shows and a clock's
+// noise does not.
+func TestHolderWorkPerMessageDoesNotGrowWithNodes(t *testing.T) {
+	few, many := bytesPerDone(t, 10), bytesPerDone(t, 10000)
+	if many > 2*few+1024 {
+		t.Errorf("%.0f bytes per report with 10,000 nodes, %.0f with 10: the holder's work grows with the nodes", many, few)
 	}
 }

@@ -252,3 +252,38 @@ func TestSameCommand(t *testing.T) {
 		}
 	}
 }
+
+// Records that other nodes report are added, then written together by
+// Flush, in one write: none before it, every one after; Record writes
+// what was added before its own.
+func TestJoblogGroupCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "joblog")
+	j, err := OpenJoblog(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	lines := func() int {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(data), "\n") - 1
+	}
+	j.Add(job.Record{Seq: 1, Command: "a"})
+	j.Add(job.Record{Seq: 2, Command: "b"})
+	if n := lines(); n != 0 {
+		t.Fatalf("%d records before the flush", n)
+	}
+	if err := j.Flush(); err != nil || lines() != 2 {
+		t.Fatalf("flush: %v, %d records", err, lines())
+	}
+	j.Add(job.Record{Seq: 3, Command: "c"})
+	if err := j.Record(job.Record{Seq: 4, Command: "d"}); err != nil || lines() != 4 {
+		t.Fatalf("record: %v, %d records", err, lines())
+	}
+	got, err := ReadJoblog(path)
+	if err != nil || len(got) != 4 || got[3].Command != "c" || got[4].Command != "d" {
+		t.Fatalf("read back %v %v", got, err)
+	}
+}

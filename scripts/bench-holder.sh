@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench-holder.sh: the holder of a task queue over many nodes (issue 26),
+# measured by test/scale: the real gpulaunch as node 0 of a queue over
+# N+1 nodes, and N simulated nodes (4 slots each) joined through
+# pkg/nodelink's real Worker — the real key file, TLS over loopback —
+# that answer every task at once. Every figure is printed beside its
+# target as a ratio to it; with OLD=BINARY (bench.sh's BENCH_AGAINST
+# build) the binary before is measured in the same run, interleaved, and
+# each figure is also a ratio to its own.
+#
+# This machine's CPUs are shared by the holder and the simulated nodes,
+# whose side of TLS and JSON costs about as much as the holder's: so the
+# holder's own CPU time per task and per join is printed too, and the rate
+# it would reach with the CPUs to itself (1e6 / its µs per task).
+#
+# Standalone after `make build`: BENCH_HOLDER_NODES (default "1000 10000"),
+# BENCH_HOLDER_RUNS (default 1; medians of interleaved runs),
+# BENCH_HOLDER_TASKS (default 30 per node, at least 200,000).
+# `make bench-scale` runs it with 3 runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+GL=${GL:-bin/gpulaunch}
+OLD=${OLD:-}
+NODES=${BENCH_HOLDER_NODES:-1000 10000}
+R=${BENCH_HOLDER_RUNS:-1}
+JOIN_LIMIT=${BENCH_HOLDER_JOIN_LIMIT:-60s} # a holder that cannot take them all in this long fails the row
+TMPDIR=${TMPDIR:-/tmp}
+[ -x "$GL" ] || { echo "  $GL is missing: make build first"; exit 1; }
+work=$(mktemp -d "$TMPDIR/bench-holder-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+harness=$work/harness
+$GO build -o "$harness" ./test/scale
+
+field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
+median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+# ratio VALUE TARGET: "VALUE/TARGET" to two places
+ratio() { awk -v v="$1" -v t="$2" 'BEGIN { printf "%.2fx", v / t }'; }
+
+echo "== task queue over many nodes: the holder alone (test/scale; N nodes x 4 slots, loopback TLS, tasks that end at once; median of $R)"
+for n in $NODES; do
+  tasks=${BENCH_HOLDER_TASKS:-$(( n * 30 > 200000 ? n * 30 : 200000 ))}
+  : >"$work/holder-new.json"
+  : >"$work/holder-old.json"
+  for _ in $(seq "$R"); do
+    if ! "$harness" -gpulaunch "$GL" -nodes "$n" -tasks "$tasks" -lose -join-limit "$JOIN_LIMIT" >>"$work/holder-new.json" 2>"$work/holder-new.err"; then
+      echo "  N=$n: the harness failed: $(grep -v '^victim' "$work/holder-new.err" | tail -1)"; exit 1
+    fi
+    if [ -n "$OLD" ]; then
+      "$harness" -gpulaunch "$OLD" -nodes "$n" -tasks "$tasks" -lose -join-limit "$JOIN_LIMIT" >>"$work/holder-old.json" 2>"$work/holder-old.err" ||
+        echo "{\"failed\":1}" >>"$work/holder-old.json"
+    fi
+  done
+  m() { field "$1" <"$work/holder-$2.json" | median; }
+  rate=$(m tasks_per_s new) cpu=$(m cpu_us_per_task new) join=$(m join_s new) jcpu=$(m join_cpu_us_per_node new)
+  mem=$(m bytes_per_node new) lost=$(m lost_s new)
+  echo "  N = $n nodes, $tasks tasks"
+  awk -v r="$rate" -v c="$cpu" 'BEGIN {
+    printf "    %-34s %10.0f tasks/s  = %.2fx target (>= 50,000 at 1,000 nodes)\n", "tasks dispatched and recorded", r, r / 50000
+    printf "    %-34s %10.1f us/task  = %.0f tasks/s alone = %.2fx target\n", "  the holder'"'"'s CPU", c, 1e6 / c, 1e6 / c / 50000 }'
+  awk -v j="$join" -v c="$jcpu" -v n="$n" 'BEGIN {
+    printf "    %-34s %10.2f s        = %.2fx target (<= 10 s for 10,000)\n", "all N join at once", j, j / 10
+    printf "    %-34s %10.0f us/node  = %.1f s for 10,000 alone = %.2fx target\n", "  the holder'"'"'s CPU", c, c * 10000 / 1e6, c * 10000 / 1e6 / 10 }'
+  awk -v b="$mem" 'BEGIN { printf "    %-34s %10.1f KiB/node = %.2fx target (<= 64 KiB)\n", "holder memory per node joined", b / 1024, b / 65536 }'
+  awk -v l="$lost" 'BEGIN { printf "    %-34s %10.3f s        = %.2fx target (<= 1 s; a silent node: 10 beats = 20 s)\n", "lost node: its tasks out again", l, l / 1 }'
+  recs=$(m joblog_records new)
+  echo "    joblog: $recs records of $tasks tasks, none lost (written in groups, one write per loop turn, before the holder answers)"
+  if [ -n "$OLD" ]; then
+    if grep -q failed "$work/holder-old.json"; then
+      echo "    before ($OLD): failed at N = $n: $(grep -v '^victim' "$work/holder-old.err" | tail -1 | cut -c1-160)"
+    else
+      awk -v r="$rate" -v c="$cpu" -v j="$join" -v b="$mem" -v l="$lost" \
+        -v or="$(m tasks_per_s old)" -v oc="$(m cpu_us_per_task old)" -v oj="$(m join_s old)" -v ob="$(m bytes_per_node old)" -v ol="$(m lost_s old)" 'BEGIN {
+        printf "    before: %.0f tasks/s (%.1f us/task), join %.2f s, %.1f KiB/node, lost %.3f s\n", or, oc, oj, ob / 1024, ol
+        printf "    this one: %.2fx the rate, %.2fx the CPU per task, %.2fx the join time, %.2fx the memory, %.2fx the lost-node time\n", r / or, c / oc, j / oj, b / ob, l / ol }'
+    fi
+  fi
+done
