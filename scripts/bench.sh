@@ -187,3 +187,6 @@ if [ -n "$switched" ]; then
   scripts/slurm-testbed.sh up >"$TMPDIR/bench-testbed.log" 2>&1 || echo "  the one-node testbed did not come back ($TMPDIR/bench-testbed.log)"
 fi
 [ "$qrc" = 0 ] || exit "$qrc"
+
+echo
+OLD="$OLD" scripts/bench-holder.sh
