@@ -41,9 +41,10 @@ for i in \$(seq $R); do
   once srun4 sruns 4 gpu:1
   once gl16 \$GL -n 16 -G 0 -O -- true
   once srun16 sruns 16 none
+  once sh16 sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do /bin/true & done; wait'
   $before
 done >"$work/times"
-for k in gl4 srun4 gl16 srun16 old16; do echo "\$k \$(awk -v k=\$k '\$1 == k {print \$2}' "$work/times" | median)"; done
+for k in gl4 srun4 gl16 srun16 sh16 old16; do echo "\$k \$(awk -v k=\$k '\$1 == k {print \$2}' "$work/times" | median)"; done
 JOB
 id=$(sbatch --parsable -D "$work" -o "$work/out" -n16 -c1 --gres=gpu:4 "$work/job.sh")
 while squeue -h -j "$id" 2>/dev/null | grep -q .; do sleep 0.2; done
@@ -54,5 +55,6 @@ awk '
     printf "  %-4s %16s %26s %10s\n", "N", "gpulaunch -n N", "N x srun --exclusive & wait", "speed-up"
     printf "  %-4s %13.1f ms %23.1f ms %9.1fx\n", 4, m["gl4"]/1000, m["srun4"]/1000, m["srun4"]/m["gl4"]
     printf "  %-4s %13.1f ms %23.1f ms %9.1fx  (target >= 30x)\n", 16, m["gl16"]/1000, m["srun16"]/1000, m["srun16"]/m["gl16"]
+    printf "  16   no launcher at all (16 x /bin/true & wait, unbound): %.1f ms, %.1fx srun: the most any launcher could show here\n", m["sh16"]/1000, m["srun16"]/m["sh16"]
     if (m["old16"] > 0) printf "  16   before %.1f ms (%.1fx srun): this one takes %.2fx its time\n", m["old16"]/1000, m["srun16"]/m["old16"], m["gl16"]/m["old16"]
   }' "$work/out" || { cat "$work/out"; exit 1; }

@@ -83,6 +83,10 @@ writer='yes "the quick brown fox jumps over the lazy dog 0123456789" | head -n 2
 g=$(for _ in $(seq 3); do time_us sh -c "$GL -n 8 -G 0 -O -l -- sh -c '$writer' >/dev/null 2>/dev/null"; done | median)
 c=$(for _ in $(seq 3); do time_us sh -c "for i in 1 2 3 4 5 6 7 8; do sh -c '$writer' & done | cat >/dev/null; wait"; done | median)
 awk -v g="$g" -v c="$c" 'BEGIN { mb = 8*250000*56/1e6; printf "  gpulaunch -l %.0f MB/s, cat %.0f MB/s: %.2fx of cat (target >= 0.8x)\n", mb/(g/1e6), mb/(c/1e6), c/g }'
+if [ -n "$OLD" ]; then
+  o=$(for _ in $(seq 3); do time_us sh -c "$OLD -n 8 -G 0 -O -l -- sh -c '$writer' >/dev/null 2>/dev/null"; done | median)
+  awk -v o="$o" -v c="$c" -v g="$g" 'BEGIN { printf "  before: %.2fx of cat; this one runs at %.2fx its rate\n", c/o, o/g }'
+fi
 
 echo
 echo "== supervising 64 sleeping instances for 10 s: gpulaunch's own RSS and CPU"
