@@ -1,6 +1,7 @@
 package nodelink
 
 import (
+	"bufio"
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
@@ -26,7 +27,8 @@ const handshakeWait = 10 * time.Second
 // each got a sliver of the CPU and many ran past handshakeWait, so that
 // 10,000 could not join at all; served a few at a time, in turn, each
 // takes its 0.9 ms and the last is in after the sum
-// (scripts/bench-holder.sh: the join time).
+// (scripts/bench-holder.sh: the join time). A connection waits for its
+// turn only once it has said something (spoke).
 const shakingAtOnce = 8
 
 // Holder is node 0's side: it listens, admits the nodes that show the
@@ -184,6 +186,10 @@ func (h *Holder) acceptLoop() {
 // admit shakes hands with a connection, checks its hello and, if it is
 // one of the run's nodes, follows it until it ends.
 func (h *Holder) admit(raw net.Conn) {
+	raw, ok := h.spoke(raw)
+	if !ok {
+		return
+	}
 	select {
 	case h.shaking <- struct{}{}:
 	case <-h.done:
@@ -218,6 +224,40 @@ func (h *Holder) admit(raw net.Conn) {
 		h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Node: hello.Node, Why: why.Error()})
 	}
 }
+
+// spoke waits, without a turn, for the connection's first byte (its
+// ClientHello's), up to helloWait. A turn is for the CPU of a handshake: a
+// connection that says nothing (a port scan, a health check, a client of
+// another protocol) holding one for its whole helloWait, eight of them
+// kept every node out for as long. The connection returned reads through
+// the byte it peeked at.
+func (h *Holder) spoke(raw net.Conn) (net.Conn, bool) {
+	waited := make(chan struct{})
+	defer close(waited)
+	go func() { // Close ends the wait
+		select {
+		case <-h.done:
+			raw.Close()
+		case <-waited:
+		}
+	}()
+	br := bufio.NewReaderSize(raw, 16)
+	raw.SetReadDeadline(time.Now().Add(h.helloWait))
+	if _, err := br.Peek(1); err != nil {
+		h.refuse(raw.RemoteAddr(), "no TLS handshake: "+err.Error())
+		raw.Close()
+		return nil, false
+	}
+	return peekedConn{raw, br}, true
+}
+
+// peekedConn is a connection read through the reader that peeked at it.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
 
 // greet shakes hands with a connection and reads its hello, which it
 // checks (check); a node it refuses is told why, one that said nothing in

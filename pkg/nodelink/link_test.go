@@ -398,10 +398,10 @@ func TestHolderOutOfDescriptorsAcceptsAgain(t *testing.T) {
 	}
 }
 
-// Handshakes are made shakingAtOnce at a time: a connection waits its
-// turn, accepted, and its turn is given back once it has said hello or
-// failed to. (So shakingAtOnce silent connections hold every turn until
-// their HelloWait runs out: the price of serving 10,000 joins in turn.)
+// Handshakes take turns, shakingAtOnce at a time: connections that have
+// begun one (sent a byte) and stall hold every turn until they go. Ones
+// that say nothing at all take no turn: with more of them open than there
+// are turns, a node still joins.
 func TestHandshakesTakeTurns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
 	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: time.Minute})
@@ -413,23 +413,33 @@ func TestHandshakesTakeTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var silent []net.Conn
-	for range shakingAtOnce + 2 {
-		c, err := net.Dial("tcp", k.Addr)
-		if err != nil {
-			t.Fatal(err)
+	dial := func(first []byte) []net.Conn {
+		var cs []net.Conn
+		for range shakingAtOnce + 2 {
+			c, err := net.Dial("tcp", k.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			if len(first) > 0 {
+				if _, err := c.Write(first); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cs = append(cs, c)
 		}
-		defer c.Close()
-		silent = append(silent, c)
+		return cs
 	}
-	waitFor(t, "every turn taken by the silent connections", func() bool { return len(h.shaking) == shakingAtOnce })
-	for _, c := range silent {
+	stalled := dial([]byte{0x16}) // a TLS record's first byte, and no more
+	waitFor(t, "every turn taken by the stalled handshakes", func() bool { return len(h.shaking) == shakingAtOnce })
+	for _, c := range stalled {
 		c.Close()
 	}
 	waitFor(t, "every turn given back", func() bool { return len(h.shaking) == 0 })
+	dial(nil) // silent: no turn taken
 	w, err := join(dir, 1)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a node could not join past %d silent connections: %v", shakingAtOnce+2, err)
 	}
 	defer w.Close()
 	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
