@@ -263,16 +263,7 @@ func TestSlotsMustMatch(t *testing.T) {
 // refused: a node whose hello came late (a holder busy with 10,000 joins)
 // tries again, where a refusal would make it give up for good.
 func TestSilentConnectionIsNotRefused(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "keys")
-	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	k, err := ReadKey(h.KeyPath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, k, dir := holderOfTwo(t, 200*time.Millisecond)
 	tc, err := tls.Dial("tcp", k.Addr, pinned(k.CertHash))
 	if err != nil {
 		t.Fatal(err)
@@ -403,16 +394,7 @@ func TestHolderOutOfDescriptorsAcceptsAgain(t *testing.T) {
 // that say nothing at all take no turn: with more of them open than there
 // are turns, a node still joins.
 func TestHandshakesTakeTurns(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "keys")
-	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	k, err := ReadKey(h.KeyPath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, k, dir := holderOfTwo(t, time.Minute)
 	dial := func(first []byte) []net.Conn {
 		var cs []net.Conn
 		for range shakingAtOnce + 2 {
@@ -445,6 +427,23 @@ func TestHandshakesTakeTurns(t *testing.T) {
 	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 1 {
 		t.Fatalf("first message %+v", m)
 	}
+}
+
+// holderOfTwo opens a holder of a launch of two nodes, closed at the
+// test's end, and reads its key; dir is the key directory.
+func holderOfTwo(t *testing.T, helloWait time.Duration) (*Holder, Key, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "keys")
+	h, err := Listen(HolderConfig{Run: "job7.0", Nodes: 2, Slots: 2, Host: "127.0.0.1", KeyDir: dir, Beat: testBeat, HelloWait: helloWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	k, err := ReadKey(h.KeyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, k, dir
 }
 
 // waitFor polls cond until it holds; the limit only ends a test that
