@@ -38,41 +38,66 @@ median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 ratio() { awk -v v="$1" -v t="$2" 'BEGIN { printf "%.2fx", v / t }'; }
 
 echo "== task queue over many nodes: the holder alone (test/scale; N nodes x 4 slots, loopback TLS, tasks that end at once; median of $R)"
+echo "   over 256 nodes they join in groups behind relays (docs/tasks.md); 'direct' is GPULAUNCH_NODE_GROUP=0, every node joining node 0, in the same run"
+# one NAME BINARY GROUP N TASKS: a run of the harness into $work/holder-NAME.json
+one() {
+  "$harness" -gpulaunch "$2" -nodes "$4" -tasks "$5" -lose -join-limit "$JOIN_LIMIT" -group "$3" >>"$work/holder-$1.json" 2>"$work/holder-$1.err"
+}
+m() { field "$1" <"$work/holder-$2.json" | median; }
 for n in $NODES; do
   tasks=${BENCH_HOLDER_TASKS:-$(( n * 30 > 200000 ? n * 30 : 200000 ))}
-  : >"$work/holder-new.json"
-  : >"$work/holder-old.json"
+  for f in new direct old group; do : >"$work/holder-$f.json"; done
   for _ in $(seq "$R"); do
-    if ! "$harness" -gpulaunch "$GL" -nodes "$n" -tasks "$tasks" -lose -join-limit "$JOIN_LIMIT" >>"$work/holder-new.json" 2>"$work/holder-new.err"; then
-      echo "  N=$n: the harness failed: $(grep -v '^victim' "$work/holder-new.err" | tail -1)"; exit 1
+    one new "$GL" "" "$n" "$tasks" || { echo "  N=$n: the harness failed: $(grep -v '^victim' "$work/holder-new.err" | tail -1)"; exit 1; }
+    if [ "$n" -gt 256 ]; then
+      one direct "$GL" 0 "$n" "$tasks" || echo '{"failed":1}' >>"$work/holder-direct.json"
     fi
     if [ -n "$OLD" ]; then
-      "$harness" -gpulaunch "$OLD" -nodes "$n" -tasks "$tasks" -lose -join-limit "$JOIN_LIMIT" >>"$work/holder-old.json" 2>"$work/holder-old.err" ||
-        echo "{\"failed\":1}" >>"$work/holder-old.json"
+      one old "$OLD" "" "$n" "$tasks" || echo '{"failed":1}' >>"$work/holder-old.json"
     fi
   done
-  m() { field "$1" <"$work/holder-$2.json" | median; }
+  group=$(m group new)
   rate=$(m tasks_per_s new) cpu=$(m cpu_us_per_task new) join=$(m join_s new) jcpu=$(m join_cpu_us_per_node new)
   mem=$(m bytes_per_node new) lost=$(m lost_s new)
-  echo "  N = $n nodes, $tasks tasks"
+  if [ "${group:-0}" -gt 0 ]; then
+    how="in groups of $group behind $(( (n + group - 1) / group )) relays"
+  else
+    how="every node joining node 0"
+  fi
+  echo "  N = $n nodes, $tasks tasks, $how"
   awk -v r="$rate" -v c="$cpu" 'BEGIN {
     printf "    %-34s %10.0f tasks/s  = %.2fx target (>= 50,000 at 1,000 nodes)\n", "tasks dispatched and recorded", r, r / 50000
     printf "    %-34s %10.1f us/task  = %.0f tasks/s alone = %.2fx target\n", "  the holder'"'"'s CPU", c, 1e6 / c, 1e6 / c / 50000 }'
   awk -v j="$join" -v c="$jcpu" -v n="$n" 'BEGIN {
     printf "    %-34s %10.2f s        = %.2fx target (<= 10 s for 10,000)\n", "all N join at once", j, j / 10
     printf "    %-34s %10.0f us/node  = %.1f s for 10,000 alone = %.2fx target\n", "  the holder'"'"'s CPU", c, c * 10000 / 1e6, c * 10000 / 1e6 / 10 }'
-  awk -v b="$mem" 'BEGIN { printf "    %-34s %10.1f KiB/node = %.2fx target (<= 64 KiB)\n", "holder memory per node joined", b / 1024, b / 65536 }'
+  if [ "${group:-0}" -gt 0 ]; then
+    # a relay's side of the join is one gpulaunch taking in its group: the
+    # same code as node 0 taking in that many nodes, measured here alone
+    "$harness" -gpulaunch "$GL" -nodes "$group" -tasks 20000 -group 0 >"$work/holder-group.json" 2>"$work/holder-group.err" || echo '{"failed":1}' >"$work/holder-group.json"
+    awk -v rj="$(m relays_join_s new)" -v gj="$(m join_s group)" -v g="$group" -v hs=$(( n - (n + group - 1) / group )) 'BEGIN {
+      printf "    %-34s %10.2f s        (node 0 takes in the relays)\n", "  the relays joined", rj
+      printf "    %-34s %10.2f s        (one gpulaunch taking in %d nodes, alone: each relay, on its own node)\n", "  a group joined its relay", gj, g
+      printf "    %-34s %10.2f s        = %.2fx target: relays, then the groups at once, each on its own node\n", "  so, with a node per relay", rj + gj, (rj + gj) / 10
+      printf "    %-34s                  (the join above: both sides of the groups'"'"' %d TLS handshakes on this machine'"'"'s 2 CPUs)\n", "", hs }'
+  fi
+  awk -v b="$mem" 'BEGIN {
+    if (b < 0) printf "    %-34s %10s KiB/node   (VmRSS fell: its growth is below the garbage collector'"'"'s noise)\n", "holder memory per node joined", "~0"
+    else printf "    %-34s %10.1f KiB/node = %.2fx target (<= 64 KiB)\n", "holder memory per node joined", b / 1024, b / 65536 }'
   awk -v l="$lost" 'BEGIN { printf "    %-34s %10.3f s        = %.2fx target (<= 1 s; a silent node: 10 beats = 20 s)\n", "lost node: its tasks out again", l, l / 1 }'
   recs=$(m joblog_records new)
   echo "    joblog: $recs records of $tasks tasks, none lost (written in groups, one write per loop turn, before the holder answers)"
-  if [ -n "$OLD" ]; then
-    if grep -q failed "$work/holder-old.json"; then
-      echo "    before ($OLD): failed at N = $n: $(grep -v '^victim' "$work/holder-old.err" | tail -1 | cut -c1-160)"
-    else
-      awk -v r="$rate" -v c="$cpu" -v j="$join" -v b="$mem" -v l="$lost" \
-        -v or="$(m tasks_per_s old)" -v oc="$(m cpu_us_per_task old)" -v oj="$(m join_s old)" -v ob="$(m bytes_per_node old)" -v ol="$(m lost_s old)" 'BEGIN {
-        printf "    before: %.0f tasks/s (%.1f us/task), join %.2f s, %.1f KiB/node, lost %.3f s\n", or, oc, oj, ob / 1024, ol
-        printf "    this one: %.2fx the rate, %.2fx the CPU per task, %.2fx the join time, %.2fx the memory, %.2fx the lost-node time\n", r / or, c / oc, j / oj, b / ob, l / ol }'
+  # compare NAME LABEL: this run against another in the same invocation
+  compare() {
+    if grep -q failed "$work/holder-$1.json"; then
+      echo "    $2: failed at N = $n: $(grep -v '^victim' "$work/holder-$1.err" | tail -1 | cut -c1-160)"
+      return
     fi
-  fi
+    awk -v r="$rate" -v c="$cpu" -v j="$join" -v jc="$jcpu" -v b="$mem" -v l="$lost" -v label="$2" \
+      -v or="$(m tasks_per_s "$1")" -v oc="$(m cpu_us_per_task "$1")" -v oj="$(m join_s "$1")" -v ojc="$(m join_cpu_us_per_node "$1")" -v ob="$(m bytes_per_node "$1")" -v ol="$(m lost_s "$1")" 'BEGIN {
+      printf "    %s: %.0f tasks/s (%.1f us/task), join %.2f s (%.0f us/node), %.1f KiB/node, lost %.3f s\n", label, or, oc, oj, ojc, ob / 1024, ol
+      printf "      this one: %.2fx the rate, %.2fx the CPU per task, %.2fx the join time, %.2fx the CPU per join, %.2fx the memory, %.2fx the lost-node time\n", r / or, c / oc, j / oj, jc / ojc, b / ob, l / ol }'
+  }
+  [ "${group:-0}" -gt 0 ] && compare direct "direct (GPULAUNCH_NODE_GROUP=0)"
+  [ -n "$OLD" ] && compare old "before ($OLD)"
 done

@@ -256,6 +256,9 @@ const manEnvironment = `Read by gpulaunch:
   GPULAUNCH_GPU_VENDOR           the vendor when --gpu-vendor is not given
   GPULAUNCH_RUN_ID               names a task queue over several nodes (the same on each)
   GPULAUNCH_KEY_DIR              the directory of a queue's key files (default ~/.gpulaunch)
+  GPULAUNCH_NODE_GROUP           a queue over many nodes: nodes per relay's group
+                                 (default: none up to 256 others, else their square root;
+                                 0: none); node 0's is every node's
   GPULAUNCH_MPS_WAIT             how long an MPS daemon has to come up (a duration)
   GPULAUNCH_SIMULATED_USAGE_DIR  where apps on a simulated node declare their GPU use
   NO_COLOR, TERM                 no colour with NO_COLOR set or TERM=dumb

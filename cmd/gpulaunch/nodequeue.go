@@ -38,6 +38,9 @@ type nodeQueue struct {
 	role   queueRole
 	run    string // the run's id, the same on every node
 	keyDir string
+	// group is the nodes per relay's group (nodelink.Groups): the
+	// holder's choice, which the others read in its key file.
+	group  int
 	opened bool // the holder's link is open: its Close tells the nodes
 }
 
@@ -60,7 +63,11 @@ func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error
 	if err != nil {
 		return nodeQueue{}, usageError{err}
 	}
-	nq := nodeQueue{role: roleNode, run: run, keyDir: dir}
+	group, err := nodelink.ParseGroupSize(a.env["GPULAUNCH_NODE_GROUP"], g.Size)
+	if err != nil {
+		return nodeQueue{}, usageError{err}
+	}
+	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group}
 	if g.Rank == 0 {
 		nq.role = roleHolder
 	}
@@ -125,29 +132,45 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 			port = rv.Port
 		}
 	}
-	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir})
+	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir, Group: l.nodes.group})
 	if err != nil {
 		return nil, usagef("a task queue over %d nodes: node 0 cannot open its link on port %d: %v: give --master-port PORT; nothing was started", g.Size, port, err)
 	}
-	h.Refused = func(remote, why string) {
-		log.Warn(fmt.Sprintf("a connection from %s was refused (%s): only this run's nodes may take tasks", remote, why))
-	}
+	h.Refused = warnRefused(log)
 	h.Stalled = func(why string) {
 		log.Warn(fmt.Sprintf("node 0 cannot take in more nodes for now (%s): they wait until it can; over many nodes raise the open-file limit (ulimit -n) above the node count (%d)", why, g.Size))
 	}
-	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)", g.Size, host, h.Port(), h.KeyPath()))
+	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)%s", g.Size, host, h.Port(), h.KeyPath(), treeNote(nodelink.Groups{Nodes: g.Size, Size: l.nodes.group})))
 	return h, nil
+}
+
+// warnRefused tells the user of a connection the link turned away.
+func warnRefused(log *zap.Logger) func(remote, why string) {
+	return func(remote, why string) {
+		log.Warn(fmt.Sprintf("a connection from %s was refused (%s): only this run's nodes may take tasks", remote, why))
+	}
+}
+
+// treeNote says how the other nodes join: through relays, or not.
+func treeNote(g nodelink.Groups) string {
+	if !g.On() {
+		return ""
+	}
+	return fmt.Sprintf("; in groups of %d behind relays (nodes 1, %d, %d, …; GPULAUNCH_NODE_GROUP=0: none)", g.Size, 1+g.Size, 1+2*g.Size)
 }
 
 // join makes this node one of the holder's: it waits for the holder, and
 // gets a feed for the slots.
 func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
 	g := l.group
-	w, err := nodelink.Join(nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait})
+	w, err := nodelink.Join(nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait, Refused: warnRefused(log)})
 	if err != nil {
 		return nil, nil, err
 	}
 	log.Info(fmt.Sprintf("node %d of %d joined the queue held by node 0", g.Rank, g.Size))
+	if first, last := w.Relays(); first <= last {
+		log.Info(fmt.Sprintf("node %d relays for nodes %d..%d: it stays until they are done", g.Rank, first, last))
+	}
 	files := o.taskFiles(l)
 	f := &taskqueue.Feed{Tries: o.tasks.retries, Host: g.Host,
 		ForSlot: func(t job.Task, slot int) job.Task {

@@ -32,6 +32,7 @@ type queueNodes struct {
 	dir    string // marks, go, the joblog
 	keys   string // GPULAUNCH_KEY_DIR
 	params string
+	extra  []string // more of every node's environment
 }
 
 func newQueueNodes(t *testing.T, nodes, tasks int) *queueNodes {
@@ -52,9 +53,10 @@ const nodeTaskScript = `echo "$0 $SLURMD_NODENAME $1" >>"$2/mark.$0"; while [ ! 
 // env is node's environment in the step, keyed by GPULAUNCH_KEY_DIR dir.
 func (qn *queueNodes) env(node int, keyDir string) []string {
 	n := strconv.Itoa(node)
-	return append(os.Environ(), "GLTEST_MAIN=1", "SLURM_JOB_ID="+qn.job, "SLURM_STEP_ID=0", "SLURMD_NODENAME=node"+n,
+	env := append(os.Environ(), "GLTEST_MAIN=1", "SLURM_JOB_ID="+qn.job, "SLURM_STEP_ID=0", "SLURMD_NODENAME=node"+n,
 		fmt.Sprintf("SLURM_STEP_NODELIST=node[0-%d]", qn.nodes-1), fmt.Sprintf("SLURM_STEP_TASKS_PER_NODE=1(x%d)", qn.nodes),
 		"SLURM_STEP_NUM_TASKS="+strconv.Itoa(qn.nodes), "SLURM_PROCID="+n, "SLURM_NODEID="+n, "SLURM_LOCALID=0", "GPULAUNCH_KEY_DIR="+keyDir)
+	return append(env, qn.extra...)
 }
 
 // start starts node's gpulaunch; extra flags go before the command.
@@ -212,6 +214,105 @@ func TestQueueHolderKilled(t *testing.T) {
 	for seq := 1; seq <= 20; seq++ {
 		if len(recs[seq]) != 1 {
 			t.Errorf("task %d recorded %d times", seq, len(recs[seq]))
+		}
+	}
+}
+
+// A tree of node groups (GPULAUNCH_NODE_GROUP=2 over 5 nodes: nodes 1
+// and 3 relay for 2 and 4): every task runs once, every node takes part
+// and is recorded as itself, and nothing is left behind.
+func TestQueueThroughRelays(t *testing.T) {
+	qn := newQueueNodes(t, 5, 60)
+	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
+	type started struct {
+		cmd *exec.Cmd
+		out *lockedBuffer
+	}
+	var nodes []started
+	for n := 4; n >= 0; n-- { // the nodes of a group first: they wait for their relay
+		cmd, out := qn.start(n, qn.keys)
+		nodes = append([]started{{cmd, out}}, nodes...)
+	}
+	waitFor(t, "every node to start tasks", func() bool {
+		for n := range 5 {
+			if qn.ranOn(fmt.Sprint("node", n)) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	qn.release()
+	for n, s := range nodes {
+		qn.succeeded(fmt.Sprint("node ", n), s.cmd, s.out)
+	}
+	marks, recs := qn.marks(), qn.records()
+	for seq := 1; seq <= 60; seq++ {
+		if len(marks[seq]) != 1 || len(recs[seq]) != 1 || !strings.HasPrefix(marks[seq][0], recs[seq][0]+" ") {
+			t.Fatalf("task %d ran %q, recorded by %q: want once each, as the node that ran it", seq, marks[seq], recs[seq])
+		}
+	}
+	if !strings.Contains(nodes[0].out.String(), "in groups of 2 behind relays") || !strings.Contains(nodes[3].out.String(), "node 3 relays for nodes 4..4") {
+		t.Errorf("the tree is not said:\n%s\n%s", nodes[0].out, nodes[3].out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(qn.keys, "queue-*")); len(left) > 0 {
+		data, _ := os.ReadFile(left[0])
+		t.Errorf("key files left: %v: %s", left, data)
+	}
+}
+
+// A group size that is not one is refused before anything starts: one
+// line with the fix, exit 2, no task run, no key file written.
+func TestQueueBadGroupSize(t *testing.T) {
+	qn := newQueueNodes(t, 3, 4)
+	qn.extra = []string{"GPULAUNCH_NODE_GROUP=1"}
+	cmd, out := qn.start(0, qn.keys)
+	err := cmd.Wait()
+	want := "gpulaunch: error: GPULAUNCH_NODE_GROUP=1: give the nodes per relay's group, 2 or more, or 0 for none"
+	if exitStatus(err) != exitUsage || !strings.HasPrefix(out.String(), want) || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("%v, want exit 2 and one line %q:\n%s", err, want, out)
+	}
+	if marks := qn.marks(); len(marks) > 0 {
+		t.Errorf("tasks ran: %v", marks)
+	}
+	if _, err := os.Stat(qn.keys); err == nil {
+		t.Errorf("the key directory was made")
+	}
+}
+
+// A relay killed loses its group (rule 5 of nodelink.Groups): the holder
+// names both nodes lost and hands their tasks out again, the group's
+// other node ends as one whose holder is lost, and every task is still
+// recorded once.
+func TestQueueRelayKilled(t *testing.T) {
+	qn := newQueueNodes(t, 5, 40)
+	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
+	var cmds []*exec.Cmd
+	var outs []*lockedBuffer
+	for n := range 5 {
+		cmd, out := qn.start(n, qn.keys)
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	waitFor(t, "nodes 3 and 4 to start tasks", func() bool { return qn.ranOn("node3") == 2 && qn.ranOn("node4") == 2 })
+	cmds[3].Process.Kill()
+	cmds[3].Wait()
+	if err := cmds[4].Wait(); exitStatus(err) != 255 || !strings.Contains(outs[4].String(), "holder is lost") {
+		t.Fatalf("node 4: %v, want exit 255 and why\n%s", err, outs[4])
+	}
+	waitFor(t, "node 0 to notice", func() bool {
+		h := outs[0].String()
+		return strings.Contains(h, "node 3 (node3) is lost") && strings.Contains(h, "node 4 (node4) is lost (its group's relay, node 3, was lost")
+	})
+	qn.release()
+	if err := cmds[0].Wait(); exitStatus(err) != 255 || !strings.Contains(outs[0].String(), "LOST") {
+		t.Fatalf("holder: %v, want exit 255 naming the loss\n%s", err, outs[0])
+	}
+	for _, n := range []int{1, 2} {
+		qn.succeeded(fmt.Sprint("node ", n), cmds[n], outs[n])
+	}
+	recs := qn.records()
+	for seq := 1; seq <= 40; seq++ {
+		if len(recs[seq]) != 1 || recs[seq][0] == "node3" || recs[seq][0] == "node4" {
+			t.Errorf("task %d recorded by %q: want once, not by the lost group", seq, recs[seq])
 		}
 	}
 }

@@ -29,6 +29,9 @@ type frame struct {
 	taskqueue.NodeMessage
 	Token string `json:"token,omitempty"` // hello: the key's token
 	Run   string `json:"run,omitempty"`   // hello: the run it is for
+	// All: for every node behind the connection — a relay passes it on
+	// to its whole group (Holder.Broadcast).
+	All bool `json:"all,omitempty"`
 }
 
 // The link's own kinds.
@@ -90,7 +93,7 @@ func (c *conn) send(f frame) {
 		c.mu.Unlock()
 		return
 	}
-	if n := len(c.queue); f.Kind == taskqueue.MsgStatus && n > 0 && c.queue[n-1].Kind == taskqueue.MsgStatus {
+	if n := len(c.queue); f.Kind == taskqueue.MsgStatus && n > 0 && c.queue[n-1].Kind == taskqueue.MsgStatus && c.queue[n-1].Node == f.Node && c.queue[n-1].All == f.All {
 		c.queue[n-1] = f
 	} else {
 		c.queue = append(c.queue, f)

@@ -34,11 +34,17 @@ const shakingAtOnce = 8
 // Holder is node 0's side: it listens, admits the nodes that show the
 // key's token, and carries messages to and from them.
 type Holder struct {
-	ln      net.Listener
-	tls     *tls.Config
-	token   string
-	run     string
-	nodes   int // the launch's nodes, this one included
+	ln    net.Listener
+	tls   *tls.Config
+	token string
+	run   string
+	nodes int // the launch's nodes, this one included
+	// first..last are the nodes that may join here: 1..nodes-1 at the
+	// holder, a group's nodes at a relay (Groups.Members).
+	first, last int
+	// groups is the tree the holder decided (Groups): a relay's
+	// connection speaks for the nodes of its group too (fromRelay).
+	groups  Groups
 	slots   int // every node's slots (0: not checked)
 	keyPath string
 	beat    time.Duration
@@ -56,9 +62,13 @@ type Holder struct {
 	// shaking holds a token per handshake under way (shakingAtOnce).
 	shaking chan struct{}
 
-	mu     sync.Mutex
-	conns  map[int]*conn // the nodes there, to send to
-	joined map[int]bool  // every node that ever joined
+	mu sync.Mutex
+	// links are the connections there, by the node at their other end;
+	// routes the connection that reaches each node there: its own, or
+	// its relay's.
+	links, routes map[int]*conn
+	joined        map[int]bool // every node that ever joined
+	ending        sync.Once    // Close or abort
 }
 
 // HolderConfig is what a holder is opened with.
@@ -79,12 +89,20 @@ type HolderConfig struct {
 	// HelloWait bounds a connection's TLS handshake, and then its hello
 	// (default handshakeWait).
 	HelloWait time.Duration
+	// Group is the nodes per relay's group (Groups; 0: no tree).
+	Group int
 }
 
 // Listen opens the holder: it listens on every address at cfg.Port,
 // then writes the key file, so that a node that reads it finds the
 // holder there.
 func Listen(cfg HolderConfig) (*Holder, error) {
+	return listen(cfg, 1, cfg.Nodes-1)
+}
+
+// listen opens a holder that admits nodes first..last: the holder, or a
+// relay for its group.
+func listen(cfg HolderConfig, first, last int) (*Holder, error) {
 	cert, hash, err := newCert(cfg.Run)
 	if err != nil {
 		return nil, err
@@ -99,8 +117,8 @@ func Listen(cfg HolderConfig) (*Holder, error) {
 	}
 	h := &Holder{
 		ln: ln, tls: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13},
-		token: tok, run: cfg.Run, nodes: cfg.Nodes, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat, helloWait: cfg.HelloWait,
-		msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{}), shaking: make(chan struct{}, shakingAtOnce), conns: map[int]*conn{}, joined: map[int]bool{},
+		token: tok, run: cfg.Run, nodes: cfg.Nodes, first: first, last: last, groups: Groups{Nodes: cfg.Nodes, Size: cfg.Group}, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat, helloWait: cfg.HelloWait,
+		msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{}), shaking: make(chan struct{}, shakingAtOnce), links: map[int]*conn{}, routes: map[int]*conn{}, joined: map[int]bool{},
 	}
 	if h.beat == 0 {
 		h.beat = Beat
@@ -110,7 +128,7 @@ func Listen(cfg HolderConfig) (*Holder, error) {
 	}
 	sweep(cfg.KeyDir)
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	if err := writeKey(h.keyPath, Key{Run: cfg.Run, State: StateOpen, Addr: addr, CertHash: hash, Token: tok}); err != nil {
+	if err := writeKey(h.keyPath, Key{Run: cfg.Run, State: StateOpen, Addr: addr, CertHash: hash, Token: tok, Nodes: cfg.Nodes, Group: cfg.Group}); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("writing the key file: %w", err)
 	}
@@ -135,20 +153,21 @@ func (h *Holder) Messages() <-chan taskqueue.NodeMessage { return h.msgs }
 // nothing.
 func (h *Holder) Send(m taskqueue.NodeMessage) {
 	h.mu.Lock()
-	c := h.conns[m.Node]
+	c := h.routes[m.Node]
 	h.mu.Unlock()
 	if c != nil {
 		c.send(frame{NodeMessage: m})
 	}
 }
 
-// Broadcast queues m for every node there.
+// Broadcast queues m for every node there: once per connection, which a
+// relay passes on to its group.
 func (h *Holder) Broadcast(m taskqueue.NodeMessage) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for node, c := range h.conns {
+	for node, c := range h.links {
 		m.Node = node
-		c.send(frame{NodeMessage: m})
+		c.send(frame{NodeMessage: m, All: true})
 	}
 }
 
@@ -202,27 +221,63 @@ func (h *Holder) admit(raw net.Conn) {
 		return
 	}
 	if err := writeOne(c.c, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindWelcome}}, handshakeWait); err != nil {
-		h.forget(hello.Node)
+		h.forget(hello.Node, nil)
 		c.c.Close()
 		return
 	}
 	go c.writeLoop()
 	h.mu.Lock()
-	h.conns[hello.Node] = c
+	h.links[hello.Node], h.routes[hello.Node] = c, c
 	h.mu.Unlock()
 	if !h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgJoined, Node: hello.Node, Host: hello.Host, Slots: hello.Slots}) {
 		c.close(time.Second)
 		return
 	}
+	node := hello.Node
 	why := c.readLoop(func(f frame) bool {
-		f.NodeMessage.Node = hello.Node // a node speaks for itself only
+		if h.groups.IsRelay(node) && f.Node != 0 && f.Node != node {
+			return h.fromRelay(node, c, f.NodeMessage)
+		}
+		f.NodeMessage.Node = node // a node speaks for itself only
 		return h.deliver(f.NodeMessage)
 	})
-	h.forget(hello.Node)
+	behind := h.forget(node, c)
 	c.close(time.Second)
-	if why != nil {
-		h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Node: hello.Node, Why: why.Error()})
+	if why == nil {
+		return
 	}
+	for _, m := range behind {
+		h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Node: m, Why: fmt.Sprintf("its group's relay, node %d, was lost: %v", node, why)})
+	}
+	h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Node: node, Why: why.Error()})
+}
+
+// fromRelay takes a message a relay sent for a node of its group (rule
+// 4): the node's joining and loss, which the relay's link saw, and what
+// the node said. A relay speaks for its own group only, and for a node
+// once it joined there.
+func (h *Holder) fromRelay(relay int, c *conn, m taskqueue.NodeMessage) bool {
+	first, last := h.groups.Members(relay)
+	if m.Node < first || m.Node > last {
+		h.refuse(c.c.RemoteAddr(), fmt.Sprintf("relay %d spoke for node %d, not of its group %d..%d: ignored", relay, m.Node, first, last))
+		return true
+	}
+	h.mu.Lock()
+	there := h.routes[m.Node] == c
+	switch {
+	case m.Kind == taskqueue.MsgJoined && !h.joined[m.Node] && (h.slots == 0 || m.Slots == h.slots):
+		h.joined[m.Node], h.routes[m.Node], there = true, c, true
+	case m.Kind == taskqueue.MsgJoined:
+		there = false
+	case m.Kind == taskqueue.MsgLost && there:
+		delete(h.routes, m.Node)
+	}
+	h.mu.Unlock()
+	if !there {
+		h.refuse(c.c.RemoteAddr(), fmt.Sprintf("relay %d spoke for node %d, which has not joined there (or joined twice, or with another slot count): ignored", relay, m.Node))
+		return true
+	}
+	return h.deliver(m)
 }
 
 // spoke waits, without a turn, for the connection's first byte (its
@@ -298,8 +353,8 @@ func (h *Holder) check(f frame) error {
 		return errors.New("a wrong token: it has not read this run's key file")
 	case f.Run != h.run:
 		return fmt.Errorf("run %q, not %q", f.Run, h.run)
-	case f.Node < 1 || f.Node >= h.nodes:
-		return fmt.Errorf("node %d is not one of nodes 1..%d", f.Node, h.nodes-1)
+	case f.Node < h.first || f.Node > h.last:
+		return fmt.Errorf("node %d is not one of nodes %d..%d", f.Node, h.first, h.last)
 	case f.Slots < 1:
 		return fmt.Errorf("node %d has no slot", f.Node)
 	case h.slots > 0 && f.Slots != h.slots:
@@ -314,11 +369,25 @@ func (h *Holder) check(f frame) error {
 	return nil
 }
 
-// forget: node is no longer there to send to.
-func (h *Holder) forget(node int) {
+// forget: node, whose connection c was, is no longer there to send to,
+// nor are the nodes of its group it spoke for: behind, which are lost
+// with it (rule 5).
+func (h *Holder) forget(node int, c *conn) (behind []int) {
 	h.mu.Lock()
-	delete(h.conns, node)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	delete(h.links, node)
+	delete(h.routes, node)
+	if !h.groups.IsRelay(node) || c == nil {
+		return nil
+	}
+	first, last := h.groups.Members(node)
+	for m := first; m <= last; m++ {
+		if h.routes[m] == c {
+			delete(h.routes, m)
+			behind = append(behind, m)
+		}
+	}
+	return behind
 }
 
 // deliver hands m to the run, unless the holder is closed.
@@ -342,19 +411,43 @@ func (h *Holder) refuse(remote net.Addr, why string) {
 // unless a node never joined: then it says the queue is over, so that a
 // node that comes late stops at once instead of waiting.
 func (h *Holder) Close() error {
+	err := net.ErrClosed
+	h.ending.Do(func() { err = h.close() })
+	return err
+}
+
+// abort ends the link at once, with no word of the queue's end to the
+// nodes there: a relay's group, cut off from the holder (Groups, rule
+// 5). The key file says why, to a node yet to join.
+func (h *Holder) abort(why string) {
+	h.ending.Do(func() {
+		h.ln.Close()
+		// the key first: a node that finds its connection closed, and
+		// tries again, reads why
+		writeKey(h.keyPath, Key{Run: h.run, State: StateFailed, Why: why})
+		h.mu.Lock()
+		for _, c := range h.links {
+			c.c.Close()
+		}
+		h.mu.Unlock()
+		close(h.done)
+	})
+}
+
+func (h *Holder) close() error {
 	h.ln.Close()
 	h.mu.Lock()
-	conns := make([]*conn, 0, len(h.conns))
-	for _, c := range h.conns {
+	conns := make([]*conn, 0, len(h.links))
+	for _, c := range h.links {
 		conns = append(conns, c)
 	}
-	all := len(h.joined) == h.nodes-1
+	all := len(h.joined) == h.last-h.first+1
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		// the queue is over for every node still there, also for one
 		// that joined after the run's last word
-		c.send(frame{NodeMessage: taskqueue.NodeMessage{Kind: taskqueue.MsgEnd}})
+		c.send(frame{NodeMessage: taskqueue.NodeMessage{Kind: taskqueue.MsgEnd}, All: true})
 		wg.Add(1)
 		go func() { defer wg.Done(); c.close(3 * time.Second) }()
 	}

@@ -23,12 +23,16 @@ type Key struct {
 	// State is "open" while the holder takes nodes, "over" once the
 	// queue has ended (a node that comes late has nothing to do), or
 	// "failed" when the holder stopped before it opened (Why says why).
-	State    string    `json:"state"`
-	Addr     string    `json:"addr,omitempty"`
-	CertHash string    `json:"cert_sha256,omitempty"`
-	Token    string    `json:"token,omitempty"`
-	Why      string    `json:"why,omitempty"`
-	Written  time.Time `json:"written"`
+	State    string `json:"state"`
+	Addr     string `json:"addr,omitempty"`
+	CertHash string `json:"cert_sha256,omitempty"`
+	Token    string `json:"token,omitempty"`
+	// Nodes and Group are the holder's tree (Groups): a node of a group
+	// joins its relay, whose own key file (groupRun) is beside this one.
+	Nodes   int       `json:"nodes,omitempty"`
+	Group   int       `json:"group,omitempty"`
+	Why     string    `json:"why,omitempty"`
+	Written time.Time `json:"written"`
 }
 
 // Key states.

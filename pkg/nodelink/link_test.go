@@ -88,7 +88,7 @@ func TestWrongTokenGetsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.Token = strings.Repeat("0", 64)
-	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k)
+	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k, "job7.0")
 	if err == nil || !strings.Contains(err.Error(), "wrong token") {
 		t.Fatalf("a wrong token was not refused: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestImpostorHolderLearnsNothing(t *testing.T) {
 		got <- string(buf[:n])
 	}()
 	k.Addr = ln.Addr().String()
-	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k)
+	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k, "job7.0")
 	if err == nil || !strings.Contains(err.Error(), "not the one in the key file") {
 		t.Fatalf("the impostor was trusted: %v", err)
 	}

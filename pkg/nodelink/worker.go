@@ -18,9 +18,15 @@ var errRefused = errors.New("the holder refused this node")
 
 // Worker is the side of a node that is not the holder.
 type Worker struct {
-	c    *conn
-	msgs chan taskqueue.NodeMessage
-	done chan struct{}
+	c     *conn
+	node  int
+	relay *relay // its group's, when this node is a relay (Groups)
+	msgs  chan taskqueue.NodeMessage
+	// closing is closed when Close begins: the run reads no more
+	// messages, and a relay's own are dropped so that its group's still
+	// pass.
+	closing chan struct{}
+	done    chan struct{}
 }
 
 // WorkerConfig is what a node joins with.
@@ -34,6 +40,9 @@ type WorkerConfig struct {
 	// for the holder to answer.
 	Wait time.Duration
 	Beat time.Duration
+	// Refused is told of every connection a relay's link turned away,
+	// and why (Holder.Refused); nil: nobody.
+	Refused func(remote, why string)
 }
 
 // Join waits for the holder's key file, connects to the holder it names,
@@ -44,21 +53,41 @@ func Join(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Beat == 0 {
 		cfg.Beat = Beat
 	}
+	w, err := tryJoin(cfg)
+	if err != nil {
+		tellGroup(cfg, err)
+	}
+	return w, err
+}
+
+// tellGroup writes, for a relay that could not join, why in its group's
+// key file: its nodes stop at once instead of waiting for it (or, when
+// the queue is over, have nothing to do either).
+func tellGroup(cfg WorkerConfig, err error) {
+	k, kerr := ReadKey(KeyPath(cfg.KeyDir, cfg.Run))
+	if kerr != nil || !(Groups{Nodes: k.Nodes, Size: k.Group}).IsRelay(cfg.Node) {
+		return
+	}
+	run := groupRun(cfg.Run, cfg.Node)
+	if errors.Is(err, ErrOver) {
+		Over(cfg.KeyDir, run)
+		return
+	}
+	Fail(cfg.KeyDir, run, fmt.Sprintf("its group's relay, node %d, could not join the queue: %v", cfg.Node, err))
+}
+
+func tryJoin(cfg WorkerConfig) (*Worker, error) {
 	path := KeyPath(cfg.KeyDir, cfg.Run)
 	deadline := time.Now().Add(cfg.Wait)
 	var last error
 	refused := "" // the token the holder refused: the same key is not tried again
 	for {
-		k, err := ReadKey(path)
+		k, run, err := target(cfg, path)
 		switch {
-		case err == nil && k.State == StateOver:
-			return nil, ErrOver
-		case err == nil && k.State == StateFailed:
-			return nil, fmt.Errorf("the queue's holder (node 0) stopped before the queue began: %s", k.Why)
 		case err == nil && k.Token == refused:
 			return nil, last
 		case err == nil:
-			w, err := dial(cfg, k)
+			w, err := dial(cfg, k, run)
 			if err == nil {
 				return w, nil
 			}
@@ -67,7 +96,7 @@ func Join(cfg WorkerConfig) (*Worker, error) {
 			}
 			last = err
 		case errors.Is(err, fs.ErrNotExist):
-			last = fmt.Errorf("its key file %s has not appeared", path)
+			last = err
 		default:
 			return nil, err
 		}
@@ -79,8 +108,44 @@ func Join(cfg WorkerConfig) (*Worker, error) {
 	}
 }
 
-// dial makes one attempt at the holder k names.
-func dial(cfg WorkerConfig, k Key) (*Worker, error) {
+// target is the key of the holder this node joins, and the run its hello
+// names: the holder's (path), or, for a node of a group, its relay's
+// (Groups, rule 4). An error wrapping fs.ErrNotExist: not there yet.
+func target(cfg WorkerConfig, path string) (Key, string, error) {
+	k, err := ReadKey(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Key{}, "", fmt.Errorf("its key file %s has not appeared: %w", path, err)
+	case err != nil:
+		return Key{}, "", err
+	case k.State == StateOver:
+		return Key{}, "", ErrOver
+	case k.State == StateFailed:
+		return Key{}, "", fmt.Errorf("the queue's holder (node 0) stopped before the queue began: %s", k.Why)
+	}
+	g := Groups{Nodes: k.Nodes, Size: k.Group}
+	relay := g.RelayOf(cfg.Node)
+	if relay == 0 || relay == cfg.Node {
+		return k, cfg.Run, nil
+	}
+	run := groupRun(cfg.Run, relay)
+	gpath := KeyPath(cfg.KeyDir, run)
+	gk, err := ReadKey(gpath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Key{}, "", fmt.Errorf("the key file of its group's relay, node %d, %s has not appeared: %w", relay, gpath, err)
+	case err != nil:
+		return Key{}, "", err
+	case gk.State == StateOver:
+		return Key{}, "", ErrOver
+	case gk.State == StateFailed:
+		return Key{}, "", fmt.Errorf("this node joins the queue through node %d, and %s", relay, gk.Why)
+	}
+	return gk, run, nil
+}
+
+// dial makes one attempt at the holder (or relay) k names.
+func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
 	raw, err := net.DialTimeout("tcp", k.Addr, handshakeWait)
 	if err != nil {
 		return nil, err
@@ -93,7 +158,7 @@ func dial(cfg WorkerConfig, k Key) (*Worker, error) {
 	}
 	tc.SetDeadline(time.Time{})
 	c := newConn(tc, cfg.Beat)
-	hello := frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: cfg.Node, Host: cfg.Host, Slots: cfg.Slots}, Token: k.Token, Run: cfg.Run}
+	hello := frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: cfg.Node, Host: cfg.Host, Slots: cfg.Slots}, Token: k.Token, Run: run}
 	if err := writeOne(tc, hello, handshakeWait); err != nil {
 		tc.Close()
 		return nil, err
@@ -110,23 +175,43 @@ func dial(cfg WorkerConfig, k Key) (*Worker, error) {
 		tc.Close()
 		return nil, fmt.Errorf("the holder answered %q", answer.Kind)
 	}
-	w := &Worker{c: c, msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{})}
+	w := &Worker{c: c, node: cfg.Node, msgs: make(chan taskqueue.NodeMessage, 256), closing: make(chan struct{}), done: make(chan struct{})}
+	if g := (Groups{Nodes: k.Nodes, Size: k.Group}); run == cfg.Run && g.IsRelay(cfg.Node) {
+		if w.relay, err = openRelay(cfg, g, c); err != nil {
+			Fail(cfg.KeyDir, groupRun(cfg.Run, cfg.Node), err.Error())
+			tc.Close()
+			return nil, err
+		}
+	}
 	go c.writeLoop()
 	go w.readLoop()
 	return w, nil
 }
 
 func (w *Worker) readLoop() {
-	why := w.c.readLoop(func(f frame) bool { return w.deliver(f.NodeMessage) })
-	if why != nil {
-		w.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Why: why.Error()})
+	why := w.c.readLoop(func(f frame) bool {
+		if w.relay != nil && !w.relay.down(f) {
+			return true
+		}
+		return w.deliver(f.NodeMessage)
+	})
+	if why == nil {
+		return
 	}
+	if w.relay != nil {
+		w.relay.lost(why.Error())
+	}
+	w.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Why: why.Error()})
 }
 
+// deliver hands m to the run, until Close begins; false once the
+// connection is closed.
 func (w *Worker) deliver(m taskqueue.NodeMessage) bool {
 	select {
 	case w.msgs <- m:
 		return true
+	case <-w.closing:
+		return w.relay != nil // a relay still carries its group's
 	case <-w.done:
 		return false
 	}
@@ -136,10 +221,27 @@ func (w *Worker) deliver(m taskqueue.NodeMessage) bool {
 func (w *Worker) Messages() <-chan taskqueue.NodeMessage { return w.msgs }
 
 // Send queues m for the holder.
-func (w *Worker) Send(m taskqueue.NodeMessage) { w.c.send(frame{NodeMessage: m}) }
+func (w *Worker) Send(m taskqueue.NodeMessage) {
+	m.Node = w.node // a relay's own, told from its group's
+	w.c.send(frame{NodeMessage: m})
+}
 
-// Close sends what is queued and ends the connection.
+// Relays is the nodes this node relays for (Groups): first..last, or
+// first > last.
+func (w *Worker) Relays() (first, last int) {
+	if w.relay == nil {
+		return 1, 0
+	}
+	return w.relay.group.first, w.relay.group.last
+}
+
+// Close sends what is queued and ends the connection; a relay first
+// waits until its group's nodes are gone, carrying their messages.
 func (w *Worker) Close() error {
+	close(w.closing)
+	if w.relay != nil {
+		w.relay.drain()
+	}
 	w.c.close(3 * time.Second)
 	close(w.done)
 	return nil

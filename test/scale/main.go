@@ -20,11 +20,15 @@
 //     the holder's own CPU time (utime+stime of /proc/PID/stat) in that
 //     window, per task: the rate it could reach with the CPUs to itself
 //     is 1e6 / cpu_us_per_task;
-//   - lost_s (with -lose): node 1 takes its tasks and never answers;
+//   - lost_s (with -lose): node N takes its tasks and never answers;
 //     once the queue is under way its connection is closed, and lost_s
 //     is the time until another node receives one of the tasks it held;
 //   - joblog_records: the joblog's records at the end (every task's, or
-//     the bench fails).
+//     the bench fails);
+//   - group: the nodes per relay's group the holder chose (-group sets
+//     GPULAUNCH_NODE_GROUP; 0: every node joins the holder). The relays
+//     are simulated nodes too, in this process: the figures are the
+//     holder's.
 package main
 
 import (
@@ -66,6 +70,11 @@ type result struct {
 	TasksPerS     float64 `json:"tasks_per_s"`
 	CPUusPerTask  float64 `json:"cpu_us_per_task"`
 	LostS         float64 `json:"lost_s,omitempty"`
+	Group         int     `json:"group"`
+	// RelaysJoinS is, over a tree, the time until the relays (and node
+	// N) had joined, within JoinS; the rest is the nodes behind them
+	// joining the relays, which share this machine's CPUs here.
+	RelaysJoinS float64 `json:"relays_join_s,omitempty"`
 	JoblogRecords int     `json:"joblog_records"`
 	MaxRSSKiB     int64   `json:"max_rss_kib"`
 	ExitCode      int     `json:"exit_code"`
@@ -80,8 +89,22 @@ func main() {
 	tasks := flag.Int("tasks", 200000, "tasks in the queue")
 	lose := flag.Bool("lose", false, "lose node 1 while the queue runs and time the hand-back")
 	joinLimit := flag.Duration("join-limit", 2*time.Minute, "how long all the nodes may take to join")
+	group := flag.String("group", "", "GPULAUNCH_NODE_GROUP for the holder: nodes per relay's group, 0 for none (default: the holder's choice)")
+	child := flag.Bool("child", false, "be a child that simulates nodes behind relays (members.go)")
+	run := flag.String("run", "", "the child's run")
+	keys := flag.String("keys", "", "the child's key directory")
+	part := flag.Int("part", 0, "the child's part of the nodes")
+	skip := flag.Int("skip", 0, "a node the child leaves out")
+	joinBy := flag.Int64("join-by", 0, "when the child's nodes must have joined (Unix ns)")
 	flag.Parse()
-	r, err := measure(*gl, *nodes, *tasks, *lose, *joinLimit)
+	if *child {
+		if err := runChild(*run, *keys, *part, *skip, time.Unix(0, *joinBy)); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		return
+	}
+	r, err := measure(*gl, *nodes, *tasks, *lose, *joinLimit, *group)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale: "+err.Error())
 		os.Exit(1)
@@ -114,7 +137,7 @@ type holderRun struct {
 
 // startHolder starts gl as node 0 of a queue of tasks over n+1 nodes and
 // waits until it listens (its key file is there).
-func startHolder(gl string, n, tasks int) (*holderRun, error) {
+func startHolder(gl string, n, tasks int, group string) (*holderRun, error) {
 	dir, err := os.MkdirTemp("", "gl-scale-")
 	if err != nil {
 		return nil, err
@@ -131,6 +154,9 @@ func startHolder(gl string, n, tasks int) (*holderRun, error) {
 	h.cmd = exec.Command(gl, "-q", "-n", strconv.Itoa(slots), "-O", "-G", "0", "--each-line", input, "--joblog", h.joblog, "--", "sleep", "0.05", "{}")
 	h.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GPULAUNCH_RUN_ID=" + h.run, "GPULAUNCH_KEY_DIR=" + h.keys,
 		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=" + strconv.Itoa(n+1)}
+	if group != "" {
+		h.cmd.Env = append(h.cmd.Env, "GPULAUNCH_NODE_GROUP="+group)
+	}
 	h.cmd.Stderr = &h.stderr
 	if err := h.cmd.Start(); err != nil {
 		return h, err
@@ -153,21 +179,39 @@ func startHolder(gl string, n, tasks int) (*holderRun, error) {
 
 // joinAll joins n simulated nodes to h, all at once, within limit; it
 // returns them by index, and how long the last took.
-func joinAll(h *holderRun, n int, limit time.Duration) ([]*nodelink.Worker, time.Duration, error) {
+func joinAll(h *holderRun, n int, limit time.Duration) ([]*nodelink.Worker, *members, [2]time.Duration, error) {
+	k, err := nodelink.ReadKey(nodelink.KeyPath(h.keys, h.run))
+	if err != nil {
+		return nil, nil, [2]time.Duration{}, err
+	}
+	tree := nodelink.Groups{Nodes: k.Nodes, Size: k.Group}
 	// The simulated nodes share this machine's CPUs, where real ones
 	// would each have their own: their side of the handshakes is made a
 	// few at a time (dialling), so that they do not all starve each
-	// other past their handshake deadline; all N start at once.
+	// other past their handshake deadline; all N start at once. A node of
+	// a group takes its turn once its relay has joined (relayed), so that
+	// turns are not held by nodes waiting for relays that wait for turns.
 	dialling := make(chan struct{}, 32)
 	workers := make([]*nodelink.Worker, n+1)
 	errs := make(chan error, n)
+	relayed := make([]chan struct{}, n+1)
+	for i := range relayed {
+		relayed[i] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	begin := time.Now()
 	joinBy := begin.Add(limit)
 	for i := 1; i <= n; i++ {
+		if tree.On() && !tree.IsRelay(i) && i != n {
+			continue // a child's (members.go)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(relayed[i])
+			if relay := tree.RelayOf(i); relay != 0 && relay != i {
+				<-relayed[relay]
+			}
 			dialling <- struct{}{}
 			defer func() { <-dialling }()
 			wait := time.Until(joinBy)
@@ -184,13 +228,20 @@ func joinAll(h *holderRun, n int, limit time.Duration) ([]*nodelink.Worker, time
 		}()
 	}
 	wg.Wait()
-	joined := time.Since(begin)
 	close(errs)
-	return workers, joined, <-errs
+	if err := <-errs; err != nil {
+		return workers, nil, [2]time.Duration{}, err
+	}
+	first := time.Since(begin)
+	var m *members
+	if tree.On() {
+		m, err = startMembers(h, n, joinBy)
+	}
+	return workers, m, [2]time.Duration{time.Since(begin), first}, err
 }
 
-func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (result, error) {
-	h, err := startHolder(gl, n, tasks)
+func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration, group string) (result, error) {
+	h, err := startHolder(gl, n, tasks, group)
 	if h != nil {
 		defer os.RemoveAll(h.dir)
 	}
@@ -201,7 +252,8 @@ func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (resul
 	if err != nil {
 		return result{}, err
 	}
-	workers, joined, err := joinAll(h, n, joinLimit)
+	workers, m, joined, err := joinAll(h, n, joinLimit)
+	defer m.stop()
 	if err != nil {
 		h.cmd.Process.Kill()
 		<-h.exited
@@ -211,9 +263,12 @@ func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (resul
 	if err != nil {
 		return result{}, err
 	}
-	r := result{Nodes: n, Tasks: tasks, JoinS: joined.Seconds(), BytesPerNode: float64(rss1-rss0) / float64(n),
+	r := result{Nodes: n, Tasks: tasks, JoinS: joined[0].Seconds(), BytesPerNode: float64(rss1-rss0) / float64(n),
 		JoinCPUus: float64((cpuJoin1 - cpuJoin0).Microseconds()) / float64(n)}
-	if err := runQueue(h, workers, lose, &r); err != nil {
+	if k, err := nodelink.ReadKey(nodelink.KeyPath(h.keys, h.run)); err == nil && k.Group > 0 {
+		r.Group, r.RelaysJoinS = k.Group, joined[1].Seconds()
+	}
+	if err := runQueue(h, workers, m, lose, &r); err != nil {
 		return r, err
 	}
 	if os.Getenv("SCALE_STDERR") != "" {
@@ -228,13 +283,17 @@ func measure(gl string, n, tasks int, lose bool, joinLimit time.Duration) (resul
 // runQueue lets the joined nodes answer, and measures the queue's run
 // until its end into r: the rate, the holder's CPU per task, the lost
 // node's hand-back (lose), the joblog, the holder's exit.
-func runQueue(h *holderRun, workers []*nodelink.Worker, lose bool, r *result) error {
+func runQueue(h *holderRun, workers []*nodelink.Worker, m *members, lose bool, r *result) error {
 	s := &sim{gate: make(chan struct{})}
-	if lose {
-		s.victim.Store(workers[1])
+	if lose { // the last node: a relay's Close would wait for its group
+		s.victim.Store(workers[len(workers)-1])
 	}
+	here := 0 // the nodes this process answers for: all, or the relays and node N
 	for i := 1; i < len(workers); i++ {
-		go s.answer(i, workers[i])
+		if workers[i] != nil {
+			go s.answer(i, workers[i])
+			here++
+		}
 	}
 	before, err := records(h.joblog)
 	if err != nil {
@@ -246,21 +305,18 @@ func runQueue(h *holderRun, workers []*nodelink.Worker, lose bool, r *result) er
 	}
 	t0 := time.Now()
 	close(s.gate)
-	if lose {
-		go s.loseVictim(int64((r.Tasks - before) / 4))
+	if m != nil {
+		m.open()
+	}
+	if lose { // a quarter through: this process's share of a quarter answered
+		go s.loseVictim(int64((r.Tasks - before) / 4 * here / (len(workers) - 1)))
 	}
 	// the end: the first MsgEnd any node gets (the holder sends it once
 	// every task is recorded)
-	for s.endedAt.Load() == 0 {
-		select {
-		case err := <-h.exited:
-			return fmt.Errorf("the holder ended before the queue was over (%v): %s", err, h.stderr.String())
-		case <-time.After(time.Millisecond):
-		}
+	cpu1, exitAt, werr, ended := waitEnd(h, s)
+	if !ended {
+		return fmt.Errorf("the holder ended before the queue was over (%v): %s", werr, h.stderr.String())
 	}
-	cpu1, _ := cpuTime(h.pid)
-	werr := <-h.exited
-	exitAt := time.Now()
 	window := time.Duration(s.endedAt.Load() - t0.UnixNano())
 	r.EndToExitS = time.Duration(exitAt.UnixNano() - s.endedAt.Load()).Seconds()
 	r.TasksPerS = float64(r.Tasks-before) / window.Seconds()
@@ -286,6 +342,28 @@ func runQueue(h *holderRun, workers []*nodelink.Worker, lose bool, r *result) er
 	return nil
 }
 
+// waitEnd waits for the queue's end (the first MsgEnd a node gets) and
+// the holder's exit, in either order: over a tree the holder may be gone
+// before its end has crossed a relay. It returns the holder's CPU time
+// last read before it exited, when it exited and how; ended is false when
+// no end came within 10 s of its exit.
+func waitEnd(h *holderRun, s *sim) (cpu time.Duration, exitAt time.Time, werr error, ended bool) {
+	for s.endedAt.Load() == 0 || exitAt.IsZero() {
+		if c, err := cpuTime(h.pid); err == nil && exitAt.IsZero() {
+			cpu = c
+		}
+		select {
+		case werr = <-h.exited:
+			exitAt = time.Now()
+		case <-time.After(time.Millisecond):
+		}
+		if !exitAt.IsZero() && s.endedAt.Load() == 0 && time.Since(exitAt) > 10*time.Second {
+			return cpu, exitAt, werr, false
+		}
+	}
+	return cpu, exitAt, werr, true
+}
+
 // usage is a process's resident memory and CPU time.
 func usage(pid int) (int64, time.Duration, error) {
 	rss, err := vmRSS(pid)
@@ -297,7 +375,7 @@ func usage(pid int) (int64, time.Duration, error) {
 }
 
 // answer is simulated node i: every task it is sent ends at once,
-// successfully, once the gate is open; the victim (node 1 under -lose)
+// successfully, once the gate is open; the victim (node N under -lose)
 // keeps its tasks and answers none.
 func (s *sim) answer(i int, w *nodelink.Worker) {
 	victim := s.victim.Load() == w
@@ -329,7 +407,7 @@ func (s *sim) answer(i int, w *nodelink.Worker) {
 	}
 }
 
-// loseVictim closes node 1's connection once after tasks were answered
+// loseVictim closes node N's connection once after tasks were answered
 // (the queue is under way), holding what it was sent.
 func (s *sim) loseVictim(after int64) {
 	for s.answered.Load() < after {
