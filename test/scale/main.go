@@ -65,16 +65,16 @@ type result struct {
 	JoinS float64 `json:"join_s"`
 	// JoinCPUus is the holder's CPU time while the nodes joined, per
 	// node: N of them cost the holder alone N × this.
-	JoinCPUus     float64 `json:"join_cpu_us_per_node"`
-	BytesPerNode  float64 `json:"bytes_per_node"`
-	TasksPerS     float64 `json:"tasks_per_s"`
-	CPUusPerTask  float64 `json:"cpu_us_per_task"`
-	LostS         float64 `json:"lost_s,omitempty"`
-	Group         int     `json:"group"`
+	JoinCPUus    float64 `json:"join_cpu_us_per_node"`
+	BytesPerNode float64 `json:"bytes_per_node"`
+	TasksPerS    float64 `json:"tasks_per_s"`
+	CPUusPerTask float64 `json:"cpu_us_per_task"`
+	LostS        float64 `json:"lost_s,omitempty"`
+	Group        int     `json:"group"`
 	// RelaysJoinS is, over a tree, the time until the relays (and node
 	// N) had joined, within JoinS; the rest is the nodes behind them
 	// joining the relays, which share this machine's CPUs here.
-	RelaysJoinS float64 `json:"relays_join_s,omitempty"`
+	RelaysJoinS   float64 `json:"relays_join_s,omitempty"`
 	JoblogRecords int     `json:"joblog_records"`
 	MaxRSSKiB     int64   `json:"max_rss_kib"`
 	ExitCode      int     `json:"exit_code"`
