@@ -74,9 +74,9 @@ integration:
 	  scripts/slurm-testbed.sh up && \
 	  (cd test/integration && $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -skip 'MultiNode|AMD' . 2>&1 | \
 	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}) && \
-	  echo "== integration, two nodes (each slurmd in its own network namespace)" && \
-	  TESTBED_NODES=2 scripts/slurm-testbed.sh up && \
-	  (cd test/integration && TESTBED_NODES=2 $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -run MultiNode . 2>&1 | \
+	  echo "== integration, three nodes (each slurmd in its own network namespace)" && \
+	  TESTBED_NODES=3 scripts/slurm-testbed.sh up && \
+	  (cd test/integration && TESTBED_NODES=3 $(GO) test -tags integration -count=1 -v -timeout $(INTEGRATION_TIMEOUT) -run MultiNode . 2>&1 | \
 	    grep -v -E '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}) && \
 	  echo "== integration, AMD GPUs (8 fake render nodes, ROCR_VISIBLE_DEVICES from gres)" && \
 	  TESTBED_VENDOR=amd TESTBED_GPUS=8 scripts/slurm-testbed.sh up && \

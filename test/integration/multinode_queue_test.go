@@ -112,6 +112,45 @@ func TestMultiNodeQueue(t *testing.T) {
 	t.Logf("tasks per node: %v", perHost)
 }
 
+// Three nodes with GPULAUNCH_NODE_GROUP=2: node 1 relays for node 2
+// (docs/tasks.md, "Over many nodes"), over the testbed's network
+// namespaces, so that node 2 reaches node 1 at the address node 1's
+// connection to node 0 left from. Every task runs once and is recorded
+// as the node that ran it; all three take part.
+func TestMultiNodeQueueThroughRelay(t *testing.T) {
+	nodes := multiNode(t)
+	if len(nodes) < 3 {
+		t.Skip("needs three nodes: TESTBED_NODES=3 scripts/slurm-testbed.sh up (the multi-node pass of make integration)")
+	}
+	nodes = nodes[:3]
+	dir, _, line := queueJob(t, 300, true, "")
+	j := sbatch(t, dir, "#!/bin/bash\nexport GPULAUNCH_NODE_GROUP=2\n"+line, "-N", "3", "--ntasks-per-node=1", "--gres=gpu:2")
+	for end := time.Now().Add(time.Minute); (ranOnNode(dir, nodes[1]) < 2 || ranOnNode(dir, nodes[2]) < 2) && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	rec, out := j.wait(t, 5*time.Minute)
+	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
+		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
+	}
+	ran, recs := runs(dir), recorded(t, dir)
+	perHost := map[string]int{}
+	for seq := 1; seq <= 300; seq++ {
+		if len(ran[seq]) != 1 || len(recs[seq]) != 1 || ran[seq][0] != recs[seq][0] {
+			t.Fatalf("task %d ran on %q, recorded as %q: want once, by the node that ran it", seq, ran[seq], recs[seq])
+		}
+		perHost[ran[seq][0]]++
+	}
+	if len(perHost) != 3 {
+		t.Errorf("tasks per node %v: all three must take part", perHost)
+	}
+	if !strings.Contains(out, "in groups of 2 behind relays") || !strings.Contains(out, "node 1 relays for nodes 2..2") ||
+		!strings.Contains(out, fmt.Sprintf("node 2 (%s): %d task(s) finished", nodes[2], perHost[nodes[2]])) {
+		t.Errorf("the output does not show the relay:\n%s", out)
+	}
+	t.Logf("tasks per node: %v", perHost)
+}
+
 // gpulaunchOf is the pid of the gpulaunch of job's step on node index
 // node: both nodes' processes are on this machine.
 func gpulaunchOf(t *testing.T, job string, node int) int {
