@@ -132,13 +132,10 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 			port = rv.Port
 		}
 	}
-	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir, Group: l.nodes.group})
+	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir, Group: l.nodes.group,
+		Refused: warnRefused(log), Stalled: warnStalled(log, g.Size)})
 	if err != nil {
 		return nil, usagef("a task queue over %d nodes: node 0 cannot open its link on port %d: %v: give --master-port PORT; nothing was started", g.Size, port, err)
-	}
-	h.Refused = warnRefused(log)
-	h.Stalled = func(why string) {
-		log.Warn(fmt.Sprintf("node 0 cannot take in more nodes for now (%s): they wait until it can; over many nodes raise the open-file limit (ulimit -n) above the node count (%d)", why, g.Size))
 	}
 	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)%s", g.Size, host, h.Port(), h.KeyPath(), treeNote(nodelink.Groups{Nodes: g.Size, Size: l.nodes.group})))
 	return h, nil
@@ -148,6 +145,14 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 func warnRefused(log *zap.Logger) func(remote, why string) {
 	return func(remote, why string) {
 		log.Warn(fmt.Sprintf("a connection from %s was refused (%s): only this run's nodes may take tasks", remote, why))
+	}
+}
+
+// warnStalled tells the user that this node (the holder, or a relay)
+// cannot accept the nodes' connections for now.
+func warnStalled(log *zap.Logger, nodes int) func(why string) {
+	return func(why string) {
+		log.Warn(fmt.Sprintf("this node cannot take in more nodes for now (%s): they wait until it can; over many nodes raise the open-file limit (ulimit -n) above the node count (%d)", why, nodes))
 	}
 }
 
@@ -163,7 +168,7 @@ func treeNote(g nodelink.Groups) string {
 // gets a feed for the slots.
 func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
 	g := l.group
-	w, err := nodelink.Join(nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait, Refused: warnRefused(log)})
+	w, err := nodelink.Join(nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait, Refused: warnRefused(log), Stalled: warnStalled(log, g.Size)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -279,11 +279,52 @@ func TestQueueBadGroupSize(t *testing.T) {
 	}
 }
 
-// A relay killed loses its group (rule 5 of nodelink.Groups): the holder
-// names both nodes lost and hands their tasks out again, the group's
-// other node ends as one whose holder is lost, and every task is still
-// recorded once.
+// A relay killed, or stopped alone by a TERM of its own, loses its group
+// (rule 5 of nodelink.Groups): the holder names both nodes lost and hands
+// their tasks out again, the group's other node ends as one whose holder
+// is lost, and every task is still recorded once.
 func TestQueueRelayKilled(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { relayKilled(t, sig) })
+	}
+}
+
+// scancel through a tree: every node's gpulaunch gets a TERM, in no set
+// order; every one ends, the holder non-zero (a node whose holder's stop
+// came before its own TERM exits 0: the queue's status is the holder's,
+// feed rule 6), and no task ended that way is recorded (--resume runs
+// them).
+func TestQueueThroughRelaysTERMedEverywhere(t *testing.T) {
+	qn := newQueueNodes(t, 5, 40)
+	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
+	var cmds []*exec.Cmd
+	var outs []*lockedBuffer
+	for n := range 5 {
+		cmd, out := qn.start(n, qn.keys)
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	waitFor(t, "every node to start tasks", func() bool {
+		for n := range 5 {
+			if qn.ranOn(fmt.Sprint("node", n)) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range []int{3, 0, 4, 1, 2} {
+		cmds[n].Process.Signal(syscall.SIGTERM)
+	}
+	for n, cmd := range cmds {
+		if err := cmd.Wait(); err == nil && n == 0 {
+			t.Errorf("the holder exited 0 after a TERM mid-queue\n%s", outs[n])
+		}
+	}
+	if recs := qn.records(); len(recs) > 0 {
+		t.Errorf("tasks ended by the TERM were recorded: %v", recs)
+	}
+}
+
+func relayKilled(t *testing.T, sig syscall.Signal) {
 	qn := newQueueNodes(t, 5, 40)
 	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
 	var cmds []*exec.Cmd
@@ -293,7 +334,7 @@ func TestQueueRelayKilled(t *testing.T) {
 		cmds, outs = append(cmds, cmd), append(outs, out)
 	}
 	waitFor(t, "nodes 3 and 4 to start tasks", func() bool { return qn.ranOn("node3") == 2 && qn.ranOn("node4") == 2 })
-	cmds[3].Process.Kill()
+	cmds[3].Process.Signal(sig)
 	cmds[3].Wait()
 	if err := cmds[4].Wait(); exitStatus(err) != 255 || !strings.Contains(outs[4].String(), "holder is lost") {
 		t.Fatalf("node 4: %v, want exit 255 and why\n%s", err, outs[4])

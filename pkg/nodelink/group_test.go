@@ -187,13 +187,17 @@ func TestRelayLostIsItsGroupLost(t *testing.T) {
 	}
 }
 
-// A relay whose own run is over still carries its group's messages until
-// they are gone: its Close waits for them.
+// A relay whose own run is over because the queue stops still carries
+// its group's messages until they are gone: its Close waits for them.
 func TestRelayCloseWaitsForItsGroup(t *testing.T) {
 	h, dir := tree(t)
 	defer h.Close()
 	ws := joinAll(t, dir, 1, 2)
 	nodesOf(t, h, taskqueue.MsgJoined, 2)
+	h.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgStopSoon, Node: 1})
+	if m := next(t, ws[1].Messages()); m.Kind != taskqueue.MsgStopSoon {
+		t.Fatalf("node 1 got %+v", m)
+	}
 	closed := make(chan struct{})
 	go func() { ws[1].Close(); close(closed) }()
 	h.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgTask, Node: 2, Task: &job.Task{Seq: 3}})
@@ -215,6 +219,46 @@ func TestRelayCloseWaitsForItsGroup(t *testing.T) {
 	if got := nodesOf(t, h, taskqueue.MsgLost, 2); !equal(got, []int{1, 2}) {
 		t.Fatalf("lost: %v", got)
 	}
+}
+
+// A relay whose run ends on its own, before the queue's end or a stop (a
+// signal to it alone), cuts its group off as its loss would: waiting for
+// them, it would leave the holder sending it tasks nobody runs, and its
+// nodes waiting for an end the holder would never send.
+func TestRelayStoppedAloneCutsItsGroup(t *testing.T) {
+	h, dir := tree(t)
+	defer h.Close()
+	ws := joinAll(t, dir, 1, 2)
+	nodesOf(t, h, taskqueue.MsgJoined, 2)
+	closed := make(chan struct{})
+	go func() { ws[1].Close(); close(closed) }()
+	if m := next(t, ws[2].Messages()); m.Kind != taskqueue.MsgLost {
+		t.Fatalf("node 2 got %+v, not its holder's loss", m)
+	}
+	<-closed
+	if got := nodesOf(t, h, taskqueue.MsgLost, 2); !equal(got, []int{1, 2}) {
+		t.Fatalf("lost: %v", got)
+	}
+	k, err := ReadKey(RelayKeyPath(dir, "job7.0", 1))
+	if err != nil || k.State != StateFailed || !strings.Contains(k.Why, "stopped before the queue's end") {
+		t.Fatalf("the group's key: %+v %v", k, err)
+	}
+}
+
+// A group's key file an earlier run with the same id left is not this
+// run's: a node of the group waits for its relay's.
+func TestEarlierRunsGroupKeyIsNotTaken(t *testing.T) {
+	h, dir := tree(t)
+	defer h.Close()
+	if err := writeKey(RelayKeyPath(dir, "job7.0", 1), Key{Run: groupRun("job7.0", 1), State: StateOver, HolderCert: "an earlier holder's"}); err != nil {
+		t.Fatal(err)
+	}
+	ws := joinAll(t, dir, 2, 1)
+	if got := nodesOf(t, h, taskqueue.MsgJoined, 2); !equal(got, []int{1, 2}) {
+		t.Fatalf("joined: %v", got)
+	}
+	ws[2].Close()
+	ws[1].Close()
 }
 
 // A relay speaks for its own group only, and only for nodes that joined

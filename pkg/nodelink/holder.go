@@ -50,6 +50,8 @@ type Holder struct {
 	beat    time.Duration
 	// helloWait is HolderConfig.HelloWait.
 	helloWait time.Duration
+	// holderCert is HolderConfig.holderCert.
+	holderCert string
 	// Refused is told of every connection that was turned away, and why
 	// (a wrong token, no TLS, a node that joined twice); nil: nobody.
 	Refused func(remote, why string)
@@ -91,6 +93,12 @@ type HolderConfig struct {
 	HelloWait time.Duration
 	// Group is the nodes per relay's group (Groups; 0: no tree).
 	Group int
+	// Refused and Stalled become the Holder's, set before it accepts.
+	Refused func(remote, why string)
+	Stalled func(why string)
+	// holderCert is, for a relay's group, node 0's certificate hash,
+	// written in every key file of the group (Key.HolderCert).
+	holderCert string
 }
 
 // Listen opens the holder: it listens on every address at cfg.Port,
@@ -117,7 +125,7 @@ func listen(cfg HolderConfig, first, last int) (*Holder, error) {
 	}
 	h := &Holder{
 		ln: ln, tls: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13},
-		token: tok, run: cfg.Run, nodes: cfg.Nodes, first: first, last: last, groups: Groups{Nodes: cfg.Nodes, Size: cfg.Group}, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat, helloWait: cfg.HelloWait,
+		token: tok, run: cfg.Run, nodes: cfg.Nodes, holderCert: cfg.holderCert, Refused: cfg.Refused, Stalled: cfg.Stalled, first: first, last: last, groups: Groups{Nodes: cfg.Nodes, Size: cfg.Group}, slots: cfg.Slots, keyPath: KeyPath(cfg.KeyDir, cfg.Run), beat: cfg.Beat, helloWait: cfg.HelloWait,
 		msgs: make(chan taskqueue.NodeMessage, 256), done: make(chan struct{}), shaking: make(chan struct{}, shakingAtOnce), links: map[int]*conn{}, routes: map[int]*conn{}, joined: map[int]bool{},
 	}
 	if h.beat == 0 {
@@ -128,7 +136,7 @@ func listen(cfg HolderConfig, first, last int) (*Holder, error) {
 	}
 	sweep(cfg.KeyDir)
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	if err := writeKey(h.keyPath, Key{Run: cfg.Run, State: StateOpen, Addr: addr, CertHash: hash, Token: tok, Nodes: cfg.Nodes, Group: cfg.Group}); err != nil {
+	if err := writeKey(h.keyPath, Key{Run: cfg.Run, State: StateOpen, Addr: addr, CertHash: hash, Token: tok, Nodes: cfg.Nodes, Group: cfg.Group, HolderCert: cfg.holderCert}); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("writing the key file: %w", err)
 	}
@@ -424,7 +432,7 @@ func (h *Holder) abort(why string) {
 		h.ln.Close()
 		// the key first: a node that finds its connection closed, and
 		// tries again, reads why
-		writeKey(h.keyPath, Key{Run: h.run, State: StateFailed, Why: why})
+		writeKey(h.keyPath, Key{Run: h.run, State: StateFailed, Why: why, HolderCert: h.holderCert})
 		h.mu.Lock()
 		for _, c := range h.links {
 			c.c.Close()
@@ -456,5 +464,5 @@ func (h *Holder) close() error {
 	if all {
 		return os.Remove(h.keyPath)
 	}
-	return writeKey(h.keyPath, Key{Run: h.run, State: StateOver})
+	return writeKey(h.keyPath, Key{Run: h.run, State: StateOver, HolderCert: h.holderCert})
 }

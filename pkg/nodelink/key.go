@@ -29,10 +29,14 @@ type Key struct {
 	Token    string `json:"token,omitempty"`
 	// Nodes and Group are the holder's tree (Groups): a node of a group
 	// joins its relay, whose own key file (groupRun) is beside this one.
-	Nodes   int       `json:"nodes,omitempty"`
-	Group   int       `json:"group,omitempty"`
-	Why     string    `json:"why,omitempty"`
-	Written time.Time `json:"written"`
+	Nodes int `json:"nodes,omitempty"`
+	Group int `json:"group,omitempty"`
+	// HolderCert is, in a relay's key file, node 0's CertHash: a node of
+	// the group takes only the file of this run's relay, not one an
+	// earlier run with the same id left.
+	HolderCert string    `json:"holder_cert_sha256,omitempty"`
+	Why        string    `json:"why,omitempty"`
+	Written    time.Time `json:"written"`
 }
 
 // Key states.

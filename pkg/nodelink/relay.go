@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
@@ -28,9 +29,11 @@ type relay struct {
 	upLost   chan struct{}
 	lostOnce sync.Once
 	// ended: the holder said the queue is over (MsgEnd), so that its
-	// connection's end is the queue's, not a loss. Read and written by
-	// the Worker's reader only.
-	ended bool
+	// connection's end is the queue's, not a loss; stopping: it said to
+	// stop (MsgStopSoon, MsgStopNow), so that the group's nodes end
+	// their tasks and report them. Set by the Worker's reader, read by
+	// Close too.
+	ended, stopping atomic.Bool
 }
 
 // openRelay opens the group's link of relay node cfg.Node, whose
@@ -38,17 +41,17 @@ type relay struct {
 // address is the one the holder's connection left by: the nodes of a
 // group reach it on the network they reach the holder on, whatever its
 // name resolves to.
-func openRelay(cfg WorkerConfig, g Groups, up *conn) (*relay, error) {
+func openRelay(cfg WorkerConfig, g Groups, up *conn, holderCert string) (*relay, error) {
 	host, _, err := net.SplitHostPort(up.c.LocalAddr().String())
 	if err != nil {
 		return nil, err
 	}
 	first, last := g.Members(cfg.Node)
-	group, err := listen(HolderConfig{Run: groupRun(cfg.Run, cfg.Node), Nodes: g.Nodes, Slots: cfg.Slots, Host: host, KeyDir: cfg.KeyDir, Beat: cfg.Beat}, first, last)
+	group, err := listen(HolderConfig{Run: groupRun(cfg.Run, cfg.Node), Nodes: g.Nodes, Slots: cfg.Slots, Host: host, KeyDir: cfg.KeyDir, Beat: cfg.Beat,
+		Refused: cfg.Refused, Stalled: cfg.Stalled, holderCert: holderCert}, first, last)
 	if err != nil {
-		return nil, fmt.Errorf("node %d relays for nodes %d..%d, but cannot open their link: %w", cfg.Node, first, last, err)
+		return nil, fmt.Errorf("%w: node %d relays for nodes %d..%d, but cannot open their link: %v", errFinal, cfg.Node, first, last, err)
 	}
-	group.Refused = cfg.Refused
 	r := &relay{self: cfg.Node, group: group, up: up, changed: make(chan struct{}, 1), upLost: make(chan struct{})}
 	go r.carryUp()
 	return r, nil
@@ -87,8 +90,13 @@ func (r *relay) count(by int) {
 // is for, or, for all (Broadcast), to every node of the group; true when
 // the relay's own node has it too.
 func (r *relay) down(f frame) (mine bool) {
-	if f.Kind == taskqueue.MsgEnd && (f.All || f.Node == 0 || f.Node == r.self) {
-		r.ended = true
+	if f.All || f.Node == 0 || f.Node == r.self {
+		switch f.Kind {
+		case taskqueue.MsgEnd:
+			r.ended.Store(true)
+		case taskqueue.MsgStopSoon, taskqueue.MsgStopNow:
+			r.stopping.Store(true)
+		}
 	}
 	switch {
 	case f.All:
@@ -110,7 +118,7 @@ func (r *relay) down(f frame) (mine bool) {
 func (r *relay) lost(why string) {
 	r.lostOnce.Do(func() {
 		defer close(r.upLost) // after the group's link is closed: drain waits for it
-		if r.ended {
+		if r.ended.Load() {
 			r.group.Close()
 			return
 		}
@@ -120,8 +128,17 @@ func (r *relay) lost(why string) {
 
 // drain waits until no node of the group is there, or the holder is
 // gone, and then closes the group's link: a relay whose own slots are done
-// still carries its group's reports until their nodes are done.
+// because the queue ended or is stopping still carries its group's
+// reports until their nodes are done. One whose run ended on its own (a
+// signal to it alone, a failure of its own) cuts its group off instead,
+// as its loss would (Groups, rule 5): waiting, it would leave the holder
+// sending it tasks that nobody runs, and its nodes waiting for an end
+// that the holder, counting those tasks held, would never send.
 func (r *relay) drain() {
+	if !r.ended.Load() && !r.stopping.Load() {
+		r.group.abort(fmt.Sprintf("its group's relay, node %d, stopped before the queue's end", r.self))
+		return
+	}
 	for r.present() > 0 {
 		select {
 		case <-r.changed:

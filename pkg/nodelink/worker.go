@@ -16,6 +16,10 @@ var ErrOver = errors.New("the queue's holder has ended the queue already")
 
 var errRefused = errors.New("the holder refused this node")
 
+// errFinal: trying again cannot help (a relay that joined the holder but
+// cannot open its group's link: the holder has it joined already).
+var errFinal = errors.New("cannot take part")
+
 // Worker is the side of a node that is not the holder.
 type Worker struct {
 	c     *conn
@@ -40,9 +44,10 @@ type WorkerConfig struct {
 	// for the holder to answer.
 	Wait time.Duration
 	Beat time.Duration
-	// Refused is told of every connection a relay's link turned away,
-	// and why (Holder.Refused); nil: nobody.
+	// Refused and Stalled are a relay's link's (HolderConfig); nil:
+	// nobody is told.
 	Refused func(remote, why string)
+	Stalled func(why string)
 }
 
 // Join waits for the holder's key file, connects to the holder it names,
@@ -68,12 +73,12 @@ func tellGroup(cfg WorkerConfig, err error) {
 	if kerr != nil || !(Groups{Nodes: k.Nodes, Size: k.Group}).IsRelay(cfg.Node) {
 		return
 	}
-	run := groupRun(cfg.Run, cfg.Node)
+	gk := Key{Run: groupRun(cfg.Run, cfg.Node), State: StateFailed, HolderCert: k.CertHash,
+		Why: fmt.Sprintf("its group's relay, node %d, could not join the queue: %v", cfg.Node, err)}
 	if errors.Is(err, ErrOver) {
-		Over(cfg.KeyDir, run)
-		return
+		gk.State, gk.Why = StateOver, ""
 	}
-	Fail(cfg.KeyDir, run, fmt.Sprintf("its group's relay, node %d, could not join the queue: %v", cfg.Node, err))
+	writeKey(KeyPath(cfg.KeyDir, gk.Run), gk)
 }
 
 func tryJoin(cfg WorkerConfig) (*Worker, error) {
@@ -93,6 +98,9 @@ func tryJoin(cfg WorkerConfig) (*Worker, error) {
 			}
 			if errors.Is(err, errRefused) {
 				refused = k.Token
+			}
+			if errors.Is(err, errFinal) {
+				return nil, err
 			}
 			last = err
 		case errors.Is(err, fs.ErrNotExist):
@@ -136,6 +144,8 @@ func target(cfg WorkerConfig, path string) (Key, string, error) {
 		return Key{}, "", fmt.Errorf("the key file of its group's relay, node %d, %s has not appeared: %w", relay, gpath, err)
 	case err != nil:
 		return Key{}, "", err
+	case gk.HolderCert != k.CertHash: // an earlier run's, with the same run id
+		return Key{}, "", fmt.Errorf("the key file of its group's relay, node %d, %s is an earlier run's: %w", relay, gpath, fs.ErrNotExist)
 	case gk.State == StateOver:
 		return Key{}, "", ErrOver
 	case gk.State == StateFailed:
@@ -177,9 +187,8 @@ func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
 	}
 	w := &Worker{c: c, node: cfg.Node, msgs: make(chan taskqueue.NodeMessage, 256), closing: make(chan struct{}), done: make(chan struct{})}
 	if g := (Groups{Nodes: k.Nodes, Size: k.Group}); run == cfg.Run && g.IsRelay(cfg.Node) {
-		if w.relay, err = openRelay(cfg, g, c); err != nil {
-			Fail(cfg.KeyDir, groupRun(cfg.Run, cfg.Node), err.Error())
-			tc.Close()
+		if w.relay, err = openRelay(cfg, g, c, k.CertHash); err != nil {
+			tc.Close() // Join tells the group (tellGroup)
 			return nil, err
 		}
 	}
