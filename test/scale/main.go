@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -309,7 +310,7 @@ func runQueue(h *holderRun, workers []*nodelink.Worker, m *members, lose bool, r
 		m.open()
 	}
 	if lose { // a quarter through: this process's share of a quarter answered
-		go s.loseVictim(int64((r.Tasks - before) / 4 * here / (len(workers) - 1)))
+		go s.loseVictim(int64((r.Tasks-before)/4*here/(len(workers)-1)), h.joblog)
 	}
 	// the end: the first MsgEnd any node gets (the holder sends it once
 	// every task is recorded)
@@ -408,14 +409,40 @@ func (s *sim) answer(i int, w *nodelink.Worker) {
 }
 
 // loseVictim closes node N's connection once after tasks were answered
-// (the queue is under way), holding what it was sent.
-func (s *sim) loseVictim(after int64) {
+// (the queue is under way), holding what it was sent; then it follows the
+// joblog until one of those tasks is recorded: over a tree the node that
+// ran it again may be a child's (members.go), whose answers this process
+// does not see.
+func (s *sim) loseVictim(after int64, joblog string) {
 	for s.answered.Load() < after {
 		time.Sleep(time.Millisecond)
 	}
 	w := s.victim.Load()
+	f, err := os.Open(joblog)
+	if err == nil {
+		defer f.Close()
+		f.Seek(0, io.SeekEnd)
+	}
 	s.lostAt.Store(time.Now().UnixNano())
 	w.Close()
+	if err != nil {
+		return
+	}
+	r := bufio.NewReader(f)
+	var part string
+	for s.redoneAt.Load() == 0 && s.endedAt.Load() == 0 {
+		line, err := r.ReadString('\n')
+		if err != nil { // the end for now: a line may be half written
+			part += line
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		line, part = part+line, ""
+		seq, _ := strconv.Atoi(line[:max(strings.IndexByte(line, '\t'), 0)])
+		if _, held := s.held.Load(seq); held {
+			s.redoneAt.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	}
 }
 
 // vmRSS is a process's resident memory in bytes.
