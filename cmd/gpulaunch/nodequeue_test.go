@@ -83,6 +83,27 @@ func (qn *queueNodes) start(node int, keyDir string, extra ...string) (*exec.Cmd
 	return cmd, &out
 }
 
+// startAll starts every node's gpulaunch, node 0 first.
+func (qn *queueNodes) startAll() ([]*exec.Cmd, []*lockedBuffer) {
+	var cmds []*exec.Cmd
+	var outs []*lockedBuffer
+	for n := range qn.nodes {
+		cmd, out := qn.start(n, qn.keys)
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	return cmds, outs
+}
+
+// everyNodeRuns: every node's 2 slots have started a task.
+func (qn *queueNodes) everyNodeRuns() bool {
+	for n := range qn.nodes {
+		if qn.ranOn(fmt.Sprint("node", n)) != 2 {
+			return false
+		}
+	}
+	return true
+}
+
 func (qn *queueNodes) release() { os.WriteFile(filepath.Join(qn.dir, "go"), nil, 0o644) }
 
 // marks are the runs of each task: "node slot" per run.
@@ -233,14 +254,7 @@ func TestQueueThroughRelays(t *testing.T) {
 		cmd, out := qn.start(n, qn.keys)
 		nodes = append([]started{{cmd, out}}, nodes...)
 	}
-	waitFor(t, "every node to start tasks", func() bool {
-		for n := range 5 {
-			if qn.ranOn(fmt.Sprint("node", n)) != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, "every node to start tasks", qn.everyNodeRuns)
 	qn.release()
 	for n, s := range nodes {
 		qn.succeeded(fmt.Sprint("node ", n), s.cmd, s.out)
@@ -297,20 +311,8 @@ func TestQueueRelayKilled(t *testing.T) {
 func TestQueueThroughRelaysTERMedEverywhere(t *testing.T) {
 	qn := newQueueNodes(t, 5, 40)
 	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
-	var cmds []*exec.Cmd
-	var outs []*lockedBuffer
-	for n := range 5 {
-		cmd, out := qn.start(n, qn.keys)
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
-	waitFor(t, "every node to start tasks", func() bool {
-		for n := range 5 {
-			if qn.ranOn(fmt.Sprint("node", n)) != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	cmds, outs := qn.startAll()
+	waitFor(t, "every node to start tasks", qn.everyNodeRuns)
 	for _, n := range []int{3, 0, 4, 1, 2} {
 		cmds[n].Process.Signal(syscall.SIGTERM)
 	}
@@ -327,12 +329,7 @@ func TestQueueThroughRelaysTERMedEverywhere(t *testing.T) {
 func relayKilled(t *testing.T, sig syscall.Signal) {
 	qn := newQueueNodes(t, 5, 40)
 	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
-	var cmds []*exec.Cmd
-	var outs []*lockedBuffer
-	for n := range 5 {
-		cmd, out := qn.start(n, qn.keys)
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
+	cmds, outs := qn.startAll()
 	waitFor(t, "nodes 3 and 4 to start tasks", func() bool { return qn.ranOn("node3") == 2 && qn.ranOn("node4") == 2 })
 	cmds[3].Process.Signal(sig)
 	cmds[3].Wait()

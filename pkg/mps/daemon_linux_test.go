@@ -132,10 +132,14 @@ func TestDaemonsThatDoNotComeUp(t *testing.T) {
 		env     []string
 		cancel  bool
 		want    string
+		// wait is how long the daemon may take: the stand-in that never
+		// writes its pid file must have written its log by then, which
+		// took it more than 300 ms next to two busy loops under -race
+		wait time.Duration
 	}{
-		{"exits at once", "/bin/false", nil, false, "exited before it was up"},
-		{"never writes its pid file", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, false, "wrote no "},
-		{"the run is stopped meanwhile", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, true, "stopped while the control daemons started"},
+		{"exits at once", "/bin/false", nil, false, "exited before it was up", 300 * time.Millisecond},
+		{"never writes its pid file", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, false, "wrote no ", 5 * time.Second},
+		{"the run is stopped meanwhile", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, true, "stopped while the control daemons started", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := runDir(t)
@@ -144,7 +148,7 @@ func TestDaemonsThatDoNotComeUp(t *testing.T) {
 				cancel(errors.New("SIGINT"))
 			}
 			defer cancel(nil)
-			_, err := Start(ctx, Config{Control: tc.control, Dir: dir, GPUs: []string{"GPU-aaa"}, Env: append([]string{"PATH=/bin"}, tc.env...), Wait: 300 * time.Millisecond})
+			_, err := Start(ctx, Config{Control: tc.control, Dir: dir, GPUs: []string{"GPU-aaa"}, Env: append([]string{"PATH=/bin"}, tc.env...), Wait: tc.wait})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}

@@ -67,6 +67,21 @@ func recorded(t *testing.T, dir string) map[int][]string {
 	return out
 }
 
+// onceEach checks that tasks 1..n each ran once and were recorded once,
+// by the node that ran them; it returns the tasks per node.
+func onceEach(t *testing.T, dir string, n int) map[string]int {
+	t.Helper()
+	ran, recs := runs(dir), recorded(t, dir)
+	perHost := map[string]int{}
+	for seq := 1; seq <= n; seq++ {
+		if len(ran[seq]) != 1 || len(recs[seq]) != 1 || ran[seq][0] != recs[seq][0] {
+			t.Fatalf("task %d ran on %q, recorded as %q: want once, by the node that ran it", seq, ran[seq], recs[seq])
+		}
+		perHost[ran[seq][0]]++
+	}
+	return perHost
+}
+
 func ranOnNode(dir, host string) int {
 	n := 0
 	for _, hosts := range runs(dir) {
@@ -95,14 +110,7 @@ func TestMultiNodeQueue(t *testing.T) {
 	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
 		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
 	}
-	ran, recs := runs(dir), recorded(t, dir)
-	perHost := map[string]int{}
-	for seq := 1; seq <= 400; seq++ {
-		if len(ran[seq]) != 1 || len(recs[seq]) != 1 || ran[seq][0] != recs[seq][0] {
-			t.Fatalf("task %d ran on %q, recorded as %q: want once, by the node that ran it", seq, ran[seq], recs[seq])
-		}
-		perHost[ran[seq][0]]++
-	}
+	perHost := onceEach(t, dir, 400)
 	if perHost[nodes[0]] == 0 || perHost[nodes[1]] == 0 || len(perHost) != 2 {
 		t.Errorf("tasks per node %v: both nodes must take part", perHost)
 	}
@@ -133,14 +141,7 @@ func TestMultiNodeQueueThroughRelay(t *testing.T) {
 	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
 		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
 	}
-	ran, recs := runs(dir), recorded(t, dir)
-	perHost := map[string]int{}
-	for seq := 1; seq <= 300; seq++ {
-		if len(ran[seq]) != 1 || len(recs[seq]) != 1 || ran[seq][0] != recs[seq][0] {
-			t.Fatalf("task %d ran on %q, recorded as %q: want once, by the node that ran it", seq, ran[seq], recs[seq])
-		}
-		perHost[ran[seq][0]]++
-	}
+	perHost := onceEach(t, dir, 300)
 	if len(perHost) != 3 {
 		t.Errorf("tasks per node %v: all three must take part", perHost)
 	}
