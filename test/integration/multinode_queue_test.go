@@ -45,8 +45,13 @@ func runs(dir string) map[int][]string {
 	for _, f := range files {
 		seq, _ := strconv.Atoi(strings.TrimPrefix(filepath.Ext(f), "."))
 		data, _ := os.ReadFile(f)
-		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			out[seq] = append(out[seq], strings.Fields(l)[0])
+		// a task's shell creates its mark before it writes the line:
+		// a mark read in between is empty, and a line not yet whole
+		// has no newline, so only whole lines count
+		for _, l := range strings.SplitAfter(string(data), "\n") {
+			if f := strings.Fields(l); strings.HasSuffix(l, "\n") && len(f) > 0 {
+				out[seq] = append(out[seq], f[0])
+			}
 		}
 	}
 	return out
