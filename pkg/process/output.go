@@ -100,6 +100,7 @@ func (m *LineMux) copier(label string, ring *Ring) *lineCopier {
 func (c *lineCopier) readOnce(r io.Reader) error {
 	m := c.m
 	n, err := r.Read(c.buf[c.filled:])
+	ahead := n > 0 && c.filled+n == len(c.buf) // the read filled its space: the writer is ahead of us
 	c.filled += n
 	data := c.buf[:c.filled]
 	if c.holding {
@@ -155,7 +156,13 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 		return err
 	}
 	switch {
-	case c.filled == len(c.buf) && len(c.buf) < chunkSize:
+	case (ahead || c.filled == len(c.buf)) && len(c.buf) < chunkSize:
+		// A line longer than the buffer, or a writer faster than us. A
+		// fast stream of short lines used to stay at firstChunk: one read
+		// and one write per 4 KiB, and 8 writers through -l ran at 0.67x
+		// cat's rate; read up to chunkSize at a time they run at 0.88x,
+		// with half the system calls (make bench's labelled output, 5
+		// interleaved runs). A slow stream keeps its small buffer.
 		c.buf = append(c.buf, make([]byte, len(c.buf))...)
 	case c.filled == len(c.buf) && c.detached:
 		// A line longer than the buffer from a leftover process: written

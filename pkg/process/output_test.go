@@ -68,3 +68,48 @@ func BenchmarkLineMux(b *testing.B) {
 		_ = m.copyLabelled(bytes.NewReader(data), "7: ", nil)
 	}
 }
+
+// fullReader is a writer always ahead of its reader: every read fills
+// the space it is given, as a pipe that is never drained does.
+type fullReader struct{ data []byte }
+
+func (r *fullReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// A stream's buffer grows only for a writer ahead of it (or a line longer
+// than the buffer): short lines from a writer that keeps the pipe full
+// are read chunkSize at a time, short lines in small pieces stay in
+// firstChunk. Either way every line comes out whole, labelled once.
+func TestCopierBufferGrowsForAWriterAhead(t *testing.T) {
+	line := "the quick brown fox jumps over the lazy dog 0123456789\n"
+	data := []byte(strings.Repeat(line, 20000))
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+		want int
+	}{
+		{name: "writer ahead", r: &fullReader{data: data}, want: chunkSize},
+		{name: "writer behind", r: &slowReader{data: data, step: 3}, want: firstChunk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			c := NewLineMux(&out, nil).copier("7: ", nil)
+			most := 0
+			for c.readOnce(tc.r) == nil {
+				most = max(most, len(c.buf))
+			}
+			if most != tc.want {
+				t.Errorf("the buffer reached %d bytes, want %d", most, tc.want)
+			}
+			if want := strings.Repeat("7: "+line, 20000); out.String() != want {
+				t.Errorf("the output is not every line, labelled once, in order (%d bytes, want %d)", out.Len(), len(want))
+			}
+		})
+	}
+}
