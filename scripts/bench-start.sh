@@ -8,6 +8,8 @@
 #              against the 3-line select_gpu wrapper sites use
 #              (export ROCR_VISIBLE_DEVICES=$SLURM_LOCALID; exec "$@").
 #   version:   `gpulaunch version` against a Go hello world, sizes beside.
+#   floors:    the same jobs done by the smallest Go programs, without cgo
+#              and with it (scripts/testdata/rankwrap, hello).
 #
 # Runs standalone after `make build` (bin/gpulaunch); scripts/bench.sh runs
 # it too. OLD=/path/to/gpulaunch adds the same rows for that binary, measured
@@ -48,7 +50,14 @@ exec "$@"
 SH
 chmod +x "$work/select_gpu"
 
-(cd scripts/testdata && CGO_ENABLED=0 $GO build -o "$work/hello" hello.go)
+# The floors: the same jobs done by the smallest Go programs, built
+# without cgo and with it (gpulaunch is a cgo binary: go-nvml). A target
+# under a floor is out of reach of any Go binary on this machine, and the
+# row says so.
+for prog in hello rankwrap; do
+  CGO_ENABLED=0 $GO build -o "$work/$prog" "./scripts/testdata/$prog"
+  CGO_ENABLED=1 $GO build -o "$work/$prog-cgo" "./scripts/testdata/$prog"
+done
 
 # us CMD…: the wall time of one run in µs; bash's $EPOCHREALTIME costs no
 # fork, so the only process each side pays for is its own.
@@ -84,7 +93,9 @@ check() {
 rank="env ${rank_env[*]@Q}"
 check "$rank $GL exec -- true"
 check "$rank $work/select_gpu true"
-sides=("gl=$rank $GL exec -- true" "wrap=$rank $work/select_gpu true")
+check "$rank $work/rankwrap true"
+sides=("gl=$rank $GL exec -- true" "wrap=$rank $work/select_gpu true"
+  "gofloor=$rank $work/rankwrap true" "cgofloor=$rank $work/rankwrap-cgo true")
 if [ -n "$OLD" ]; then
   if out=$(eval "$rank $OLD exec -- true" 2>&1); then
     sides+=("old=$rank $OLD exec -- true")
@@ -98,11 +109,14 @@ awk -v g="$(med gl)" -v w="$(med wrap)" 'BEGIN { printf "  rank mode     %8.2f m
 if [ -s "$work/t.old" ]; then
   awk -v o="$(med old)" -v g="$(med gl)" -v w="$(med wrap)" 'BEGIN { printf "  before        %8.2f ms  select_gpu %8.2f ms  %6.2fx  (this one: %.2fx the before)\n", o/1000, w/1000, o/w, g/o }'
 fi
+awk -v f="$(med gofloor)" -v c="$(med cgofloor)" -v w="$(med wrap)" 'BEGIN {
+  printf "  floor: the wrapper in Go %.2f ms: %.2fx select_gpu; built with cgo %.2f ms: %.2fx%s\n", f/1000, f/w, c/1000, c/w,
+    (f/w > 1.0 ? "  (the target is under what any Go binary takes here)" : "") }'
 
 echo
 echo "== start-up: 'gpulaunch version' vs a Go hello world (median of $N interleaved runs)"
 check "$GL version"
-sides=("glv=$GL version" "hello=$work/hello")
+sides=("glv=$GL version" "hello=$work/hello" "hellocgo=$work/hello-cgo")
 [ -n "$OLD" ] && sides+=("oldv=$OLD version")
 interleave "${sides[@]}"
 size() { stat -c %s "$1" | awk '{printf "%.1f MB", $1/1e6}'; }
@@ -112,3 +126,5 @@ if [ -n "$OLD" ]; then
   awk -v o="$(med oldv)" -v g="$(med glv)" -v h="$(med hello)" -v os="$(size "$OLD")" \
     'BEGIN { printf "  before        %8.2f ms  hello      %8.2f ms  %6.2fx  size %s (this one: %.2fx the before)\n", o/1000, h/1000, o/h, os, g/o }'
 fi
+awk -v c="$(med hellocgo)" -v h="$(med hello)" 'BEGIN {
+  printf "  floor: a cgo hello world %.2f ms: %.2fx hello%s\n", c/1000, c/h, (c/h > 1.5 ? "  (the target is under what any cgo binary takes here)" : "") }'
