@@ -48,7 +48,7 @@ for n in $NODES; do
   tasks=${BENCH_HOLDER_TASKS:-$(( n * 30 > 200000 ? n * 30 : 200000 ))}
   for f in new direct old group; do : >"$work/holder-$f.json"; done
   for _ in $(seq "$R"); do
-    one new "$GL" "" "$n" "$tasks" || { echo "  N=$n: the harness failed: $(grep -v '^victim' "$work/holder-new.err" | tail -1)"; exit 1; }
+    one new "$GL" "" "$n" "$tasks" || { echo "  N=$n: the harness failed: $(grep -v -e '^victim' -e '^$' "$work/holder-new.err" | tail -1)"; exit 1; }
     if [ "$n" -gt 256 ]; then
       one direct "$GL" 0 "$n" "$tasks" || echo '{"failed":1}' >>"$work/holder-direct.json"
     fi
@@ -59,6 +59,7 @@ for n in $NODES; do
   group=$(m group new)
   rate=$(m tasks_per_s new) cpu=$(m cpu_us_per_task new) join=$(m join_s new) jcpu=$(m join_cpu_us_per_node new)
   mem=$(m bytes_per_node new) lost=$(m lost_s new)
+  why=$(sed -n 's/.*"lost_why":"\([^"]*\)".*/\1/p' "$work/holder-new.json" | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%s%s", (NR>1 ? "; " : ""), substr($0,2), (c>1 ? " x" c : "")}')
   if [ "${group:-0}" -gt 0 ]; then
     how="in groups of $group behind $(( (n + group - 1) / group )) relays"
   else
@@ -84,13 +85,13 @@ for n in $NODES; do
   awk -v b="$mem" 'BEGIN {
     if (b < 0) printf "    %-34s %10s KiB/node   (VmRSS fell: its growth is below the garbage collector'"'"'s noise)\n", "holder memory per node joined", "~0"
     else printf "    %-34s %10.1f KiB/node = %.2fx target (<= 64 KiB)\n", "holder memory per node joined", b / 1024, b / 65536 }'
-  awk -v l="$lost" 'BEGIN { printf "    %-34s %10.3f s        = %.2fx target (<= 1 s; a silent node: 10 beats = 20 s)\n", "lost node: its tasks out again", l, l / 1 }'
+  awk -v l="$lost" -v why="$why" 'BEGIN { printf "    %-34s %10.3f s        = %.2fx target (<= 1 s; a silent node: 10 beats = 20 s); the holder: %s\n", "lost node: its tasks out again", l, l / 1, why }'
   recs=$(m joblog_records new)
   echo "    joblog: $recs records of $tasks tasks, none lost (written in groups, one write per loop turn, before the holder answers)"
   # compare NAME LABEL: this run against another in the same invocation
   compare() {
     if grep -q failed "$work/holder-$1.json"; then
-      echo "    $2: failed at N = $n: $(grep -v '^victim' "$work/holder-$1.err" | tail -1 | cut -c1-160)"
+      echo "    $2: failed at N = $n: $(grep -v -e '^victim' -e '^$' "$work/holder-$1.err" | tail -1 | cut -c1-160)"
       return
     fi
     awk -v r="$rate" -v c="$cpu" -v j="$join" -v jc="$jcpu" -v b="$mem" -v l="$lost" -v label="$2" \

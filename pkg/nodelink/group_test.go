@@ -158,6 +158,42 @@ func TestTreeCarriesEveryNode(t *testing.T) {
 	}
 }
 
+// A relay whose own run reads nothing for a while (starting its slots)
+// does not hold up its group: its reader drops the statuses it has no
+// room for, and keeps room for every task its credit allows. It used to
+// wait on a full buffer after 256 statuses, and the group heard nothing
+// more, its tasks included.
+func TestRelaysOwnRunNotReadingDoesNotHoldItsGroup(t *testing.T) {
+	h, dir := tree(t)
+	defer h.Close()
+	ws := joinAll(t, dir, 1, 2)
+	nodesOf(t, h, taskqueue.MsgJoined, 2)
+	for i := range 2*(ownRoom(2)+statusRoom) + 256 { // node 1's run reads none of them
+		h.Broadcast(taskqueue.NodeMessage{Kind: taskqueue.MsgStatus, Status: &taskqueue.QueueStatus{Total: i}})
+		if m := next(t, ws[2].Messages()); m.Kind != taskqueue.MsgStatus || m.Status.Total != i {
+			t.Fatalf("node 2 got %+v, want status %d", m, i)
+		}
+	}
+	for seq := range 2 * 2 { // node 1's credit: two per slot
+		h.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgTask, Node: 1, Task: &job.Task{Seq: seq}})
+	}
+	h.Send(taskqueue.NodeMessage{Kind: taskqueue.MsgTask, Node: 2, Task: &job.Task{Seq: 99}})
+	if m := next(t, ws[2].Messages()); m.Kind != taskqueue.MsgTask || m.Task.Seq != 99 {
+		t.Fatalf("node 2 got %+v", m)
+	}
+	var tasks []int
+	for len(tasks) < 4 {
+		if m := next(t, ws[1].Messages()); m.Kind == taskqueue.MsgTask {
+			tasks = append(tasks, m.Task.Seq)
+		}
+	}
+	if !equal(tasks, []int{0, 1, 2, 3}) {
+		t.Errorf("node 1's tasks: %v", tasks)
+	}
+	ws[2].Close()
+	ws[1].Close()
+}
+
 // A relay lost is its group lost (rule 5): the holder hears of each node,
 // and the group's nodes of their holder's loss.
 func TestRelayLostIsItsGroupLost(t *testing.T) {

@@ -25,7 +25,12 @@ type Worker struct {
 	c     *conn
 	node  int
 	relay *relay // its group's, when this node is a relay (Groups)
-	msgs  chan taskqueue.NodeMessage
+	slots int    // this node's slots: the holder sends it at most ownRoom(slots) messages that must arrive
+	// msgs holds the holder's messages for the run. Only the reader
+	// sends on it, and it never waits there while the holder keeps to
+	// this node's credit (see ownRoom): a reader that waited would hold
+	// up a relay's group and the link's heartbeats.
+	msgs chan taskqueue.NodeMessage
 	// closing is closed when Close begins: the run reads no more
 	// messages, and a relay's own are dropped so that its group's still
 	// pass.
@@ -185,7 +190,8 @@ func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
 		tc.Close()
 		return nil, fmt.Errorf("the holder answered %q", answer.Kind)
 	}
-	w := &Worker{c: c, node: cfg.Node, msgs: make(chan taskqueue.NodeMessage, 256), closing: make(chan struct{}), done: make(chan struct{})}
+	w := &Worker{c: c, node: cfg.Node, slots: cfg.Slots, msgs: make(chan taskqueue.NodeMessage, ownRoom(cfg.Slots)+statusRoom),
+		closing: make(chan struct{}), done: make(chan struct{})}
 	if g := (Groups{Nodes: k.Nodes, Size: k.Group}); run == cfg.Run && g.IsRelay(cfg.Node) {
 		if w.relay, err = openRelay(cfg, g, c, k.CertHash); err != nil {
 			tc.Close() // Join tells the group (tellGroup)
@@ -213,9 +219,29 @@ func (w *Worker) readLoop() {
 	w.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgLost, Why: why.Error()})
 }
 
+// ownRoom is how many of the holder's messages for a node of slots slots
+// must reach its run: the tasks its credit allows (two per slot, the
+// node rules in taskqueue/nodes.go; a task is credited back only once the
+// node has run it) and the queue's few words of its end and stops.
+func ownRoom(slots int) int { return 2*slots + 8 }
+
+// statusRoom is what status messages may take of a Worker's buffer
+// besides ownRoom. A status that finds less free is dropped: the next is
+// under a second away, and the run that does not read them (a relay busy
+// starting its slots) must not stop the reader, which carries its
+// group's messages too.
+const statusRoom = 32
+
 // deliver hands m to the run, until Close begins; false once the
-// connection is closed.
+// connection is closed. A status is dropped rather than waited for when
+// the buffer has no more than ownRoom free (see statusRoom).
 func (w *Worker) deliver(m taskqueue.NodeMessage) bool {
+	if m.Kind == taskqueue.MsgStatus {
+		if cap(w.msgs)-len(w.msgs) > ownRoom(w.slots) { // only this goroutine sends: the room cannot shrink under it
+			w.msgs <- m
+		}
+		return true
+	}
 	select {
 	case w.msgs <- m:
 		return true

@@ -71,7 +71,10 @@ type result struct {
 	TasksPerS    float64 `json:"tasks_per_s"`
 	CPUusPerTask float64 `json:"cpu_us_per_task"`
 	LostS        float64 `json:"lost_s,omitempty"`
-	Group        int     `json:"group"`
+	// LostWhy is how the holder says it learned of the loss (its
+	// warning's parenthesis): the connection's end, or 10 beats of silence.
+	LostWhy string `json:"lost_why,omitempty"`
+	Group   int    `json:"group"`
 	// RelaysJoinS is, over a tree, the time until the relays (and node
 	// N) had joined, within JoinS; the rest is the nodes behind them
 	// joining the relays, which share this machine's CPUs here.
@@ -152,7 +155,11 @@ func startHolder(gl string, n, tasks int, group string) (*holderRun, error) {
 	if err := os.WriteFile(input, bytes.Repeat([]byte("0\n"), tasks), 0o644); err != nil {
 		return h, err
 	}
-	h.cmd = exec.Command(gl, "-q", "-n", strconv.Itoa(slots), "-O", "-G", "0", "--each-line", input, "--joblog", h.joblog, "--", "sleep", "0.05", "{}")
+	args := []string{"-n", strconv.Itoa(slots), "-O", "-G", "0", "--each-line", input, "--joblog", h.joblog, "--", "sleep", "0.05", "{}"}
+	if knowsQuiet(gl) { // a binary before -q (make bench's BENCH_AGAINST) writes its summary to the buffer instead
+		args = append([]string{"-q"}, args...)
+	}
+	h.cmd = exec.Command(gl, args...)
 	h.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GPULAUNCH_RUN_ID=" + h.run, "GPULAUNCH_KEY_DIR=" + h.keys,
 		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=" + strconv.Itoa(n+1)}
 	if group != "" {
@@ -176,6 +183,11 @@ func startHolder(gl string, n, tasks int, group string) (*holderRun, error) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// knowsQuiet says whether gl takes -q: it runs one instance of true with it.
+func knowsQuiet(gl string) bool {
+	return exec.Command(gl, "-q", "-n", "1", "-O", "-G", "0", "--", "true").Run() == nil
 }
 
 // joinAll joins n simulated nodes to h, all at once, within limit; it
@@ -337,10 +349,27 @@ func runQueue(h *holderRun, workers []*nodelink.Worker, m *members, lose bool, r
 		r.MaxRSSKiB = ru.Maxrss
 	}
 	r.ExitCode = h.cmd.ProcessState.ExitCode()
+	if lose {
+		r.LostWhy = lostWhy(h.stderr.String(), r.Nodes)
+	}
 	if werr != nil && !(lose && r.ExitCode == 255) {
 		return fmt.Errorf("the holder failed (%v): %s", werr, h.stderr.String())
 	}
 	return nil
+}
+
+// lostWhy is the reason in the holder's warning that node is lost:
+// "node N (host) is lost (WHY): …".
+func lostWhy(stderr string, node int) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		_, rest, ok := strings.Cut(line, fmt.Sprintf("node %d (", node))
+		if _, why, lost := strings.Cut(rest, ") is lost ("); ok && lost {
+			if end := strings.Index(why, "):"); end >= 0 {
+				return why[:end]
+			}
+		}
+	}
+	return ""
 }
 
 // waitEnd waits for the queue's end (the first MsgEnd a node gets) and
