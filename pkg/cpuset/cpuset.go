@@ -333,4 +333,14 @@ func (s Set) IsSubsetOf(o Set) bool {
 }
 
 // Overlaps reports whether s and o share an id.
-func (s Set) Overlaps(o Set) bool { return !s.Intersect(o).IsEmpty() }
+func (s Set) Overlaps(o Set) bool { return s.IntersectSize(o) > 0 }
+
+// IntersectSize is |s ∩ o|, without making the set: a plan counts each
+// instance's local CPUs this way (binding.countLocal).
+func (s Set) IntersectSize(o Set) int {
+	n := 0
+	for i := range min(len(s.words), len(o.words)) {
+		n += bits.OnesCount64(s.words[i] & o.words[i])
+	}
+	return n
+}

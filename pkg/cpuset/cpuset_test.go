@@ -113,6 +113,12 @@ func TestAlgebra(t *testing.T) {
 	if !a.Overlaps(b) || a.Overlaps(MustParse("100")) {
 		t.Error("Overlaps wrong")
 	}
+	for _, c := range [][2]string{{"0-7", "4-200"}, {"0-3,64-127", "60-70,300"}, {"", "0-9"}, {"5", "6"}, {"0-1023", "1000-2047"}} {
+		s, o := MustParse(c[0]), MustParse(c[1])
+		if got, want := s.IntersectSize(o), s.Intersect(o).Size(); got != want {
+			t.Errorf("%q IntersectSize %q = %d, want %d", c[0], c[1], got, want)
+		}
+	}
 	if MustParse("64").Min() != 64 || (Set{}).Min() != -1 {
 		t.Error("Min wrong")
 	}
