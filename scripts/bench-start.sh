@@ -9,7 +9,8 @@
 #              (export ROCR_VISIBLE_DEVICES=$SLURM_LOCALID; exec "$@").
 #   version:   `gpulaunch version` against a Go hello world, sizes beside.
 #   floors:    the same jobs done by the smallest Go programs, without cgo
-#              and with it (scripts/testdata/rankwrap, hello).
+#              and with it (scripts/testdata/rankwrap, hello), and hello with
+#              cgo and zap, as the design card has gpulaunch (hellozap).
 #
 # Runs standalone after `make build` (bin/gpulaunch); scripts/bench.sh runs
 # it too. OLD=/path/to/gpulaunch adds the same rows for that binary, measured
@@ -58,6 +59,7 @@ for prog in hello rankwrap; do
   CGO_ENABLED=0 $GO build -o "$work/$prog" "./scripts/testdata/$prog"
   CGO_ENABLED=1 $GO build -o "$work/$prog-cgo" "./scripts/testdata/$prog"
 done
+CGO_ENABLED=1 $GO build -o "$work/hellozap" ./scripts/testdata/hellozap
 
 # us CMD…: the wall time of one run in µs; bash's $EPOCHREALTIME costs no
 # fork, so the only process each side pays for is its own.
@@ -116,7 +118,7 @@ awk -v f="$(med gofloor)" -v c="$(med cgofloor)" -v w="$(med wrap)" 'BEGIN {
 echo
 echo "== start-up: 'gpulaunch version' vs a Go hello world (median of $N interleaved runs)"
 check "$GL version"
-sides=("glv=$GL version" "hello=$work/hello" "hellocgo=$work/hello-cgo")
+sides=("glv=$GL version" "hello=$work/hello" "hellocgo=$work/hello-cgo" "hellozap=$work/hellozap")
 [ -n "$OLD" ] && sides+=("oldv=$OLD version")
 interleave "${sides[@]}"
 size() { stat -c %s "$1" | awk '{printf "%.1f MB", $1/1e6}'; }
@@ -126,5 +128,6 @@ if [ -n "$OLD" ]; then
   awk -v o="$(med oldv)" -v g="$(med glv)" -v h="$(med hello)" -v os="$(size "$OLD")" \
     'BEGIN { printf "  before        %8.2f ms  hello      %8.2f ms  %6.2fx  size %s (this one: %.2fx the before)\n", o/1000, h/1000, o/h, os, g/o }'
 fi
-awk -v c="$(med hellocgo)" -v h="$(med hello)" 'BEGIN {
-  printf "  floor: a cgo hello world %.2f ms: %.2fx hello%s\n", c/1000, c/h, (c/h > 1.5 ? "  (the target is under what any cgo binary takes here)" : "") }'
+awk -v c="$(med hellocgo)" -v z="$(med hellozap)" -v h="$(med hello)" 'BEGIN {
+  printf "  floor: a cgo hello world %.2f ms: %.2fx hello%s\n", c/1000, c/h, (c/h > 1.5 ? "  (the target is under what any cgo binary takes here)" : "")
+  printf "  floor: one that links zap too (net/http, crypto/tls), as the design card has gpulaunch do, %.2f ms: %.2fx hello%s\n", z/1000, z/h, (z/h > 1.5 ? "  (the target is under it)" : "") }'
