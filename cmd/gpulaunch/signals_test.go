@@ -54,7 +54,8 @@ func survivors(marker string) []int {
 // signalRun is one gpulaunch under test.
 type signalRun struct {
 	cmd    *exec.Cmd
-	out    *lockedBuffer
+	out    *lockedBuffer // stdout, and stderr unless errOut is set
+	errOut *lockedBuffer // stderr when kept apart (startSignalRunApart)
 	marker string
 	dir    string // the instances' ready files
 	done   chan struct{}
@@ -65,10 +66,25 @@ type signalRun struct {
 // signal to it is the test's alone) and the marker in its environment.
 func startSignalRun(t *testing.T, marker, dir string, args ...string) *signalRun {
 	t.Helper()
-	r := &signalRun{marker: marker, dir: dir, out: &lockedBuffer{}, done: make(chan struct{})}
+	return startSignalRunTo(t, marker, dir, nil, args...)
+}
+
+// startSignalRunApart is startSignalRun with stderr kept apart from
+// stdout, in r.errOut.
+func startSignalRunApart(t *testing.T, marker, dir string, args ...string) *signalRun {
+	t.Helper()
+	return startSignalRunTo(t, marker, dir, &lockedBuffer{}, args...)
+}
+
+func startSignalRunTo(t *testing.T, marker, dir string, errOut *lockedBuffer, args ...string) *signalRun {
+	t.Helper()
+	r := &signalRun{marker: marker, dir: dir, out: &lockedBuffer{}, errOut: errOut, done: make(chan struct{})}
 	r.cmd = exec.Command(os.Args[0], args...)
 	r.cmd.Env = append(withoutSlurm(os.Environ()), "GLTEST_MAIN=1", markerVar+"="+marker, "XDG_RUNTIME_DIR="+dir)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	if errOut != nil {
+		r.cmd.Stderr = errOut
+	}
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -728,20 +744,27 @@ func TestSignalOracle(t *testing.T) {
 // waited on the lock with its exit unhandled, and the run — which ends
 // daemons only once every instance has exited — hung for good, deaf to
 // TERM. The line now ends with its process.
+//
+// stderr is kept apart: what the mux keeps whole is one stream's lines.
+// gpulaunch's own log line ("instance 1 exited") goes to stderr and never
+// waits on an app's held stdout line — the supervisor would wait with it —
+// so with both in one file it may land inside the long line (CI saw it).
 func TestLongLineEndsWithItsProcess(t *testing.T) {
 	dir := t.TempDir()
 	script := `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then head -c 70000 /dev/zero | tr '\0' x; setsid sleep 600 & exit 0; fi
 while [ ! -e "$0/daemon" ]; do sleep 0.01; done; echo "instance 1 says hi"`
-	r := startSignalRun(t, marker(t), dir, "-n", "2", "-G", "0", "--kill-wait", "1s", "--", "sh", "-c", script, dir)
+	r := startSignalRunApart(t, marker(t), dir, "-n", "2", "-G", "0", "--kill-wait", "1s", "--", "sh", "-c", script, dir)
 	// instance 1 writes once the daemon runs: it must not wait on the line
 	waitFor(t, "the daemon", func() bool { return len(survivorsNamed(r.marker, "sleep")) > 0 })
 	_ = os.WriteFile(filepath.Join(dir, "daemon"), nil, 0o644)
 	code, exited := r.waitExit(30 * time.Second)
 	if !exited || code != 0 {
-		t.Fatalf("exited %v with %d; want 0 once the instances ended (the daemon ended by gpulaunch):\n%.2000s", exited, code, r.out.String())
+		t.Fatalf("exited %v with %d; want 0 once the instances ended (the daemon ended by gpulaunch):\n%.2000s\nstderr:\n%s", exited, code, r.out.String(), r.errOut.String())
 	}
-	if out := r.out.String(); !strings.Contains(out, "\ninstance 1 says hi\n") || !strings.Contains(out, "\n"+strings.Repeat("x", 70000)+"\n") {
-		t.Errorf("instance 1's line or the long line (70000 x, then a newline) lost:\n%s", strings.ReplaceAll(out, strings.Repeat("x", 1000), "[1000 x]"))
+	// stdout holds just the two lines, each whole, in either order
+	out := "\n" + r.out.String()
+	if !strings.Contains(out, "\ninstance 1 says hi\n") || !strings.Contains(out, "\n"+strings.Repeat("x", 70000)+"\n") || len(out) != 1+len("instance 1 says hi\n")+70001 {
+		t.Errorf("instance 1's line or the long line (70000 x, then a newline) lost or torn:\n%s", strings.ReplaceAll(out, strings.Repeat("x", 1000), "[1000 x]"))
 	}
 	if left := survivors(r.marker); len(left) > 0 {
 		t.Errorf("processes left: %v", left)

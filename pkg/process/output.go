@@ -24,6 +24,12 @@ var firstBuffers = sync.Pool{New: func() any { return new([firstChunk]byte) }}
 // whole, under the lock, so lines of different instances do not
 // interleave mid-line. Complete lines read in one go are written in one
 // write call, which is what keeps it near cat's throughput.
+//
+// What it keeps whole is its own lines: stdout and stderr are two muxes,
+// and gpulaunch's log lines take neither lock. With both streams in one
+// file (a terminal, slurm-%j.out) a stderr line may land inside a stdout
+// line longer than chunkSize while it is held. Sharing the lock would make
+// the supervisor's log wait on an app that never ends its line.
 type LineMux struct {
 	mu sync.Mutex
 	w  io.Writer
