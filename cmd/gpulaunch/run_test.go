@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
 )
 
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 		if tmp := os.Getenv("GLTEST_TMP"); tmp != "" {
 			a.tmpRoot = tmp // the test's own, for /tmp (ownSockets)
 		}
+		process.NoPidfd = os.Getenv("GLTEST_NOPIDFD") == "1" // the path of kernels before 5.3
 		os.Exit(a.main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -616,15 +618,113 @@ func TestRunLabelledOutputIsWholeAndUntorn(t *testing.T) {
 	}
 }
 
+// A line longer than the output's buffer (64 KiB) holds the output while
+// it comes, so that no other line cuts into it. Nobody else writing, a
+// 4 MiB line comes out whole; two at once come out with nothing lost,
+// every piece labelled, and whole unless a writer paused mid-line while
+// the other waited (TestOneLongLineDoesNotStallTheOthers).
 func TestRunLongLineWithoutNewline(t *testing.T) {
 	const size = 4 << 20
-	out, err := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "-l"}, helperArgs("bigline", strconv.Itoa(size))...)...).Output()
-	if err != nil {
+	t.Run("alone: whole", func(t *testing.T) {
+		script := fmt.Sprintf(`[ "$GPULAUNCH_INSTANCE" = 0 ] && exec %s gltest-helper bigline %d; true`, os.Args[0], size)
+		out, err := gpulaunch(t, "-n", "2", "-G", "0", "-l", "--", "sh", "-c", script).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "0: " + strings.Repeat("x", size) + "\n"; string(out) != want {
+			t.Fatalf("output of %d bytes is not the 4 MiB line, whole and labelled once (%d bytes)", len(out), len(want))
+		}
+	})
+	t.Run("two at once: nothing lost", func(t *testing.T) {
+		out, err := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "-l"}, helperArgs("bigline", strconv.Itoa(size))...)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := labelledText(t, string(out))
+		for _, l := range []string{"0: ", "1: "} {
+			if got[l] != strings.Repeat("x", size) {
+				t.Errorf("instance %s: %d bytes of x, want %d", l[:1], len(got[l]), size)
+			}
+		}
+	})
+}
+
+// labelledText splits -l output by label ("0: ") and joins each label's
+// lines without their newlines; a line without a known label fails t.
+func labelledText(t *testing.T, out string) map[string]string {
+	t.Helper()
+	got := map[string]*strings.Builder{"0: ": {}, "1: ": {}}
+	for _, l := range strings.SplitAfter(out, "\n") {
+		if l == "" {
+			continue
+		}
+		b := got[l[:min(3, len(l))]]
+		if b == nil || !strings.HasSuffix(l, "\n") {
+			t.Fatalf("a line torn, unlabelled or unended: %.80q", l)
+		}
+		b.WriteString(l[3 : len(l)-1])
+	}
+	return map[string]string{"0: ": got["0: "].String(), "1: ": got["1: "].String()}
+}
+
+// TestOneLongLineDoesNotStallTheOthers: instance 0 leaves a stderr line
+// longer than 64 KiB open and waits, as a progress bar does between
+// redraws. Held until its newline, that line stopped instance 1's stderr,
+// and instance 1 with it once its pipe filled. It is now let go once its
+// writer pauses while instance 1 waits; the test waits for instance 1 to
+// finish before it lets instance 0 end its line.
+func TestOneLongLineDoesNotStallTheOthers(t *testing.T) {
+	for _, pidfd := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pidfd=%v", pidfd), func(t *testing.T) {
+			if pidfd && !process.KernelPidfd() {
+				t.Skip("this kernel hands out no pidfds")
+			}
+			oneLongLineWith(t, pidfd)
+		})
+	}
+}
+
+func oneLongLineWith(t *testing.T, pidfd bool) {
+	dir := t.TempDir()
+	script := `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then
+  head -c 70000 /dev/zero | tr '\0' '#' >&2; : > "$0/zero-wrote"
+  while [ ! -e "$0/release" ]; do sleep 0.01; done; echo " done" >&2; exit 0
+fi
+while [ ! -e "$0/zero-wrote" ]; do sleep 0.01; done
+i=0; while [ $i -lt 3000 ]; do echo "instance 1 line $i, padded to fill its pipe: ......................................" >&2; i=$((i+1)); done
+: > "$0/one-done"`
+	cmd := gpulaunch(t, "-n", "2", "-G", "0", "-q", "-l", "--", "sh", "-c", script, dir)
+	if !pidfd {
+		cmd.Env = append(cmd.Env, "GLTEST_NOPIDFD=1")
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	want := "0: " + strings.Repeat("x", size) + "\n"
-	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "1: "+strings.Repeat("x", size)+"\n") || len(out) != 2*len(want) {
-		t.Fatalf("output of %d bytes does not hold both 4 MiB lines intact", len(out))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, "instance 1's 3000 lines, written while instance 0's long line is open", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "one-done"))
+		return err == nil
+	})
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("gpulaunch: %v", err)
+	}
+	got := labelledText(t, stderr.String())
+	if want := strings.Repeat("#", 70000) + " done"; got["0: "] != want {
+		t.Errorf("instance 0 wrote %d bytes, want the 70000 # and \" done\" (%d)", len(got["0: "]), len(want))
+	}
+	var want strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&want, "instance 1 line %d, padded to fill its pipe: ......................................", i)
+	}
+	if got["1: "] != want.String() {
+		t.Errorf("instance 1's lines lost or out of order: %d bytes, want %d", len(got["1: "]), want.Len())
 	}
 }
 

@@ -6,12 +6,26 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // chunkSize bounds what one instance stream buffers: a line longer than
 // this is streamed through while its writer holds the output, so memory
-// stays bounded whatever the app writes.
+// stays bounded whatever the app writes. It holds the output while it
+// keeps writing: see holdPause.
 const chunkSize = 64 << 10
+
+// holdPause is how long the writer of a held line (one longer than
+// chunkSize, see lineCopier.holding) may pause while another stream waits
+// for the output, before its line is let go. Held until its newline, a
+// progress bar (tqdm's \r redraws, on stderr, for a whole epoch) stopped
+// every other instance's stderr, and with it their work, once their pipes
+// filled: instance 1 of two finished at 6.1 s instead of 1.1 s behind
+// instance 0's 6 s bar. tqdm redraws at most every 0.1 s (its mininterval),
+// so a bar pauses longer than this between redraws; a 4 MiB line written
+// at once does not, unless its writer is descheduled that long.
+const holdPause = 50 * time.Millisecond
 
 // firstChunk is a stream's first buffer. They are pooled: a task queue
 // opens two streams per task, thousands of tasks a minute.
@@ -40,6 +54,16 @@ type LineMux struct {
 	// has it for `gpulaunch logs`.
 	broken func(error)
 	failed bool // a write failed; guarded by mu, as every write is
+	// waiting counts the streams blocked on mu: a held line is let go
+	// (lineCopier.letGoIfPaused) only when some other stream waits.
+	waiting atomic.Int32
+}
+
+// lock takes mu, counted in waiting while it waits.
+func (m *LineMux) lock() {
+	m.waiting.Add(1)
+	m.mu.Lock()
+	m.waiting.Add(-1)
 }
 
 // NewLineMux is a mux writing to w; broken is told of its first failed
@@ -71,6 +95,9 @@ type lineCopier struct {
 	buf     []byte
 	filled  int
 	holding bool // inside an over-long line: the lock is held
+	// heldAt is when the held line last grew (holding only): its writer
+	// has paused since, and letGoIfPaused measures the pause from it.
+	heldAt time.Time
 	// detached: the process that opened the stream has exited, and what
 	// is left is written by processes it left behind (a daemon holding
 	// its stdout). Such a stream never holds the lock across reads: the
@@ -92,6 +119,20 @@ func (c *lineCopier) detach() {
 	c.detached = true
 }
 
+// letGoIfPaused lets go of a held line whose writer has paused for
+// holdPause while another stream waits for the output (see holdPause): the
+// line ends here with a newline, and its rest goes on as a line of its own,
+// labelled again. Nobody waiting, a long line stays whole however slowly
+// it comes. Its caller has found the stream's pipe empty at now.
+func (c *lineCopier) letGoIfPaused(now time.Time) {
+	if !c.holding || c.m.waiting.Load() == 0 || now.Sub(c.heldAt) < holdPause {
+		return
+	}
+	c.m.write([]byte{'\n'})
+	c.holding = false
+	c.m.mu.Unlock()
+}
+
 func (m *LineMux) copier(label string, ring *Ring) *lineCopier {
 	// Most instances write little: the buffer starts small and doubles
 	// up to chunkSize only for a stream that fills it, so that starting
@@ -110,7 +151,11 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 	c.filled += n
 	data := c.buf[:c.filled]
 	if c.holding {
+		if n == 0 && err == nil {
+			return nil
+		}
 		// Continue the long line: up to its newline, then let go.
+		c.heldAt = time.Now()
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			m.write(data)
@@ -144,7 +189,7 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 			}
 			lines = c.out
 		}
-		m.mu.Lock()
+		m.lock()
 		m.write(lines)
 		m.mu.Unlock()
 		data = data[j+1:]
@@ -154,7 +199,7 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 		if c.filled > 0 {
 			last := append(c.buf[:c.filled:c.filled], '\n')
 			c.ring.Write(last)
-			m.mu.Lock()
+			m.lock()
 			m.write(append([]byte(c.label), last...))
 			m.mu.Unlock()
 		}
@@ -174,7 +219,7 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 		// A line longer than the buffer from a leftover process: written
 		// as a line of its own, the lock not held (detached).
 		line := append(c.buf[:c.filled:c.filled], '\n')
-		m.mu.Lock()
+		m.lock()
 		m.write([]byte(c.label))
 		m.write(line)
 		m.mu.Unlock()
@@ -183,8 +228,8 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 	case c.filled == len(c.buf):
 		// A line longer than the buffer: start it and keep the lock
 		// until its newline, so no other line can cut into it.
-		m.mu.Lock()
-		c.holding = true
+		m.lock()
+		c.holding, c.heldAt = true, time.Now()
 		m.write([]byte(c.label))
 		m.write(c.buf)
 		c.ring.Write(c.buf)

@@ -1,9 +1,11 @@
 package process
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -124,14 +126,48 @@ func (s *Stream) drain() bool {
 // console or file does not end it (LineMux.write): the process must not
 // be left blocked on a full pipe.
 func (s *Stream) copyRest() error {
-	f := os.NewFile(uintptr(s.fd), "|0")
+	f := &pausable{f: os.NewFile(uintptr(s.fd), "|0")}
 	defer s.ended()
-	defer f.Close()
+	defer f.f.Close()
 	for {
+		f.awaitAtMost(s.copier.holding)
 		if err := s.copier.readOnce(f); err != nil {
 			return nil
 		}
+		if f.paused {
+			s.copier.letGoIfPaused(time.Now())
+		}
 	}
+}
+
+// pausable is copyRest's reader: while its copier holds a long line, a
+// read waits at most holdPause, and reads as nothing, paused, at the end
+// of that wait.
+type pausable struct {
+	f        *os.File
+	deadline bool // a read deadline is set
+	paused   bool // the last read ended at its deadline
+}
+
+// awaitAtMost sets the next read's deadline: holdPause from now while
+// the copier holds a line, none otherwise.
+func (p *pausable) awaitAtMost(holding bool) {
+	switch {
+	case holding:
+		p.deadline = p.f.SetReadDeadline(time.Now().Add(holdPause)) == nil
+	case p.deadline:
+		_ = p.f.SetReadDeadline(time.Time{})
+		p.deadline = false
+	}
+}
+
+func (p *pausable) Read(b []byte) (int, error) {
+	n, err := p.f.Read(b)
+	p.paused = errors.Is(err, os.ErrDeadlineExceeded)
+	if p.paused {
+		return n, nil
+	}
+	return n, err
 }
 
 // close gives up a stream that never started: no process writes it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // slowReader hands out data in small, irregular pieces, as pipes do.
@@ -109,6 +110,57 @@ func TestCopierBufferGrowsForAWriterAhead(t *testing.T) {
 			}
 			if want := strings.Repeat("7: "+line, 20000); out.String() != want {
 				t.Errorf("the output is not every line, labelled once, in order (%d bytes, want %d)", out.Len(), len(want))
+			}
+		})
+	}
+}
+
+// A held line is let go only when its writer has paused for holdPause
+// and another stream waits; its rest then goes on as a line of its own,
+// labelled again, and nothing is lost.
+func TestCopierLetsGoOfAPausedLine(t *testing.T) {
+	long := bytes.Repeat([]byte("#"), chunkSize)
+	for _, tc := range []struct {
+		name    string
+		waiting bool
+		paused  time.Duration
+		letGo   bool
+	}{
+		{"paused while another waits: let go", true, holdPause, true},
+		{"nobody waits: the line stays whole", false, time.Hour, false},
+		{"a shorter pause: held", true, holdPause - time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			m := NewLineMux(&out, nil)
+			c := m.copier("0: ", nil)
+			for !c.holding {
+				if err := c.readOnce(bytes.NewReader(long)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.waiting {
+				m.waiting.Add(1) // as lock() counts a stream blocked on mu
+			}
+			c.letGoIfPaused(c.heldAt.Add(tc.paused))
+			if c.holding == tc.letGo {
+				t.Fatalf("holding %v after a pause of %v, waiting %v", c.holding, tc.paused, tc.waiting)
+			}
+			if tc.waiting {
+				m.waiting.Add(-1)
+			}
+			if err := c.readOnce(strings.NewReader("rest\n")); err != nil {
+				t.Fatal(err)
+			}
+			if _ = c.readOnce(strings.NewReader("")); !m.mu.TryLock() {
+				t.Fatal("the mux is still held at the stream's end")
+			}
+			want := "0: " + string(long) + "rest\n"
+			if tc.letGo {
+				want = "0: " + string(long) + "\n0: rest\n"
+			}
+			if got := out.String(); got != want {
+				t.Errorf("output of %d bytes ends %q, want %d bytes ending %q", len(got), got[max(0, len(got)-12):], len(want), want[len(want)-12:])
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
@@ -143,7 +144,7 @@ func (t *Thread) follow(p *Process) Reaped {
 		for _, s := range open {
 			t.poll = append(t.poll, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
 		}
-		if _, err := unix.Poll(t.poll, -1); err == unix.EINTR {
+		if _, err := unix.Poll(t.poll, holdTimeout(open)); err == unix.EINTR {
 			continue
 		} else if err != nil {
 			break // cannot happen with these arguments; the wait below still reaps
@@ -152,6 +153,7 @@ func (t *Thread) follow(p *Process) Reaped {
 		for k, s := range open {
 			switch ev := t.poll[k+1].Revents; {
 			case ev == 0:
+				s.copier.letGoIfPaused(time.Now())
 				left = append(left, s)
 			case ev&unix.POLLIN == 0 && ev&(unix.POLLHUP|unix.POLLERR) != 0:
 				s.end() // empty, and no writer left: its end, without a read
@@ -175,6 +177,18 @@ func (t *Thread) follow(p *Process) Reaped {
 	}
 	_ = unix.Close(p.pidfd)
 	return t.r.wait(p.PID)
+}
+
+// holdTimeout is poll's timeout for a process's open streams: none, or
+// holdPause while one holds a long line, so that the line is let go
+// (letGoIfPaused) even if nothing else wakes the thread.
+func holdTimeout(open []*Stream) int {
+	for _, s := range open {
+		if s.copier.holding {
+			return int(holdPause / time.Millisecond)
+		}
+	}
+	return -1
 }
 
 // Start runs do on the slot's thread, which must be idle (the slot has no
