@@ -111,12 +111,17 @@ type lineCopier struct {
 // left open ends here, with a newline, and the lock is let go.
 func (c *lineCopier) detach() {
 	if c.holding {
-		c.m.write([]byte{'\n'})
 		c.ring.Write([]byte{'\n'})
-		c.holding = false
-		c.m.mu.Unlock()
+		c.endHeldLine()
 	}
 	c.detached = true
+}
+
+// endHeldLine ends the held line with a newline and lets go of the mux.
+func (c *lineCopier) endHeldLine() {
+	c.m.write([]byte{'\n'})
+	c.holding = false
+	c.m.mu.Unlock()
 }
 
 // letGoIfPaused lets go of a held line whose writer has paused for
@@ -125,12 +130,9 @@ func (c *lineCopier) detach() {
 // labelled again. Nobody waiting, a long line stays whole however slowly
 // it comes. Its caller has found the stream's pipe empty at now.
 func (c *lineCopier) letGoIfPaused(now time.Time) {
-	if !c.holding || c.m.waiting.Load() == 0 || now.Sub(c.heldAt) < holdPause {
-		return
+	if c.holding && c.m.waiting.Load() > 0 && now.Sub(c.heldAt) >= holdPause {
+		c.endHeldLine() // only the mux: the ring keeps the line as the app wrote it
 	}
-	c.m.write([]byte{'\n'})
-	c.holding = false
-	c.m.mu.Unlock()
 }
 
 func (m *LineMux) copier(label string, ring *Ring) *lineCopier {
@@ -162,9 +164,8 @@ func (c *lineCopier) readOnce(r io.Reader) error {
 			c.ring.Write(data)
 			c.filled = 0
 			if err != nil {
-				m.write([]byte{'\n'})
 				c.ring.Write([]byte{'\n'})
-				m.mu.Unlock()
+				c.endHeldLine()
 				c.release()
 				return err
 			}

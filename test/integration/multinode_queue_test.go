@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,18 @@ func onceEach(t *testing.T, dir string, n int) map[string]int {
 	return perHost
 }
 
+// releaseOnceRunning lets the queue's held tasks go (the "go" file) once
+// each of hosts has run two tasks, or after a minute: the first tasks
+// wait, so that every node takes part however slowly it joins.
+func releaseOnceRunning(dir string, hosts ...string) {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if !slices.ContainsFunc(hosts, func(h string) bool { return ranOnNode(dir, h) < 2 }) {
+			break
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+}
+
 func ranOnNode(dir, host string) int {
 	n := 0
 	for _, hosts := range runs(dir) {
@@ -107,10 +120,7 @@ func TestMultiNodeQueue(t *testing.T) {
 	j := sbatch(t, dir, "#!/bin/bash\n"+line, "-N", "2", "--ntasks-per-node=1", "--gres=gpu:2")
 	// the first tasks wait until the second node runs some: both take
 	// part however slowly it joins
-	for end := time.Now().Add(time.Minute); ranOnNode(dir, nodes[1]) < 2 && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	releaseOnceRunning(dir, nodes[1])
 	rec, out := j.wait(t, 5*time.Minute)
 	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
 		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
@@ -138,10 +148,7 @@ func TestMultiNodeQueueThroughRelay(t *testing.T) {
 	nodes = nodes[:3]
 	dir, _, line := queueJob(t, 300, true, "")
 	j := sbatch(t, dir, "#!/bin/bash\nexport GPULAUNCH_NODE_GROUP=2\n"+line, "-N", "3", "--ntasks-per-node=1", "--gres=gpu:2")
-	for end := time.Now().Add(time.Minute); (ranOnNode(dir, nodes[1]) < 2 || ranOnNode(dir, nodes[2]) < 2) && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	releaseOnceRunning(dir, nodes[1], nodes[2])
 	rec, out := j.wait(t, 5*time.Minute)
 	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
 		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
@@ -324,10 +331,7 @@ func TestMultiNodeQueueUnderMpirun(t *testing.T) {
 	dir, _, line := queueJob(t, 30, true, "")
 	line = strings.Replace(line, "srun gpulaunch", "mpirun.openmpi --map-by ppr:1:node gpulaunch", 1)
 	j := sbatch(t, dir, "#!/bin/bash\n"+line, "-N", "2", "--ntasks-per-node=1", "--gres=gpu:2")
-	for end := time.Now().Add(time.Minute); ranOnNode(dir, nodes[1]) < 2 && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	releaseOnceRunning(dir, nodes[1])
 	rec, out := j.wait(t, 3*time.Minute)
 	if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
 		t.Fatalf("job %s: %s %s\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
