@@ -28,7 +28,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts \
   ./pkg/binding:FuzzAMDVisible ./pkg/binding:FuzzZEMask ./pkg/gpu:FuzzKFDProperties ./pkg/gpu:FuzzIntelUevent \
   ./pkg/taskqueue:FuzzSplitWords ./pkg/taskqueue:FuzzFillTemplate ./cmd/gpulaunch:FuzzShellJoin \
-  ./cmd/gpulaunch:FuzzParseArgs
+  ./cmd/gpulaunch:FuzzParseArgs ./pkg/nodelink:FuzzWire
 
 # Pure packages: no cgo, no Linux specifics outside _linux.go files, so
 # they build (and vet) for any GOOS; lint checks them on darwin.

@@ -13,6 +13,12 @@
 # holder's own CPU time per task and per join is printed too, and the rate
 # it would reach with the CPUs to itself (1e6 / its µs per task).
 #
+# The harness speaks the link's wire (pkg/nodelink/wire.go), which only a
+# gpulaunch of the same form accepts: the binary before is measured with
+# the harness of its own tree, OLD_SRC (bench.sh passes the BENCH_AGAINST
+# tree), where it has one; a tree before the harness, or before the wire
+# form, has its row say why it failed.
+#
 # Standalone after `make build`: BENCH_HOLDER_NODES (default "1000 10000"),
 # BENCH_HOLDER_RUNS (default 1; medians of interleaved runs),
 # BENCH_HOLDER_TASKS (default 30 per node, at least 200,000).
@@ -22,6 +28,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 GL=${GL:-bin/gpulaunch}
 OLD=${OLD:-}
+OLD_SRC=${OLD_SRC:-}
 NODES=${BENCH_HOLDER_NODES:-1000 10000}
 R=${BENCH_HOLDER_RUNS:-1}
 JOIN_LIMIT=${BENCH_HOLDER_JOIN_LIMIT:-60s} # a holder that cannot take them all in this long fails the row
@@ -31,6 +38,11 @@ work=$(mktemp -d "$TMPDIR/bench-holder-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 harness=$work/harness
 $GO build -o "$harness" ./test/scale
+old_harness=$harness
+if [ -n "$OLD" ] && [ -d "$OLD_SRC/test/scale" ]; then
+  old_harness=$work/harness-old
+  (cd "$OLD_SRC" && $GO build -o "$old_harness" ./test/scale) || old_harness=$harness
+fi
 
 field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
@@ -41,7 +53,9 @@ echo "== task queue over many nodes: the holder alone (test/scale; N nodes x 4 s
 echo "   over 256 nodes they join in groups behind relays (docs/tasks.md); 'direct' is GPULAUNCH_NODE_GROUP=0, every node joining node 0, in the same run"
 # one NAME BINARY GROUP N TASKS: a run of the harness into $work/holder-NAME.json
 one() {
-  "$harness" -gpulaunch "$2" -nodes "$4" -tasks "$5" -lose -join-limit "$JOIN_LIMIT" -group "$3" >>"$work/holder-$1.json" 2>"$work/holder-$1.err"
+  h=$harness
+  [ "$1" = old ] && h=$old_harness
+  "$h" -gpulaunch "$2" -nodes "$4" -tasks "$5" -lose -join-limit "$JOIN_LIMIT" -group "$3" >>"$work/holder-$1.json" 2>"$work/holder-$1.err"
 }
 m() { field "$1" <"$work/holder-$2.json" | median; }
 for n in $NODES; do

@@ -193,4 +193,4 @@ fi
 [ "$qrc" = 0 ] || exit "$qrc"
 
 echo
-OLD="$OLD" scripts/bench-holder.sh
+OLD="$OLD" OLD_SRC="${BENCH_AGAINST:+$TMPDIR/bench-against}" scripts/bench-holder.sh

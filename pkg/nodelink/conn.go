@@ -23,12 +23,15 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
-// frame is one line on the wire: a queue message, or one of the link's
-// own (hello, welcome, refused, ping).
+// frame is one message on the wire (wire.go): a queue message, or one of
+// the link's own (hello, welcome, refused, ping).
 type frame struct {
 	taskqueue.NodeMessage
 	Token string `json:"token,omitempty"` // hello: the key's token
 	Run   string `json:"run,omitempty"`   // hello: the run it is for
+	// Wire: hello and welcome, the form of the frames after them
+	// (wireVersion).
+	Wire int `json:"wire,omitempty"`
 	// All: for every node behind the connection — a relay passes it on
 	// to its whole group (Holder.Broadcast).
 	All bool `json:"all,omitempty"`
@@ -53,7 +56,8 @@ const (
 )
 
 // maxLine bounds one message: a task line may be up to 1 MiB (the input
-// reader's limit), and its JSON form a few times that.
+// reader's limit), and a task carries it a few times (its line, command,
+// arguments).
 const maxLine = 16 << 20
 
 // readBuffer is a connection's read buffer: a message longer than it is
@@ -110,7 +114,7 @@ func (c *conn) send(f frame) {
 func (c *conn) writeLoop() {
 	defer close(c.written)
 	w := bufio.NewWriter(c.c)
-	enc := json.NewEncoder(w)
+	var out []byte // a frame's wire form, the buffer kept between frames
 	tick := time.NewTicker(c.beat)
 	defer tick.Stop()
 	// wrote: something (a ping too) was written since the last tick. A
@@ -145,10 +149,14 @@ func (c *conn) writeLoop() {
 			c.c.SetWriteDeadline(by)
 		}
 		for _, f := range batch {
-			if enc.Encode(f) != nil {
+			out = appendFrame(out[:0], f)
+			if _, err := w.Write(out); err != nil {
 				c.c.Close() // the reader sees it and says the other side is lost
 				return
 			}
+		}
+		if cap(out) > maxKept {
+			out = nil
 		}
 		if w.Flush() != nil {
 			c.c.Close()
@@ -197,12 +205,23 @@ func (c *conn) readLoop(deliver func(frame) bool) error {
 	}
 }
 
+// maxKept bounds the frame buffer a writer keeps: a long task line's
+// buffer is let go, not held for the connection's life.
+const maxKept = 64 << 10
+
 // read reads one frame within limit.
 func (c *conn) read(limit time.Duration) (frame, error) {
 	if by, ok := deadline(c.readBy, limit, c.beat); ok {
 		c.readBy = by
 		c.c.SetReadDeadline(by)
 	}
+	return readFrame(c.r)
+}
+
+// readShake reads a handshake's frame, one JSON line, within limit.
+func (c *conn) readShake(limit time.Duration) (frame, error) {
+	c.c.SetReadDeadline(time.Now().Add(limit))
+	defer c.c.SetReadDeadline(time.Time{})
 	var line []byte
 	for {
 		part, err := c.r.ReadSlice('\n')
@@ -232,7 +251,7 @@ func deadline(last time.Time, limit, beat time.Duration) (time.Time, bool) {
 	return by, by.Sub(last) >= beat || by.Before(last)
 }
 
-// writeOne writes one frame of a handshake.
+// writeOne writes one frame of a handshake, as a JSON line.
 func writeOne(c *tls.Conn, f frame, limit time.Duration) error {
 	c.SetWriteDeadline(time.Now().Add(limit))
 	defer c.SetWriteDeadline(time.Time{})

@@ -228,7 +228,7 @@ func (h *Holder) admit(raw net.Conn) {
 	if err != nil {
 		return
 	}
-	if err := writeOne(c.c, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindWelcome}}, handshakeWait); err != nil {
+	if err := writeOne(c.c, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindWelcome}, Wire: wireVersion}, handshakeWait); err != nil {
 		h.forget(hello.Node, nil)
 		c.c.Close()
 		return
@@ -336,7 +336,7 @@ func (h *Holder) greet(raw net.Conn) (*conn, frame, error) {
 	}
 	tc.SetDeadline(time.Time{})
 	c := newConn(tc, h.beat)
-	hello, err := c.read(h.helloWait)
+	hello, err := c.readShake(h.helloWait)
 	if err != nil {
 		h.refuse(raw.RemoteAddr(), "no hello: "+err.Error())
 		tc.Close()
@@ -359,6 +359,8 @@ func (h *Holder) check(f frame) error {
 		return errors.New("no hello")
 	case subtle.ConstantTimeCompare([]byte(f.Token), []byte(h.token)) != 1:
 		return errors.New("a wrong token: it has not read this run's key file")
+	case f.Wire != wireVersion:
+		return fmt.Errorf("node %d runs another gpulaunch build, whose link speaks form %d, not %d: run the same gpulaunch on every node", f.Node, f.Wire, wireVersion)
 	case f.Run != h.run:
 		return fmt.Errorf("run %q, not %q", f.Run, h.run)
 	case f.Node < h.first || f.Node > h.last:

@@ -169,7 +169,7 @@ func TestLostNodes(t *testing.T) {
 	}
 	defer raw.Close()
 	tc := tls.Client(raw, pinned(k.CertHash))
-	if err := writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: 2, Slots: 2}, Token: k.Token, Run: "job7.0"}, time.Second); err != nil {
+	if err := writeOne(tc, frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: 2, Slots: 2}, Token: k.Token, Run: "job7.0", Wire: wireVersion}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if m := next(t, h.Messages()); m.Kind != taskqueue.MsgJoined || m.Node != 2 {

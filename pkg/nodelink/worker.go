@@ -173,12 +173,12 @@ func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
 	}
 	tc.SetDeadline(time.Time{})
 	c := newConn(tc, cfg.Beat)
-	hello := frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: cfg.Node, Host: cfg.Host, Slots: cfg.Slots}, Token: k.Token, Run: run}
+	hello := frame{NodeMessage: taskqueue.NodeMessage{Kind: kindHello, Node: cfg.Node, Host: cfg.Host, Slots: cfg.Slots}, Token: k.Token, Run: run, Wire: wireVersion}
 	if err := writeOne(tc, hello, handshakeWait); err != nil {
 		tc.Close()
 		return nil, err
 	}
-	answer, err := c.read(handshakeWait)
+	answer, err := c.readShake(handshakeWait)
 	switch {
 	case err != nil:
 		tc.Close()
@@ -189,6 +189,9 @@ func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
 	case answer.Kind != kindWelcome:
 		tc.Close()
 		return nil, fmt.Errorf("the holder answered %q", answer.Kind)
+	case answer.Wire != wireVersion:
+		tc.Close()
+		return nil, fmt.Errorf("%w: it runs another gpulaunch build, whose link speaks form %d, not %d: run the same gpulaunch on every node", errRefused, answer.Wire, wireVersion)
 	}
 	w := &Worker{c: c, node: cfg.Node, slots: cfg.Slots, msgs: make(chan taskqueue.NodeMessage, ownRoom(cfg.Slots)+statusRoom),
 		closing: make(chan struct{}), done: make(chan struct{})}
