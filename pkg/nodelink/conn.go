@@ -114,7 +114,6 @@ func (c *conn) send(f frame) {
 func (c *conn) writeLoop() {
 	defer close(c.written)
 	w := bufio.NewWriter(c.c)
-	var out []byte // a frame's wire form, the buffer kept between frames
 	tick := time.NewTicker(c.beat)
 	defer tick.Stop()
 	// wrote: something (a ping too) was written since the last tick. A
@@ -148,15 +147,9 @@ func (c *conn) writeLoop() {
 			c.writeBy = by
 			c.c.SetWriteDeadline(by)
 		}
-		for _, f := range batch {
-			out = appendFrame(out[:0], f)
-			if _, err := w.Write(out); err != nil {
-				c.c.Close() // the reader sees it and says the other side is lost
-				return
-			}
-		}
-		if cap(out) > maxKept {
-			out = nil
+		if !writeFrames(w, batch) {
+			c.c.Close() // the reader sees it and says the other side is lost
+			return
 		}
 		if w.Flush() != nil {
 			c.c.Close()
@@ -205,9 +198,32 @@ func (c *conn) readLoop(deliver func(frame) bool) error {
 	}
 }
 
-// maxKept bounds the frame buffer a writer keeps: a long task line's
-// buffer is let go, not held for the connection's life.
+// frameBuffers hold frames' wire forms while a writer writes them: shared,
+// so that an idle connection holds none (each of 10,000 connections
+// keeping its own would count in the holder's memory per node), and a
+// long task line's buffer, over maxKept, is not kept at all.
+var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
 const maxKept = 64 << 10
+
+// writeFrames writes batch to w; false when w failed.
+func writeFrames(w *bufio.Writer, batch []frame) bool {
+	buf := frameBuffers.Get().(*[]byte)
+	out := *buf
+	ok := true
+	for _, f := range batch {
+		out = appendFrame(out[:0], f)
+		if _, err := w.Write(out); err != nil {
+			ok = false
+			break
+		}
+	}
+	if cap(out) <= maxKept {
+		*buf = out
+		frameBuffers.Put(buf)
+	}
+	return ok
+}
 
 // read reads one frame within limit.
 func (c *conn) read(limit time.Duration) (frame, error) {

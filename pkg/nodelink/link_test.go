@@ -456,3 +456,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// The waits between a node's looks for its holder, by pollAfter's rules.
+func TestPollAfter(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		tries  int
+		jitter float64
+		want   time.Duration
+	}{
+		{"1: the first wait is firstPoll", 0, 0, 100 * time.Millisecond},
+		{"2: each wait half again the one before", 1, 0, 150 * time.Millisecond},
+		{"2: ... and again", 4, 0, 506250 * time.Microsecond},
+		{"2: up to lastPoll", 6, 0, time.Second},
+		{"2: lastPoll for as long as it waits", 1000, 0, time.Second},
+		{"3: stretched by up to a quarter", 0, 0.5, 112500 * time.Microsecond},
+		{"3: a quarter at most, at lastPoll too", 1000, 0.999999, time.Second + 249999750*time.Nanosecond},
+	} {
+		if got := pollAfter(c.tries, c.jitter); got != c.want {
+			t.Errorf("%s: pollAfter(%d, %v) = %v, want %v", c.name, c.tries, c.jitter, got, c.want)
+		}
+	}
+}

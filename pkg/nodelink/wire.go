@@ -115,7 +115,7 @@ func appendFrame(b []byte, f frame) []byte {
 	if f.Record != nil {
 		b = appendRecord(b, f.Record)
 	}
-	if len(f.Seqs) > 0 {
+	if f.Seqs != nil {
 		b = append(b, tagSeqs)
 		b = binary.AppendUvarint(b, uint64(len(f.Seqs)))
 		for _, s := range f.Seqs {

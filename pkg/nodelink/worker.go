@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -91,6 +92,7 @@ func tryJoin(cfg WorkerConfig) (*Worker, error) {
 	deadline := time.Now().Add(cfg.Wait)
 	var last error
 	refused := "" // the token the holder refused: the same key is not tried again
+	tries := 0    // looks that found no holder to join (pollAfter)
 	for {
 		k, run, err := target(cfg, path)
 		switch {
@@ -117,9 +119,43 @@ func tryJoin(cfg WorkerConfig) (*Worker, error) {
 			return nil, fmt.Errorf("could not join the queue's holder (node 0) within %s: %v (is node 0's gpulaunch running, and %s on a filesystem both nodes see? GPULAUNCH_KEY_DIR sets another)",
 				cfg.Wait, last, cfg.KeyDir)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(pollAfter(tries, rand.Float64()))
+		tries++
 	}
 }
+
+// pollAfter is how long a node waits before its next look at the key
+// file, after tries looks that found no holder to join (jitter in [0, 1)
+// spreads the nodes that started together):
+//
+//  1. The first wait is firstPoll: a holder that starts with its nodes is
+//     joined at once.
+//  2. Each wait is half again the one before, up to lastPoll, so that a
+//     holder still reading a long input (up to joinWait) is not asked 10
+//     times a second by every node: the key file is on a filesystem every
+//     node shares ($HOME, often Lustre or NFS), where 10,000 nodes polling
+//     every 100 ms were 100,000 opens a second against its metadata
+//     server; at lastPoll they are 10,000, and a node joins at most
+//     lastPoll after the holder is there.
+//  3. A wait is stretched by up to a quarter (jitter), so that nodes that
+//     began together do not look together.
+func pollAfter(tries int, jitter float64) time.Duration {
+	d := firstPoll
+	for range tries {
+		if d = d * 3 / 2; d >= lastPoll {
+			d = lastPoll
+			break
+		}
+	}
+	return d + time.Duration(jitter*float64(d)/4)
+}
+
+// firstPoll and lastPoll bound the waits between a node's looks for its
+// holder (pollAfter).
+const (
+	firstPoll = 100 * time.Millisecond
+	lastPoll  = time.Second
+)
 
 // target is the key of the holder this node joins, and the run its hello
 // names: the holder's (path), or, for a node of a group, its relay's
