@@ -360,7 +360,7 @@ func (h *Holder) check(f frame) error {
 	case subtle.ConstantTimeCompare([]byte(f.Token), []byte(h.token)) != 1:
 		return errors.New("a wrong token: it has not read this run's key file")
 	case f.Wire != wireVersion:
-		return fmt.Errorf("node %d runs another gpulaunch build, whose link speaks form %d, not %d: run the same gpulaunch on every node", f.Node, f.Wire, wireVersion)
+		return otherWire(fmt.Sprintf("node %d", f.Node), f.Wire)
 	case f.Run != h.run:
 		return fmt.Errorf("run %q, not %q", f.Run, h.run)
 	case f.Node < h.first || f.Node > h.last:

@@ -41,6 +41,12 @@ import (
 // 0 is the JSON lines of gpulaunch before it.
 const wireVersion = 1
 
+// otherWire is the refusal of a side (who) whose hello or welcome named
+// form: the same words, and the fix, on the holder and on the node.
+func otherWire(who string, form int) error {
+	return fmt.Errorf("%s runs another gpulaunch build, whose link speaks form %d, not %d: run the same gpulaunch on every node", who, form, wireVersion)
+}
+
 // The tags of a frame's fields.
 const (
 	tagNode byte = 1 + iota

@@ -227,7 +227,7 @@ func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
 		return nil, fmt.Errorf("the holder answered %q", answer.Kind)
 	case answer.Wire != wireVersion:
 		tc.Close()
-		return nil, fmt.Errorf("%w: it runs another gpulaunch build, whose link speaks form %d, not %d: run the same gpulaunch on every node", errRefused, answer.Wire, wireVersion)
+		return nil, fmt.Errorf("%w: %w", errRefused, otherWire("it", answer.Wire))
 	}
 	w := &Worker{c: c, node: cfg.Node, slots: cfg.Slots, msgs: make(chan taskqueue.NodeMessage, ownRoom(cfg.Slots)+statusRoom),
 		closing: make(chan struct{}), done: make(chan struct{})}
