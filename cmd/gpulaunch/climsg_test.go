@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 )
 
@@ -80,7 +82,7 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"--monitor-interval in seconds below the floor", append([]string{"-n", "1", "-G", "0", "--monitor-interval", "0.001"}, app...),
 			[]string{"--monitor-interval 0.001: below the floor of 10ms"}},
 		{"a number too large", []string{"plan", "--simulate", "dgx-h100", "-n", "99999999999999999999"},
-			[]string{"-n/--ntasks 99999999999999999999: too large: a whole number here is at most 9223372036854775807"}},
+			[]string{"-n/--ntasks 99999999999999999999: too large: instances on one node are 1..8192"}},
 		{"a number too small", []string{"plan", "--simulate", "dgx-h100", "-n", "1", "-c", "-99999999999999999999"},
 			[]string{"-c/--cpus-per-task -99999999999999999999: too small"}},
 		{"a directory to --simulate", []string{"plan", "-n", "1", "--simulate", dir}, []string{"topology file " + dir + " is a directory"}},
@@ -124,6 +126,65 @@ func TestRefusedNotIgnored(t *testing.T) {
 				t.Errorf("rank mode has no -n and no instances: %q", stderr)
 			}
 		})
+	}
+}
+
+// Every count from the command line is bounded before anything is
+// allocated by it (issue 34: -n 99999999999 died out of memory in the
+// plan, with a 130-line goroutine dump). Every whole-number flag of every
+// command has its range (countRanges), and 2^31, 2^63-1, 10^11 and a
+// number past int64 get one line naming the flag and that range — or,
+// where the range takes them (--tail, as tail -n), are read as given.
+func TestEveryCountIsBounded(t *testing.T) {
+	values := []string{"2147483648", "9223372036854775807", "99999999999", "99999999999999999999"}
+	for cmd, fs := range commandFlagSets() {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "int" {
+				return
+			}
+			r, ok := countRanges[f.Name]
+			if !ok {
+				t.Errorf("%s --%s: a whole-number flag without a range in countRanges", cmd, f.Name)
+				return
+			}
+			for _, v := range values {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err == nil && n <= r.hi {
+					dec := decimal{f.Value, r.hi}
+					if err := dec.Set(v); err != nil {
+						t.Errorf("%s --%s %s: %v; its range %s takes it", cmd, f.Name, v, err, r)
+					}
+					continue
+				}
+				_, stderr, code := runCLI(t, nil, cmd, "--"+f.Name, v)
+				oneUsageLine(t, stderr, code, "", "--"+f.Name+" "+v+": too large: "+r.String())
+			}
+		})
+	}
+}
+
+// The issue's rows, each a real gpulaunch process: one error line naming
+// -n and its range, exit 2, where the runtime ran out of memory.
+func TestHugeCountsAreRefusedNotAllocated(t *testing.T) {
+	dir := t.TempDir()
+	lines := filepath.Join(dir, "grid.csv")
+	os.WriteFile(lines, []byte("a,b\n"), 0o644)
+	for _, args := range [][]string{
+		{"-q", "-n", "99999999999", "--", "true"},
+		{"plan", "-n", "99999999999"},
+		{"plan", "-n", "99999999999", "-G", "0"},
+		{"--each-line", lines, "-n", "99999999999", "--", "echo", "{}"},
+		{"-n", "2147483648", "--", "true"},
+		{"plan", "--simulate", "dgx-h100", "-n", "2", "-G", "4611686018427387904"},
+		{"plan", "--simulate", "dgx-h100", "-n", "2", "-c", "4611686018427387904", "-G", "0"},
+		{"scale", "-n", "1,99999999999", "--", "true"},
+	} {
+		cmd := gpulaunch(t, args...)
+		out, err := cmd.CombinedOutput()
+		if code := exitStatus(err); code != exitUsage || strings.Count(string(out), "\n") != 1 || !strings.HasPrefix(string(out), "gpulaunch: error: ") ||
+			!strings.Contains(string(out), "too large") {
+			t.Errorf("gpulaunch %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
 	}
 }
 

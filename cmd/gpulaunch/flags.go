@@ -18,7 +18,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/scaling"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // The flag, value and logger helpers every command shares.
@@ -71,19 +76,50 @@ func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, 
 
 // decimalInts makes every whole-number flag of fs read its value in base
 // 10, as srun and GNU parallel read counts: pflag's own reads 010 as
-// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros). Number
+// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros); and
+// refuse a value above the flag's countRange as it is parsed. Number
 // flags take finite numbers only: NaN passes every range check (each
 // comparison with it is false).
 func decimalInts(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {
 		case "int":
-			f.Value = decimal{f.Value}
+			f.Value = decimal{f.Value, countRanges[f.Name].hi}
 		case "float64":
 			f.Value = finite{f.Value}
 		}
 	})
 }
+
+// countRange is the values a whole-number flag takes and what they count.
+type countRange struct {
+	lo, hi int64
+	of     string
+}
+
+// countRanges are the values of every whole-number flag, by name, each
+// from the package whose rule it is. A value above hi is refused as the
+// flag is parsed, before anything is allocated by it: -n 99999999999
+// made a plan of 10^11 slots, and the runtime died out of memory. The
+// lower ends stay the commands' own checks, which say what the smallest
+// values mean (-c 0, --tail 0); here they only word the range.
+// TestEveryCountIsBounded holds every int flag of every command to a row.
+var countRanges = map[string]countRange{
+	"ntasks":        {1, binding.MaxInstances, "instances on one node are"},
+	"gpus-per-task": {0, binding.MaxGPUsPerInstance, "GPUs per instance are"},
+	"cpus-per-task": {1, binding.MaxCPUsPerInstance, "CPUs per instance are"},
+	"restarts":      {0, launcher.MaxRestarts, "restarts of an instance are"},
+	"retries":       {1, taskqueue.MaxTries, "tries of a task are"},
+	"repeat":        {1, scaling.MaxRepeat, "rounds of a study are"},
+	"master-port":   {1, 65535, "a port is"},
+	"mps-threads":   {1, 100, "an instance's active thread percentage is"},
+	"pid":           {1, control.MaxPID, "a pid is"},
+	// as tail -n: a count beyond the lines kept shows all that is kept
+	"tail": {0, math.MaxInt64, "lines are"},
+}
+
+// String is the range in a message: "instances on one node are 1..8192".
+func (r countRange) String() string { return fmt.Sprintf("%s %d..%d", r.of, r.lo, r.hi) }
 
 // finite is a number flag's value that is a number.
 type finite struct{ pflag.Value }
@@ -99,13 +135,19 @@ func (v finite) Set(s string) error {
 	return v.Value.Set(s)
 }
 
-// decimal is an int flag's value read in base 10.
-type decimal struct{ pflag.Value }
+// decimal is an int flag's value read in base 10, at most hi (0: any).
+type decimal struct {
+	pflag.Value
+	hi int64
+}
 
 func (d decimal) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return err
+	}
+	if d.hi > 0 && n > d.hi {
+		return &strconv.NumError{Func: "ParseInt", Num: s, Err: strconv.ErrRange}
 	}
 	return d.Value.Set(strconv.FormatInt(n, 10))
 }
@@ -154,7 +196,7 @@ func flagError(err error, fs *pflag.FlagSet) string {
 	f := bad.GetFlag()
 	name := flagName(f)
 	if errors.Is(err, strconv.ErrRange) {
-		return fmt.Sprintf("%s %s: %s", name, bad.GetValue(), outOfRange(f.Value.Type(), bad.GetValue()))
+		return fmt.Sprintf("%s %s: %s", name, bad.GetValue(), outOfRange(f, bad.GetValue()))
 	}
 	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word", "float64": "a number"}[f.Value.Type()]
 	if want == "" {
@@ -184,9 +226,13 @@ func closestFlag(fs *pflag.FlagSet, name string) string {
 }
 
 // outOfRange says why a number the parser read is still refused: it is
-// a number, beyond what the flag's type holds.
-func outOfRange(typ, value string) string {
+// a number, beyond the flag's range (countRanges), or what its type holds.
+func outOfRange(f *pflag.Flag, value string) string {
 	neg := strings.HasPrefix(strings.TrimSpace(value), "-")
+	typ := f.Value.Type()
+	if r, ok := countRanges[f.Name]; ok && typ == "int" {
+		return map[bool]string{false: "too large: ", true: "too small: "}[neg] + r.String()
+	}
 	switch {
 	case typ == "int" && neg:
 		return fmt.Sprintf("too small: a whole number here is %d or more", math.MinInt64)

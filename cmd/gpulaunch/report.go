@@ -188,7 +188,7 @@ type planFlags struct {
 
 func (p *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&p.instances, "ntasks", "n", 0, "number of instances N")
-	fs.BoolVarP(&p.overcommit, "overcommit", "O", false, "allow more instances than allowed CPUs; they share them (as srun -O)")
+	p.registerOvercommit(fs)
 	p.registerShape(fs, "instance", 1, "GPUs per instance; 0 runs instances without a GPU")
 	p.mps.register(fs)
 }
@@ -200,6 +200,11 @@ func (p *planFlags) register(fs *pflag.FlagSet) {
 func (p *planFlags) registerShape(fs *pflag.FlagSet, unit string, gpus int, gpusHelp string) {
 	fs.IntVarP(&p.gpus, "gpus-per-task", "G", gpus, gpusHelp)
 	p.registerCPUs(fs, unit)
+}
+
+// registerOvercommit registers -O (run, plan and scale).
+func (p *planFlags) registerOvercommit(fs *pflag.FlagSet) {
+	fs.BoolVarP(&p.overcommit, "overcommit", "O", false, "allow more instances than allowed CPUs; they share them (as srun -O)")
 }
 
 // registerCPUs registers the flags that shape a slot's CPUs and memory.

@@ -65,6 +65,21 @@ func helper(name string, args []string) int {
 		}
 		fmt.Printf("throughput: %d samples/s\n", 100*g)
 		return 0
+	case "scale-round-app": // scale_test.go: mark dir/run.G.R (its Rth run at G GPUs); wait for a signal at G == args[1] in round args[2]
+		g := strings.Count(os.Getenv("GPULAUNCH_GPUS"), ",") + 1
+		round := 1
+		for ; ; round++ {
+			f, err := os.OpenFile(fmt.Sprintf("%s/run.%d.%d", args[0], g, round), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err == nil {
+				f.Close()
+				break
+			}
+		}
+		if strconv.Itoa(g) == args[1] && strconv.Itoa(round) == args[2] {
+			time.Sleep(time.Minute)
+		}
+		fmt.Printf("throughput: %d samples/s\n", 100*g)
+		return 0
 	case "sigapp": // an instance that ignores, catches or dies of signals (signals_test.go)
 		return sigApp(args)
 	case "intrude": // another user's attempt on a queue over nodes (nodequeue_test.go)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 )
 
@@ -74,7 +75,13 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	o.common.registerNode(fs)
 	o.common.registerLog(fs)
 	o.shape.registerCPUs(fs, "instance")
+	o.shape.registerOvercommit(fs)
 	o.run.register(fs)
+	// a study's runs are no queue: -o and --open-mode in its own words
+	fs.Lookup("output").Usage = "each run's stdout (and, without -e, stderr) to this file pattern: %t instance, %j job, %s step, %N host, %n node index; without %t every instance of a run writes the one file. Each size's run starts it afresh"
+	fs.Lookup("open-mode").Usage = "truncate (the default: each run starts its -o/-e files afresh) or append (every run of the study adds to them)"
+	fs.Lookup("master-port").Usage = "--ddp: the rendezvous port (default: MASTER_PORT, else derived from the job and step ids)"
+	fs.Lookup("master-addr").Usage = "--ddp: rank 0's host (default: MASTER_ADDR, else the first node of the step)"
 	fs.StringVarP(&o.gpus, "gpus-per-task", "G", "", "GPU counts of one process, e.g. 1,2,4,8")
 	fs.StringVarP(&o.ntasks, "ntasks", "n", "", "instance counts, one GPU each, e.g. 1,2,4,8 (with --ddp: one data-parallel job)")
 	fs.IntVar(&o.repeat, "repeat", 1, "run every size this many times: the figure is their median, the spread their min..max")
@@ -122,7 +129,11 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 	if o.byInstances = o.ntasks != ""; o.byInstances {
 		list = o.ntasks
 	}
-	if o.sizes, err = scaling.Sizes(o.sizeFlag(), list); err != nil {
+	most := binding.MaxGPUsPerInstance
+	if o.byInstances {
+		most = binding.MaxInstances
+	}
+	if o.sizes, err = scaling.Sizes(o.sizeFlag(), list, most); err != nil {
 		return nil, usageError{err}
 	}
 	if o.fs.Changed("metric") {

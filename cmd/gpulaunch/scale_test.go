@@ -128,6 +128,65 @@ func TestScaleInterrupted(t *testing.T) {
 	}
 }
 
+// Ctrl-C in round 2 of --repeat 2 (issue 34): the size whose run was
+// stopped is "interrupted" though round 1 gave it a figure, which it
+// keeps; the verdict says the study was interrupted; exit 130.
+func TestScaleInterruptedInRound2(t *testing.T) {
+	dir := t.TempDir()
+	jsonFile := filepath.Join(dir, "scale.json")
+	cmd := gpulaunch(t, append([]string{"scale", "--simulate", "dgx-h100", "-G", "1,2", "--repeat", "2", "--metric", `throughput: ([0-9]+)`, "--json", jsonFile, "--"},
+		helperArgs("scale-round-app", dir, "1", "2")[1:]...)...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "round 2 of the 1-GPU size", func() bool { _, err := os.Stat(filepath.Join(dir, "run.1.2")); return err == nil })
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	b, rerr := os.ReadFile(jsonFile)
+	if rerr != nil {
+		t.Fatalf("no --json: %v\n%s", rerr, out.String())
+	}
+	validateAgainstSchema(t, "scale", b)
+	var st scaling.Study
+	json.Unmarshal(b, &st)
+	if exitStatus(err) != 130 || !st.Interrupted || len(st.Points) != 2 || st.Points[0].Status != "interrupted" || st.Points[0].Median == nil ||
+		*st.Points[0].Median != 100 || len(st.Points[0].Runs) != 2 || st.Points[1].Status != "ok" || len(st.Points[1].Runs) != 1 {
+		t.Fatalf("exit %v, study %+v\n%s", err, st, out.String())
+	}
+	if !strings.Contains(st.Verdict, "interrupted") || !regexp.MustCompile(`(?m)^1 .*interrupted$`).MatchString(out.String()) {
+		t.Errorf("verdict %q; table:\n%s", st.Verdict, out.String())
+	}
+}
+
+// scale -n with --share-gpus on a node of one GPU (issue 34): the sizes
+// run, taking turns on it as `gpulaunch -n 2 --share-gpus` does; each
+// size counts the one GPU it used, and the ideal is the instances.
+func TestScaleShareGPUs(t *testing.T) {
+	dir := t.TempDir()
+	node := filepath.Join(dir, "node.json")
+	os.WriteFile(node, []byte(`{"name": "one", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000001", "device": "/dev/null"}]}`), 0o644)
+	jsonFile := filepath.Join(dir, "scale.json")
+	cmd := gpulaunch(t, "scale", "--node-file", node, "-n", "1,2", "--share-gpus", "-O", "--metric", `throughput: ([0-9.]+)`, "--metric-sum", "--json", jsonFile, "--", amdahlApp)
+	cmd.Env = append(cmd.Env, "AMDAHL_SECONDS=0.1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(jsonFile)
+	validateAgainstSchema(t, "scale", b)
+	var st scaling.Study
+	json.Unmarshal(b, &st)
+	if len(st.Points) != 2 || st.Points[1].GPUs != 1 || st.Points[1].Instances != 2 || st.Points[1].Status != "ok" ||
+		st.Points[1].Ideal == nil || *st.Points[1].Ideal != 2 {
+		t.Fatalf("study %+v\n%s", st, out)
+	}
+	if !strings.Contains(st.Verdict, "instance(s)") {
+		t.Errorf("verdict %q counts GPUs, not the instances that share one", st.Verdict)
+	}
+}
+
 // Ctrl-C in the study's first size: that size is "interrupted", the sizes
 // never run are "not run" (not "failed") with an empty list of runs, and
 // the JSON is valid.
@@ -186,6 +245,11 @@ func TestScaleBadInput(t *testing.T) {
 		{[]string{"-G", "1,2", "--efficiency", "2"}, "--efficiency 2"},
 		{[]string{"-G", "1,2", "--json", "/nonexistent/dir/s.json"}, "does not exist"},
 		{[]string{"-G", "1,2", "--tmux"}, "--tmux is not for a study"},
+		{[]string{"-G", "1,16", "--share-gpus"}, "-G 16: one process on 16 GPUs, and the allocation has 8"},
+		{[]string{"-n", "1,16"}, "--share-gpus for instances that take turns"},
+		{[]string{"-n", "1,99999999999"}, "99999999999 is too large: a size is 1..8192"},
+		{[]string{"-G", "1,2147483648"}, "2147483648 is too large: a size is 1..1024"},
+		{[]string{"-G", "1", "--repeat", "99999999999"}, "--repeat 99999999999: too large: rounds of a study are 1..1000"},
 	} {
 		stdout, stderr, code := runCLI(t, nil, append(append([]string{"scale", "--simulate", "dgx-h100"}, tc.args...), app...)...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: ") || !strings.Contains(stderr, tc.want) || stdout != "" {
@@ -296,6 +360,26 @@ func TestScaleOffersNoFlagItRefuses(t *testing.T) {
 		}
 		if strings.Contains(bash, "'scale --"+name+"'") {
 			t.Errorf("the bash completion offers scale --%s", name)
+		}
+	}
+}
+
+// scale --help speaks of a study's runs (issue 34): its -o, --open-mode
+// and --master-port say nothing of a task queue or --resume, which scale
+// does not have.
+func TestScaleHelpSpeaksOfRuns(t *testing.T) {
+	help, _, code := runCLI(t, nil, "scale", "--help")
+	if code != 0 {
+		t.Fatalf("scale --help: exit %d", code)
+	}
+	for _, word := range []string{"queue", "--resume", "{#}", "{%}", "a task"} {
+		if strings.Contains(help, word) {
+			t.Errorf("scale --help speaks of %q:\n%s", word, help)
+		}
+	}
+	for _, flag := range []string{"--output", "--open-mode", "--overcommit", "--share-gpus"} {
+		if !strings.Contains(help, flag) {
+			t.Errorf("scale --help lacks %s", flag)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
@@ -47,9 +48,8 @@ func (a *app) scale(args []string) error {
 	var points []scalePoint
 	flag := o.sizeFlag()
 	for _, size := range o.sizes {
-		if size > len(alloc.GPUs) {
-			return usagef("%s %d: the allocation has %d GPU(s) (%s): give sizes up to %d, or ask Slurm for more GPUs; nothing was started",
-				flag, size, len(alloc.GPUs), alloc.GPUReason, len(alloc.GPUs))
+		if err := o.sizeFits(size, alloc.GPUs, alloc.GPUReason); err != nil {
+			return err
 		}
 		ro, err := a.parseRun(o.pointArgs(size))
 		if err != nil {
@@ -57,7 +57,10 @@ func (a *app) scale(args []string) error {
 		}
 		l, err := a.newLaunch(ro, found{alloc, src, usageDir}, path, log)
 		if err != nil {
-			return usagef("%s %d: %v: nothing was started", flag, size, err)
+			if said := fmt.Sprintf("%s %d", flag, size); !strings.HasPrefix(err.Error(), said+" ") && !strings.HasPrefix(err.Error(), said+":") {
+				return usagef("%s: %v: nothing was started", said, err)
+			}
+			return usagef("%v: nothing was started", err)
 		}
 		if l.group.MultiNode() {
 			return usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
@@ -70,6 +73,37 @@ func (a *app) scale(args []string) error {
 	o.gpuNote = gpuNote(points, src)
 	study := a.runStudy(o, points, log)
 	return a.reportStudy(o, study)
+}
+
+// sizeFits refuses a size the allocation's GPUs cannot hold, before any
+// size runs: more GPUs than there are for one process (-G), or more
+// instances than GPUs unless they share them (-n with --share-gpus: they
+// take turns, as `gpulaunch -n N --share-gpus` does).
+func (o *scaleOptions) sizeFits(size int, gpus []gpu.GPU, reason string) error {
+	switch {
+	case size <= len(gpus), o.byInstances && o.shape.shareGPUs && len(gpus) > 0:
+		return nil
+	case !o.byInstances && o.shape.shareGPUs:
+		return usagef("-G %d: one process on %d GPUs, and the allocation has %d (%s): --share-gpus lets instances take turns on GPUs, it cannot give one process more than there are; give sizes up to %d (or -n 1,2,4 --share-gpus to study instances sharing them); nothing was started",
+			size, size, len(gpus), reason, len(gpus))
+	}
+	fix := "give sizes up to %d, --share-gpus for instances that take turns on them, or ask Slurm for more GPUs"
+	if !o.byInstances || len(gpus) == 0 {
+		fix = "give sizes up to %d, or ask Slurm for more GPUs"
+	}
+	return usagef("%s %d: the allocation has %d GPU(s) (%s): "+fix+"; nothing was started", o.sizeFlag(), size, len(gpus), reason, len(gpus))
+}
+
+// gpusUsed is how many distinct GPUs a plan's slots use: the size's GPUs,
+// fewer than its instances when they share them.
+func gpusUsed(p binding.Plan) int {
+	seen := map[string]bool{}
+	for _, s := range p.Slots {
+		for _, g := range s.GPUs {
+			seen[g.UUID+"|"+g.BusID] = true
+		}
+	}
+	return len(seen)
 }
 
 // gpuNote says why a study's runs measure no GPU use: telemetry off, or
@@ -98,7 +132,7 @@ func gpuNote(points []scalePoint, src gpu.Source) string {
 func (a *app) runStudy(o *scaleOptions, points []scalePoint, log *zap.Logger) scaling.Study {
 	st := newStudy(a, o)
 	for _, p := range points {
-		st.Points = append(st.Points, scaling.Point{GPUs: p.size, Instances: p.l.req.Instances, GPUsPerInstance: p.l.req.GPUsPerInstance})
+		st.Points = append(st.Points, scaling.Point{GPUs: gpusUsed(p.l.plan), Instances: p.l.req.Instances, GPUsPerInstance: p.l.req.GPUsPerInstance})
 	}
 	// Ctrl-C between two runs must not kill gpulaunch: the study keeps
 	// what it has. During a run the run's supervisor passes it on.
@@ -353,7 +387,10 @@ func bytesOrDash(x *float64) string {
 // studyPicture turns the study into what chart draws.
 func studyPicture(o *scaleOptions, st scaling.Study) chart.Study {
 	by := "GPUs (one process)"
-	if o.byInstances {
+	switch {
+	case o.byInstances && st.Shared():
+		by = "instances (taking turns on the GPUs)"
+	case o.byInstances:
 		by = "GPUs (one instance each)"
 	}
 	pic := chart.Study{Title: "gpulaunch scale: " + strings.Join(st.Command, " "), By: by, Threshold: st.Threshold, Verdict: st.Verdict,
@@ -365,7 +402,7 @@ func studyPicture(o *scaleOptions, st scaling.Study) chart.Study {
 		}
 	}
 	for _, p := range st.Points {
-		sp := chart.StudyPoint{GPUs: p.GPUs, Speedup: p.Speedup, Ideal: p.Ideal, Efficiency: p.Efficiency, Util: p.GPUUtil, Status: p.Status}
+		sp := chart.StudyPoint{GPUs: st.Size(p), Speedup: p.Speedup, Ideal: p.Ideal, Efficiency: p.Efficiency, Util: p.GPUUtil, Status: p.Status}
 		if p.Speedup != nil && p.Min != nil {
 			lo, hi := *p.Speedup**p.Min / *p.Median, *p.Speedup**p.Max / *p.Median
 			if o.lower {

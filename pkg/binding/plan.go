@@ -84,7 +84,10 @@ type Plan struct {
 //     instances spread over memory controllers and CPU domains; the picked
 //     groups are numbered in bus order of their first GPU.
 //  4. More instances than groups is an error, unless sharing is asked for:
-//     then instance i gets group i mod groups.
+//     then instance i gets group i mod groups. Sharing is what was asked,
+//     so it is not warned about; when the groups do not divide N, some
+//     take one instance more than the others, and the plan warns: those
+//     instances run slower.
 //
 // CPUs
 //
@@ -118,6 +121,13 @@ type Plan struct {
 //  10. The memory nodes are the NUMA nodes of the instance's GPUs that this
 //     process may allocate on: preferred takes the first, bind all of them,
 //     none nothing. Unknown locality means no policy.
+//
+// Bounds
+//
+//  11. N is at most MaxInstances, G at most MaxGPUsPerInstance and C at
+//     most MaxCPUsPerInstance, checked before anything is allocated: the
+//     plan allocates by them (a slot per instance, C CPUs each), and
+//     -n 99999999999 is a typo, not 10^11 slots to make.
 func NewPlan(a Allocation, r Request) (Plan, error) {
 	if err := r.validate(); err != nil {
 		return Plan{}, err
@@ -134,7 +144,7 @@ func NewPlan(a Allocation, r Request) (Plan, error) {
 		}
 	}
 	if r.ShareGPUs && r.GPUsPerInstance > 0 && r.Instances > len(groups) {
-		p.warn("%d instances share %d GPU group(s): instance i runs on group i mod %d", r.Instances, len(groups), len(groups))
+		p.warnUnevenSharing(r.Instances, len(groups), r.GPUsPerInstance)
 	}
 	if err := p.assignCPUs(a, r); err != nil {
 		return Plan{}, err
@@ -143,14 +153,35 @@ func NewPlan(a Allocation, r Request) (Plan, error) {
 	return p, nil
 }
 
+// The bounds of a request (rule 11).
+const (
+	// MaxInstances: gpulaunch holds an OS thread per running instance
+	// (the thread that forked it, for its parent-death signal), and the Go
+	// runtime stops a program at 10,000 threads; 8,192 leaves the rest to
+	// the runtime, NVML and the control socket.
+	MaxInstances = 8192
+	// MaxGPUsPerInstance is far above any node's GPUs (a node of 8 GPUs
+	// split into 7 MIG instances each has 56).
+	MaxGPUsPerInstance = 1024
+	// MaxCPUsPerInstance is Linux's largest NR_CPUS (x86's MAXSMP).
+	MaxCPUsPerInstance = 8192
+)
+
+// validate checks the request's counts (rule 11 and their signs).
 func (r Request) validate() error {
 	switch {
 	case r.Instances < 1:
 		return fmt.Errorf("-n %d: the number of instances must be at least 1", r.Instances)
+	case r.Instances > MaxInstances:
+		return fmt.Errorf("-n %d: too large: instances on one node are 1..%d", r.Instances, MaxInstances)
 	case r.GPUsPerInstance < 0:
 		return fmt.Errorf("-G %d: GPUs per instance cannot be negative", r.GPUsPerInstance)
+	case r.GPUsPerInstance > MaxGPUsPerInstance:
+		return fmt.Errorf("-G %d: too large: GPUs per instance are 0..%d", r.GPUsPerInstance, MaxGPUsPerInstance)
 	case r.CPUsPerInstance < 0:
 		return fmt.Errorf("-c %d: CPUs per instance cannot be negative", r.CPUsPerInstance)
+	case r.CPUsPerInstance > MaxCPUsPerInstance:
+		return fmt.Errorf("-c %d: too large: CPUs per instance are 1..%d", r.CPUsPerInstance, MaxCPUsPerInstance)
 	}
 	if _, err := ParseMemPolicy(string(r.MemPolicy)); err != nil {
 		return err
@@ -162,6 +193,21 @@ func (p *Plan) warn(format string, args ...any) {
 	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
 }
 
+// warnUnevenSharing is rule 4's warning: n instances on groups that do
+// not divide them, so that n mod groups of them run one instance more.
+func (p *Plan) warnUnevenSharing(n, groups, g int) {
+	busier := n % groups
+	if busier == 0 {
+		return
+	}
+	what := "GPUs"
+	if g > 1 {
+		what = fmt.Sprintf("groups of %d GPUs", g)
+	}
+	p.warn("%d instances on %d %s share them unevenly: %d run %d instances each, %d run %d (the Sharing lines say which); instances on a busier one run slower: give -n a multiple of %d to share them evenly",
+		n, groups, what, busier, n/groups+1, groups-busier, n/groups, groups)
+}
+
 // pickGroups implements rules 1–4.
 func pickGroups(a Allocation, r Request) ([][]gpu.GPU, error) {
 	g := r.GPUsPerInstance
@@ -171,6 +217,10 @@ func pickGroups(a Allocation, r Request) ([][]gpu.GPU, error) {
 	need := r.Instances * g
 	if len(a.GPUs) < g || (!r.ShareGPUs && len(a.GPUs) < need) {
 		fix := "Ask for fewer instances, use -G 0 for instances without a GPU, or --share-gpus to let instances take turns on GPUs"
+		if len(a.GPUs) < g && len(a.GPUs) > 0 {
+			// sharing takes turns on whole groups: it cannot make one
+			fix = fmt.Sprintf("Give -G %d or fewer: one instance cannot have more GPUs than the allocation", len(a.GPUs))
+		}
 		if len(a.GPUs) == 0 {
 			fix = "Use -G 0 for instances without a GPU"
 			if a.NoGPUFix != "" {

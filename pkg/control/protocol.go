@@ -31,6 +31,10 @@ type Request struct {
 	Signal   int    `json:"signal,omitempty"`
 }
 
+// MaxPID is the largest pid Linux gives (PID_MAX_LIMIT on 64-bit,
+// include/linux/threads.h): a --pid beyond it names no process.
+const MaxPID = 1 << 22
+
 // TailNone asks logs for none of the recent output, only what comes next
 // (`logs -f --tail 0`, as `tail -f -n 0`); Tail 0 is every line kept.
 const TailNone = -1

@@ -46,6 +46,11 @@ func (p Policy) afterInstanceExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	return v
 }
 
+// MaxRestarts is the most --restarts an instance may be given: at the
+// backoff's 10 s, 10,000 restarts are a day of crash loop, far past any
+// transient fault; a larger count is a typo.
+const MaxRestarts = 10000
+
 // Backoff bounds: a crash loop must not spin, and a transient failure
 // should cost seconds, not minutes.
 const (

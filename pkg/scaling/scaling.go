@@ -6,11 +6,18 @@
 package scaling
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
+
+// MaxRepeat is the most rounds a study may run (--repeat): each runs
+// every size once, and a median of more than 1,000 runs is no better
+// measured than one of 1,000.
+const MaxRepeat = 1000
 
 // Study is a whole study: what was measured and what it says. It is also
 // the study's JSON (docs/scale.schema.json).
@@ -86,22 +93,30 @@ type Run struct {
 // study's verdict. The rules, in order:
 //  1. A point's figure is the median of its runs that gave one (a run
 //     gives one when it finished with status 0 and the figure was read);
-//     its spread is their min and max. A point with none is "failed" when
-//     no run finished with status 0, "no metric" when some did but printed
-//     no figure, "interrupted" when the study was stopped in its first run,
-//     and "not run" when the study stopped before its turn (it has no run).
+//     its spread is their min and max. A point is "interrupted" when the
+//     study was stopped during its last run (its figure, if an earlier
+//     round gave one, is still theirs: measured, but of fewer runs than
+//     --repeat); else "ok" with a figure; without one "failed" when no
+//     run finished with status 0, "no metric" when some did but printed no
+//     figure, and "not run" when the study stopped before its turn (it
+//     has no run).
 //  2. The baseline is the smallest point with a figure. Speedup is its
 //     figure over the baseline's — the other way round for a figure where
 //     lower is better (a time).
-//  3. The ideal speedup is the GPUs over the baseline's: strong scaling,
+//  3. The ideal speedup is the size over the baseline's: strong scaling,
 //     and weak scaling of a throughput (work per second grows with the
 //     work). Weak scaling of the wall time (no --metric) is the exception:
 //     every GPU has the same work, so the ideal time stays the baseline's
-//     and the ideal speedup is 1.
+//     and the ideal speedup is 1. A point's size is its GPUs, or its
+//     instances in a study by instances (-n): the same, unless instances
+//     share GPUs (--share-gpus), where more instances on the same GPUs
+//     are what is measured.
 //  4. Efficiency is the speedup over the ideal.
 //  5. The verdict names the efficient size: the largest point before the
-//     efficiency first drops below Threshold, and says when a larger point
-//     is slower than a smaller one.
+//     efficiency first drops below Threshold. It says when a larger point
+//     is slower than a smaller one: by more than slowerBy, and, where
+//     both ran several times, with spreads that do not overlap — a
+//     difference within the runs' noise is not a slowdown.
 func (s *Study) Analyse() {
 	base := -1
 	for i := range s.Points {
@@ -112,10 +127,38 @@ func (s *Study) Analyse() {
 	}
 	if base >= 0 {
 		for i := base; i < len(s.Points); i++ {
-			s.Points[i].compare(s.Points[base], s.idealGrows(), s.lowerBetter())
+			s.Points[i].compare(s.Points[base], s.Size, s.idealGrows(), s.lowerBetter())
 		}
 	}
 	s.Verdict = s.verdict()
+}
+
+// Size is a point's size (rule 3): its GPUs, or its instances in a study
+// by instances.
+func (s *Study) Size(p Point) int {
+	if s.By == "instances" {
+		return p.Instances
+	}
+	return p.GPUs
+}
+
+// Shared: some point's instances take turns on fewer GPUs than they are.
+func (s *Study) Shared() bool {
+	for _, p := range s.Points {
+		if p.Instances*max(p.GPUsPerInstance, 1) > p.GPUs {
+			return true
+		}
+	}
+	return false
+}
+
+// sizeWord is what the verdict counts sizes in: GPUs, or instances where
+// they share GPUs.
+func (s *Study) sizeWord() string {
+	if s.By == "instances" && s.Shared() {
+		return "instance(s)"
+	}
+	return "GPU(s)"
 }
 
 func (s *Study) lowerBetter() bool { return s.Metric != nil && s.Metric.LowerIsBetter }
@@ -129,9 +172,8 @@ func (p *Point) settle() {
 		p.Runs = []Run{} // the JSON's list: empty, not null
 	}
 	var figs, utils, mems []float64
-	finished, interrupted := false, len(p.Runs) > 0
+	finished, interrupted := false, len(p.Runs) > 0 && p.Runs[len(p.Runs)-1].Interrupted
 	for _, r := range p.Runs {
-		interrupted = interrupted && r.Interrupted
 		finished = finished || (r.ExitCode == 0 && !r.Interrupted)
 		if r.Metric != nil {
 			figs = append(figs, *r.Metric)
@@ -144,15 +186,17 @@ func (p *Point) settle() {
 		}
 	}
 	p.GPUUtil, p.GPUMemPerGPU = mean(utils), mean(mems)
+	if len(figs) > 0 {
+		sort.Float64s(figs)
+		p.Median, p.Min, p.Max = ptr(median(figs)), ptr(figs[0]), ptr(figs[len(figs)-1])
+	}
 	switch {
 	case len(p.Runs) == 0:
 		p.Status = "not run"
-	case len(figs) > 0:
-		sort.Float64s(figs)
-		p.Status = "ok"
-		p.Median, p.Min, p.Max = ptr(median(figs)), ptr(figs[0]), ptr(figs[len(figs)-1])
 	case interrupted:
 		p.Status = "interrupted"
+	case len(figs) > 0:
+		p.Status = "ok"
 	case finished:
 		p.Status = "no metric"
 	default:
@@ -161,7 +205,7 @@ func (p *Point) settle() {
 }
 
 // compare sets p's speedup, ideal and efficiency against base (rules 2-4).
-func (p *Point) compare(base Point, idealGrows, lowerBetter bool) {
+func (p *Point) compare(base Point, size func(Point) int, idealGrows, lowerBetter bool) {
 	if p.Median == nil || *base.Median == 0 || *p.Median == 0 {
 		return
 	}
@@ -171,7 +215,7 @@ func (p *Point) compare(base Point, idealGrows, lowerBetter bool) {
 	}
 	ideal := 1.0
 	if idealGrows {
-		ideal = float64(p.GPUs) / float64(base.GPUs)
+		ideal = float64(size(*p)) / float64(size(base))
 	}
 	p.Speedup, p.Ideal, p.Efficiency = ptr(speedup), ptr(ideal), ptr(speedup/ideal)
 }
@@ -184,42 +228,68 @@ func (s *Study) verdict() string {
 			ok = append(ok, p)
 		}
 	}
+	word := s.sizeWord()
 	switch len(ok) {
 	case 0:
 		return "no point gave a figure: nothing to compare (see each point's status)"
 	case 1:
-		return fmt.Sprintf("only %d GPU(s) gave a figure: nothing to compare", ok[0].GPUs)
+		return fmt.Sprintf("only %d %s gave a figure: nothing to compare", s.Size(ok[0]), word)
 	}
 	var out string
 	last := ok[len(ok)-1]
 	efficient := ok[0]
 	for _, p := range ok[1:] {
 		if *p.Efficiency < s.Threshold {
-			out = fmt.Sprintf("beyond %d GPU(s) efficiency drops below %s (%s at %d): %d GPU(s) is the efficient size",
-				efficient.GPUs, pct(s.Threshold), pct(*p.Efficiency), p.GPUs, efficient.GPUs)
+			out = fmt.Sprintf("beyond %d %s efficiency drops below %s (%s at %d): %d %s is the efficient size",
+				s.Size(efficient), word, pct(s.Threshold), pct(*p.Efficiency), s.Size(p), s.Size(efficient), word)
 			break
 		}
 		efficient = p
 	}
 	if out == "" {
-		out = fmt.Sprintf("scales to %d GPU(s): efficiency %s at %d (at least %s at every size)", last.GPUs, pct(*last.Efficiency), last.GPUs, pct(s.Threshold))
+		out = fmt.Sprintf("scales to %d %s: efficiency %s at %d (at least %s at every size)", s.Size(last), word, pct(*last.Efficiency), s.Size(last), pct(s.Threshold))
 	}
 	if slow := s.slower(ok); slow != "" {
 		out += "; " + slow
 	}
+	if s.Interrupted {
+		out += "; the study was interrupted: the figures are those of the runs that finished"
+	}
 	return out
 }
 
-// slower names the first point whose speedup is below a smaller point's.
+// slowerBy is the least shortfall in speedup that rule 5 calls slower:
+// one run of the same size on a shared node varies by a few percent
+// (a 0.4% difference was called "slower" before).
+const slowerBy = 0.05
+
+// slower names the first point slower than a smaller one (rule 5), with
+// both speedups and the difference.
 func (s *Study) slower(ok []Point) string {
 	for i := 1; i < len(ok); i++ {
 		for j := 0; j < i; j++ {
-			if *ok[i].Speedup < *ok[j].Speedup {
-				return fmt.Sprintf("%d GPU(s) are slower than %d (speedup %.2f against %.2f)", ok[i].GPUs, ok[j].GPUs, *ok[i].Speedup, *ok[j].Speedup)
+			if s.isSlower(ok[i], ok[j]) {
+				return fmt.Sprintf("%d %s are slower than %d (speedup %.2f against %.2f), %.0f%% less",
+					s.Size(ok[i]), s.sizeWord(), s.Size(ok[j]), *ok[i].Speedup, *ok[j].Speedup, 100*(1-*ok[i].Speedup / *ok[j].Speedup))
 			}
 		}
 	}
 	return ""
+}
+
+// isSlower: big's speedup is below small's by more than slowerBy, and
+// their spreads (where both ran several times) do not overlap.
+func (s *Study) isSlower(big, small Point) bool {
+	if *big.Speedup >= *small.Speedup*(1-slowerBy) {
+		return false
+	}
+	if big.Min == nil || small.Min == nil || *big.Min == *big.Max || *small.Min == *small.Max {
+		return true
+	}
+	if s.lowerBetter() { // a time: big's best must be worse than small's worst
+		return *big.Min > *small.Max
+	}
+	return *big.Max < *small.Min
 }
 
 func ptr(x float64) *float64 { return &x }
@@ -247,13 +317,19 @@ func median(xs []float64) float64 {
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", math.Round(100*x)) }
 
 // Sizes parses a list of GPU or instance counts ("1,2,4,8"): whole
-// numbers from 1, each once; they come back in increasing order.
-func Sizes(flag, list string) ([]int, error) {
+// numbers from 1 to most, each once; they come back in increasing order.
+// A count above most is refused here, before any size is planned (each
+// allocates by its count).
+func Sizes(flag, list string, most int) ([]int, error) {
 	var out []int
 	seen := map[int]bool{}
 	for _, f := range strings.Split(list, ",") {
-		var n int
-		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != strings.TrimSpace(f) {
+		word := strings.TrimSpace(f)
+		n, err := strconv.Atoi(word)
+		if errors.Is(err, strconv.ErrRange) || err == nil && n > most {
+			return nil, fmt.Errorf("%s %q: %s is too large: a size is 1..%d", flag, list, word, most)
+		}
+		if err != nil || n < 1 || strconv.Itoa(n) != word {
 			return nil, fmt.Errorf("%s %q: %q is not a count from 1: give a list like 1,2,4,8", flag, list, f)
 		}
 		if seen[n] {

@@ -46,7 +46,7 @@ func TestAnalyse(t *testing.T) {
 		{"slower with more GPUs",
 			Study{Threshold: 0.5, Metric: &MetricInfo{}, Points: []Point{{GPUs: 1, Runs: runs(10)}, {GPUs: 2, Runs: runs(15)}, {GPUs: 4, Runs: runs(12)}}},
 			[]float64{1, 1.5, 1.2}, []float64{1, .75, .3}, []string{"ok", "ok", "ok"},
-			"beyond 2 GPU(s) efficiency drops below 50% (30% at 4): 2 GPU(s) is the efficient size; 4 GPU(s) are slower than 2 (speedup 1.20 against 1.50)"},
+			"beyond 2 GPU(s) efficiency drops below 50% (30% at 4): 2 GPU(s) is the efficient size; 4 GPU(s) are slower than 2 (speedup 1.20 against 1.50), 20% less"},
 		{"a time, lower is better",
 			Study{Threshold: 0.6, Metric: &MetricInfo{LowerIsBetter: true}, Points: []Point{{GPUs: 1, Runs: runs(100)}, {GPUs: 4, Runs: runs(30)}}},
 			[]float64{1, 3.333}, []float64{1, .833}, []string{"ok", "ok"}, "scales to 4"},
@@ -61,6 +61,16 @@ func TestAnalyse(t *testing.T) {
 		{"interrupted in its first size: the sizes after it never ran",
 			Study{Threshold: 0.6, Points: []Point{{GPUs: 1, Runs: []Run{{Interrupted: true, ExitCode: 130}}}, {GPUs: 2}, {GPUs: 4}}},
 			[]float64{math.NaN(), math.NaN(), math.NaN()}, []float64{math.NaN(), math.NaN(), math.NaN()}, []string{"interrupted", "not run", "not run"}, "no point gave a figure"},
+		{"rule 1: interrupted in round 2 of 2: the size stopped is interrupted, with round 1's figure",
+			Study{Threshold: 0.6, Repeat: 2, Interrupted: true, Points: []Point{{GPUs: 1, Runs: append(runs(10), Run{Interrupted: true, ExitCode: 130})}, {GPUs: 2, Runs: runs(19)}}},
+			[]float64{1, 1.9}, []float64{1, .95}, []string{"interrupted", "ok"}, "the study was interrupted: the figures are those of the runs that finished"},
+		{"rule 3: instances taking turns on one GPU: the ideal is the instances",
+			Study{Threshold: 0.6, By: "instances", Metric: &MetricInfo{}, Points: []Point{{GPUs: 1, Instances: 1, GPUsPerInstance: 1, Runs: runs(100)},
+				{GPUs: 1, Instances: 2, GPUsPerInstance: 1, Runs: runs(190)}, {GPUs: 1, Instances: 4, GPUsPerInstance: 1, Runs: runs(300)}}},
+			[]float64{1, 1.9, 3}, []float64{1, .95, .75}, []string{"ok", "ok", "ok"}, "scales to 4 instance(s): efficiency 75% at 4"},
+		{"rule 3: instances of a GPU each: counted in GPUs as before",
+			Study{Threshold: 0.6, By: "instances", Points: []Point{{GPUs: 1, Instances: 1, GPUsPerInstance: 1, Runs: runs(1)}, {GPUs: 2, Instances: 2, GPUsPerInstance: 1, Runs: runs(1.9)}}},
+			[]float64{1, 1.9}, []float64{1, .95}, []string{"ok", "ok"}, "scales to 2 GPU(s)"},
 		{"stopped by --halt at a failed size", Study{Threshold: 0.6, Points: []Point{{GPUs: 1, Runs: runs(1)}, {GPUs: 2, Runs: failed}, {GPUs: 4}}},
 			[]float64{1, math.NaN(), math.NaN()}, []float64{1, math.NaN(), math.NaN()}, []string{"ok", "failed", "not run"}, "only 1"},
 	}
@@ -79,6 +89,33 @@ func TestAnalyse(t *testing.T) {
 			}
 			if !strings.Contains(s.Verdict, tc.verdict) {
 				t.Errorf("verdict %q, want %q", s.Verdict, tc.verdict)
+			}
+		})
+	}
+}
+
+// TestSlowerIsBeyondNoise: rule 5 calls a larger size slower only by more
+// than slowerBy, and not when the runs' spreads overlap (issue 34: "4
+// GPU(s) are slower than 2 (speedup 1.40 against 1.40)" for 0.4%).
+func TestSlowerIsBeyondNoise(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		points []Point
+		slower string // "" when the verdict must not call a size slower
+	}{
+		{"rule 5: 0.4% less is noise", []Point{{GPUs: 1, Runs: runs(10)}, {GPUs: 2, Runs: runs(14)}, {GPUs: 4, Runs: runs(13.944)}}, ""},
+		{"rule 5: 4.9% less is noise", []Point{{GPUs: 1, Runs: runs(10)}, {GPUs: 2, Runs: runs(14)}, {GPUs: 4, Runs: runs(13.32)}}, ""},
+		{"rule 5: 10% less is slower, with the figures", []Point{{GPUs: 1, Runs: runs(10)}, {GPUs: 2, Runs: runs(14)}, {GPUs: 4, Runs: runs(12.6)}},
+			"4 GPU(s) are slower than 2 (speedup 1.26 against 1.40), 10% less"},
+		{"rule 5: spreads that overlap are noise", []Point{{GPUs: 1, Runs: runs(10, 10, 10)}, {GPUs: 2, Runs: runs(15, 16, 20)}, {GPUs: 4, Runs: runs(12, 13, 16)}}, ""},
+		{"rule 5: spreads apart are slower", []Point{{GPUs: 1, Runs: runs(10, 10, 10)}, {GPUs: 2, Runs: runs(15, 16, 17)}, {GPUs: 4, Runs: runs(12, 13, 14)}},
+			"4 GPU(s) are slower than 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Study{Threshold: 0.1, Metric: &MetricInfo{}, Points: tc.points}
+			s.Analyse()
+			if tc.slower == "" && strings.Contains(s.Verdict, "slower") || !strings.Contains(s.Verdict, tc.slower) {
+				t.Errorf("verdict %q, want %q", s.Verdict, tc.slower)
 			}
 		})
 	}
@@ -138,11 +175,14 @@ func TestMetric(t *testing.T) {
 }
 
 func TestSizes(t *testing.T) {
-	if got, err := Sizes("-G", "8,1,4,2"); err != nil || len(got) != 4 || got[0] != 1 || got[3] != 8 {
+	if got, err := Sizes("-G", "8,1,4,2", 8); err != nil || len(got) != 4 || got[0] != 1 || got[3] != 8 {
 		t.Errorf("%v %v", got, err)
 	}
-	for list, want := range map[string]string{"": "not a count", "0,1": "not a count", "1,x": "not a count", "2,2": "2 twice", "1.5": "not a count", "+2": "not a count"} {
-		if _, err := Sizes("-G", list); err == nil || !strings.Contains(err.Error(), want) {
+	for list, want := range map[string]string{"": "not a count", "0,1": "not a count", "1,x": "not a count", "2,2": "2 twice", "1.5": "not a count", "+2": "not a count",
+		// bounded before any size is planned (issue 34): 2^31, 2^63-1, 10^11, past int64
+		"1,2147483648": "2147483648 is too large: a size is 1..1024", "9223372036854775807": "too large", "1,99999999999": "too large",
+		"99999999999999999999": "99999999999999999999 is too large", "1025": "too large"} {
+		if _, err := Sizes("-G", list, 1024); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", list, err, want)
 		}
 	}

@@ -9,6 +9,11 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
+// MaxTries is the most tries --retries may give a task: GNU parallel
+// takes any count, but a task that failed 10,000 times on a GPU slot is
+// not going to succeed, and a larger count is a typo.
+const MaxTries = 10000
+
 // Queue runs tasks on the run's instances, which become slots: each slot
 // keeps its GPUs, CPUs and memory policy, and takes the next task when
 // its current one is finished.
