@@ -270,7 +270,7 @@ func (s *Study) slower(ok []Point) string {
 		for j := 0; j < i; j++ {
 			if s.isSlower(ok[i], ok[j]) {
 				return fmt.Sprintf("%d %s are slower than %d (speedup %.2f against %.2f), %.0f%% less",
-					s.Size(ok[i]), s.sizeWord(), s.Size(ok[j]), *ok[i].Speedup, *ok[j].Speedup, 100*(1-*ok[i].Speedup / *ok[j].Speedup))
+					s.Size(ok[i]), s.sizeWord(), s.Size(ok[j]), *ok[i].Speedup, *ok[j].Speedup, 100*(1 - *ok[i].Speedup / *ok[j].Speedup))
 			}
 		}
 	}
