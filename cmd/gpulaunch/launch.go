@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -129,8 +128,8 @@ func (a *app) reportFile(pattern string, names instance.Names, multiNode bool, l
 	if err != nil {
 		return "", usageError{err}
 	}
-	if fi, err := os.Stat(filepath.Dir(file)); err != nil || !fi.IsDir() {
-		return "", usagef("--report %s: the directory %s does not exist: nothing was started", pattern, filepath.Dir(file))
+	if err := writableDir(filepath.Dir(file)); err != nil {
+		return "", usagef("--report %s: %v: nothing was started", pattern, err)
 	}
 	if file != pattern {
 		log.Info("--report: this node writes " + file)

@@ -235,14 +235,23 @@ func (a *app) discoverWith(c commonFlags, usageDir string, bindOnly bool) (bindi
 	if c.simulate != "" && c.nodeFile != "" {
 		return binding.Allocation{}, nil, usagef("--simulate and --node-file both describe the node: --simulate is another machine, --node-file this one; give one")
 	}
-	vendor, err := a.gpuVendor(c)
+	vendor, from, err := a.gpuVendor(c)
 	if err != nil {
 		return binding.Allocation{}, nil, err
 	}
+	if c.simulate != "" && from != "--gpu-vendor" {
+		// the environment's vendor is this machine's: --simulate is another
+		vendor = ""
+	}
 	src, err := gpu.Open(gpu.Options{Simulate: c.simulate, NodeFile: nodeFile, Vendor: vendor, SimulatedUsage: usageDir, Root: a.root,
 		ProbeDevice: a.probeDevice, NVML: a.nvml, BindOnly: bindOnly})
+	var other *gpu.OtherVendorError
 	if err != nil {
 		switch {
+		case errors.As(err, &other) && from == "--gpu-vendor":
+			return binding.Allocation{}, nil, usagef("--gpu-vendor %s: %v; nothing was started", vendor, err)
+		case errors.As(err, &other):
+			return binding.Allocation{}, nil, usagef("%s=%s: %v; nothing was started", from, vendor, err)
 		case c.simulate != "" && strings.Contains(err.Error(), c.simulate):
 			return binding.Allocation{}, nil, usagef("--simulate: %v", err)
 		case c.simulate != "":
@@ -273,20 +282,20 @@ func (a *app) discoverWith(c commonFlags, usageDir string, bindOnly bool) (bindi
 }
 
 // gpuVendor is --gpu-vendor, else GPULAUNCH_GPU_VENDOR: the only vendor
-// whose GPUs are looked for ("": every vendor's).
-func (a *app) gpuVendor(c commonFlags) (gpu.Vendor, error) {
+// whose GPUs are looked for ("": every vendor's), and where it was given.
+func (a *app) gpuVendor(c commonFlags) (v gpu.Vendor, from string, err error) {
 	name, from := c.gpuVendor, "--gpu-vendor"
 	if name == "" {
 		name, from = a.env["GPULAUNCH_GPU_VENDOR"], "GPULAUNCH_GPU_VENDOR"
 	}
 	if name == "" {
-		return "", nil
+		return "", "", nil
 	}
 	v, ok := gpu.ParseVendor(name)
 	if !ok {
-		return "", usagef("%s %q: use nvidia, amd or intel", from, name)
+		return "", "", usagef("%s %q: use nvidia, amd or intel", from, name)
 	}
-	return v, nil
+	return v, from, nil
 }
 
 // topUsage is gpulaunch --help.

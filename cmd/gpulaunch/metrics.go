@@ -51,9 +51,6 @@ func metricsFile(pattern string, names instance.Names, multiNode bool) (string, 
 	if pattern == "" {
 		return "", nil
 	}
-	if strings.Contains(strings.ReplaceAll(pattern, "%%", ""), "%t") {
-		return "", usagef("--metrics-file %s: %%t is an instance, but the metrics file is one per node with every instance in it: use %%N or %%n for the node (and %%j for the job)", pattern)
-	}
 	file, err := nodePath("--metrics-file", pattern, names, multiNode)
 	if err != nil {
 		return "", usageError{err}
@@ -248,8 +245,13 @@ func ratio(pct int) float64 {
 
 // nodePath is where this node writes the file pattern names: its %j, %s,
 // %N, %n expanded; over several nodes a pattern without %N or %n gets the
-// host before its extension, so that each node writes its own.
+// host before its extension, so that each node writes its own. %t, an
+// instance, is refused: the file is one per node, with every instance in
+// it (--report r-%t.json wrote one r-0.json for two instances).
 func nodePath(flag, pattern string, names instance.Names, multiNode bool) (string, error) {
+	if strings.Contains(strings.ReplaceAll(pattern, "%%", ""), "%t") {
+		return "", fmt.Errorf("%s %s: %%t is an instance, but this file is one per node with every instance in it: use %%N or %%n for the node (and %%j for the job)", flag, pattern)
+	}
 	p, err := instance.ExpandPattern(pattern, 0, names)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", flag, err)

@@ -246,7 +246,7 @@ func (c writableCheck) file(path string) error {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return c.dir(filepath.Dir(path))
+		return c.dir(dirAsOpened(path))
 	case err != nil:
 		return err
 	case fi.IsDir():
@@ -263,7 +263,23 @@ func (c writableCheck) replaced(path string) error {
 	if err := c.file(path); err != nil {
 		return err
 	}
-	return c.dir(filepath.Dir(path))
+	return c.dir(dirAsOpened(path))
+}
+
+// dirAsOpened is the directory open(2) makes path's file in: path up to
+// its last slash, as given. filepath.Dir would clean it, and po/0/..
+// (-o 'po/%t/../%t.log') would read as po, which exists, where the
+// kernel walks through po/0, which does not: every instance then failed
+// to start with 126.
+func dirAsOpened(path string) string {
+	switch i := strings.LastIndexByte(path, '/'); i {
+	case -1:
+		return "."
+	case 0:
+		return "/"
+	default:
+		return path[:i]
+	}
 }
 
 func (c writableCheck) dir(dir string) error {

@@ -287,6 +287,13 @@ func (a *app) run(args []string) error {
 		}
 	}
 	if o.flags.dryRun {
+		// a dry run refuses what the run would refuse
+		if _, err := a.checkStart(o, l, tasks, func() error { return nil }); err != nil {
+			return err
+		}
+		if err := checkListen(o.flags.metricsListen); err != nil {
+			return err
+		}
 		sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
 		if err != nil {
 			return err
@@ -341,44 +348,64 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 	return false, nil
 }
 
-// start starts what the launch decided. Everything the run will write is
-// checked first and opened only when every check has passed, so that a
-// refusal leaves the disk as it was: the output files and --report's file
-// (checkOutputs), then the control socket, then the joblog.
-func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
-	tmux := ""
+// startChecks are what checkStart found ready to start.
+type startChecks struct {
+	tmux  string // --tmux's session; "" without
+	insts []launcher.Instance
+	qc    *taskqueue.QueueConfig // the queue kept here; nil for none
+	// nothingLeft: a queue whose every task the joblog records as done.
+	nothingLeft bool
+}
+
+// checkStart checks, before anything is opened, what a run checks: the
+// tmux session, the instances, --mps, the joblog (lock takes its lock: a
+// run's, before the joblog is read; a dry run takes none), the queue's
+// tasks, and every file the run writes (checkOutputs). A dry run stops
+// after it, so that it refuses what the run would (it passed -o into a
+// missing directory).
+func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, lock func() error) (startChecks, error) {
+	var c startChecks
+	var err error
 	if o.flags.tmux {
-		var err error
-		if tmux, err = a.checkTmux(len(l.plan.Slots)); err != nil {
-			return err
+		if c.tmux, err = a.checkTmux(len(l.plan.Slots)); err != nil {
+			return c, err
 		}
 	}
-	insts, err := l.instances(a.baseEnv(), o)
-	if err != nil {
-		return err
+	if c.insts, err = l.instances(a.baseEnv(), o); err != nil {
+		return c, err
 	}
 	if l.mps, err = a.checkMPS(o, l); err != nil {
-		return err
+		return c, err
 	}
 	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)
-	lock, err := a.lockJoblog(o, l, log)
-	if err != nil {
-		return err
+	if err := lock(); err != nil {
+		return c, err
 	}
+	if o.tasks.queueMode() && l.nodes.role != roleNode {
+		if c.qc, err = a.queueConfig(o, l, tasks); err != nil || c.qc == nil {
+			c.nothingLeft = err == nil
+			return c, err
+		}
+	}
+	return c, checkOutputs(o, l, c.insts, c.qc, a.runInputs(o, l, c.qc))
+}
+
+// start starts what the launch decided. Everything the run will write is
+// checked first (checkStart) and opened only when every check has passed,
+// so that a refusal leaves the disk as it was: the output files and
+// --report's file, then the control socket, then the joblog.
+func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
+	var lock *taskqueue.JoblogLock
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	var qc *taskqueue.QueueConfig
-	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if qc, err = a.queueConfig(o, l, tasks); qc == nil && err == nil {
-			l.nodes.over(log)
-		}
-		if qc == nil || err != nil {
-			return err
-		}
+	c, err := a.checkStart(o, l, tasks, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
+	if c.nothingLeft {
+		l.nodes.over(log)
 	}
-	if err := checkOutputs(o, l, insts, qc, a.runInputs(o, l, qc)); err != nil {
+	if err != nil || c.nothingLeft {
 		return err
 	}
+	tmux, insts, qc := c.tmux, c.insts, c.qc
 	metricsLn, err := listenMetrics(o.flags.metricsListen)
 	if err != nil {
 		return err
@@ -468,6 +495,16 @@ func (l *launch) dropErrorFiles() {
 	if l.errorDir != "" && !l.keepErrors {
 		_ = os.RemoveAll(l.errorDir)
 	}
+}
+
+// checkListen says whether --metrics-listen's address could be listened
+// on now (a dry run's check: the run listens on it at its start).
+func checkListen(addr string) error {
+	ln, err := listenMetrics(addr)
+	if ln != nil {
+		ln.Close()
+	}
+	return err
 }
 
 // lockJoblog makes this sweep the owner of its joblog before it reads it

@@ -76,12 +76,15 @@ type NVML interface {
 //     and select differently.
 //  5. No GPU at all: NVIDIA's sysfs backend, whose warnings say what is
 //     missing, with AMD's and Intel's reasons added.
+//  6. A described node (rules 1 and 2) has one vendor's GPUs: a vendor
+//     asked for that is not theirs is an error (OtherVendorError), not
+//     ignored — the node would be used whole, which is not what was asked.
 func Open(o Options) (Source, error) {
 	switch {
 	case o.Simulate != "":
-		return openSimulated(o.Simulate, o.SimulatedUsage, o.NVML)
+		return openSimulated(o.Simulate, o.SimulatedUsage, o.NVML, o.Vendor)
 	case o.NodeFile != "":
-		return openNodeFile(o.NodeFile, o.ProbeDevice)
+		return openNodeFile(o.NodeFile, o.ProbeDevice, o.Vendor)
 	}
 	var found []Source
 	var absent []string
@@ -227,6 +230,26 @@ func mixedVendors(found []Source) error {
 		strings.Join(parts, " and "))
 }
 
+// OtherVendorError is rule 6's: a described node (What) whose GPUs are
+// Has's, where Asked's were asked for.
+type OtherVendorError struct {
+	What       string
+	Asked, Has Vendor
+}
+
+func (e *OtherVendorError) Error() string {
+	return fmt.Sprintf("%s describes %s GPUs, not %s ones: a described node is one vendor's, and the vendor asked for would be ignored; drop it, or describe a node of %s GPUs",
+		e.What, e.Has, e.Asked, e.Asked)
+}
+
+// checkVendor is rule 6 for a described node t.
+func (t Topology) checkVendor(asked Vendor, what string) error {
+	if asked == "" || len(t.GPUs) == 0 || t.vendor() == asked {
+		return nil
+	}
+	return &OtherVendorError{What: what, Asked: asked, Has: t.vendor()}
+}
+
 func closeAll(srcs []Source) {
 	for _, s := range srcs {
 		s.Close()
@@ -246,7 +269,7 @@ func (n noGPU) Usage([]string) ([]Usage, error) {
 }
 func (n noGPU) Close() error { return nil }
 
-func openNodeFile(file string, probe func(string) error) (Source, error) {
+func openNodeFile(file string, probe func(string) error, asked Vendor) (Source, error) {
 	data, err := readDescription(file, "node file")
 	if err != nil {
 		return nil, err
@@ -255,22 +278,31 @@ func openNodeFile(file string, probe func(string) error) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := t.checkVendor(asked, "the node file "+file); err != nil {
+		return nil, err
+	}
 	node := t.Node("node file " + file)
 	node.CPUs = nil
 	probeHidden(node.GPUs, probe)
 	return staticSource{node: node}, nil
 }
 
-func openSimulated(spec, usageDir string, lib NVML) (Source, error) {
+func openSimulated(spec, usageDir string, lib NVML, asked Vendor) (Source, error) {
 	if describesAFile(spec) {
 		t, err := ReadTopologyFile(spec)
 		if err != nil {
+			return nil, err
+		}
+		if err := t.checkVendor(asked, "the topology file "+spec); err != nil {
 			return nil, err
 		}
 		return staticSource{node: t.Node("topology file " + spec), usageDir: usageDir}, nil
 	}
 	t, err := BuiltinTopology(spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkVendor(asked, "the simulated "+t.Name); err != nil {
 		return nil, err
 	}
 	if t.Mock != "" && lib != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -331,4 +333,42 @@ func FuzzIntelUevent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Open's rule 6: a described node is one vendor's, and a vendor asked
+// for that is not its own is refused, not ignored (issue 34: --gpu-vendor
+// amd with an NVIDIA node file, and --simulate lumi-g --gpu-vendor nvidia,
+// used the other vendor's GPUs without a word).
+func TestDescribedNodeOfAnotherVendor(t *testing.T) {
+	dir := t.TempDir()
+	nodeFile := filepath.Join(dir, "node.json")
+	os.WriteFile(nodeFile, []byte(`{"gpus": [{"pci": "01:00.0", "numa": 0}]}`), 0o644)
+	topo := filepath.Join(dir, "topo.json")
+	os.WriteFile(topo, []byte(`{"vendor": "amd", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "c1:00.0", "numa": 0}]}`), 0o644)
+	probe := func(string) error { return nil }
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string // "" when it opens
+	}{
+		{"rule 6: an NVIDIA node file, amd asked", Options{NodeFile: nodeFile, Vendor: AMD, ProbeDevice: probe}, "the node file " + nodeFile + " describes nvidia GPUs, not amd ones"},
+		{"rule 6: the NVIDIA node file, nvidia asked", Options{NodeFile: nodeFile, Vendor: NVIDIA, ProbeDevice: probe}, ""},
+		{"rule 6: a built-in AMD node, nvidia asked", Options{Simulate: "lumi-g", Vendor: NVIDIA}, "the simulated lumi-g describes amd GPUs, not nvidia ones"},
+		{"rule 6: a built-in AMD node, amd asked", Options{Simulate: "lumi-g", Vendor: AMD}, ""},
+		{"rule 6: an AMD topology file, intel asked", Options{Simulate: topo, Vendor: Intel}, "the topology file " + topo + " describes amd GPUs, not intel ones"},
+		{"rule 6: no vendor asked", Options{Simulate: topo}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Open(tc.o)
+			var other *OtherVendorError
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "":
+				src.Close()
+			case !errors.As(err, &other) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
