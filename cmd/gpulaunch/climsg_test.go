@@ -57,6 +57,7 @@ func TestRefusedNotIgnored(t *testing.T) {
 	os.WriteFile(emptyGPUs, []byte(`{"gpus": []}`), 0o644)
 	report := filepath.Join(dir, "report.json")
 	os.WriteFile(report, []byte(`[1, 2]`), 0o644)
+	os.Mkdir(filepath.Join(dir, "po"), 0o755)
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -118,6 +119,19 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"top --interval 0", []string{"top", "--interval", "0"}, []string{"--interval 0: below the floor of 10ms"}},
 		{"--open-mode without -o or -e", append([]string{"-n", "1", "-G", "0", "--open-mode", "append"}, app...),
 			[]string{"--open-mode append is how the -o/-e files are opened, and there are none: give -o FILE"}},
+		// issue 34's half-right rows
+		{"a dry run checks -o as the run does", append([]string{"-n", "1", "-G", "0", "--dry-run", "-o", dir + "/nodir/x.log"}, app...),
+			[]string{"nodir does not exist (create it: mkdir -p " + dir + "/nodir)"}},
+		{"a dry run checks --metrics-file as the run does", append([]string{"-n", "1", "-G", "0", "--dry-run", "--metrics-file", dir + "/prom/x.prom"}, app...),
+			[]string{"--metrics-file " + dir + "/prom/x.prom: the directory " + dir + "/prom does not exist"}},
+		{"--report's missing directory says how to make it", append([]string{"-n", "1", "-G", "0", "--report", dir + "/nodir/r.json"}, app...),
+			[]string{"(create it: mkdir -p " + dir + "/nodir)"}},
+		{"--report with %t, one file per node", append([]string{"-n", "2", "-G", "0", "--report", dir + "/r-%t.json"}, app...),
+			[]string{"%t is an instance, but this file is one per node"}},
+		{"-o through a directory an instance's path walks and that is missing", append([]string{"-n", "2", "-G", "0", "-o", dir + "/po/%t/../%t.log"}, app...),
+			[]string{"instance 0 writes " + dir + "/po/0/../0.log, but the directory " + dir + "/po/0/.. does not exist"}},
+		{"a command word after run's flags", []string{"-v", "plan", "-n", "2"},
+			[]string{"plan: no program of that name in PATH, and plan is a gpulaunch command, whose word comes first", "`gpulaunch plan -v -n 2`"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, tc.args...)

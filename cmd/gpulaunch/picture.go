@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,18 +16,19 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
-const pictureUsage = `Usage: gpulaunch report FILE (--svg OUT | --html OUT)
+const pictureUsage = `Usage: gpulaunch report FILE [--svg OUT] [--html OUT]
 
 Draws a run from its --report FILE: each instance's starts, exits and
 warnings in a row of their own, its GPU utilisation, GPU memory, CPU use and
 resident memory over time (the GPU panels only when GPU use was measured), and
 the summary table. --svg writes a picture, --html one self-contained page
-holding the picture. See docs/report.md.
+holding the picture; give either or both. OUT - is stdout. See docs/report.md.
 
 Examples:
   gpulaunch -n 8 --report run.json -- python train.py
   gpulaunch report run.json --svg run.svg
-  gpulaunch report run.json --html run.html
+  gpulaunch report run.json --svg run.svg --html run.html
+  gpulaunch report run.json --svg - | rsvg-convert -o run.png
 `
 
 // report draws a run report (`gpulaunch report FILE --svg OUT`).
@@ -39,38 +41,65 @@ func (a *app) report(args []string) error {
 	switch {
 	case fs.NArg() != 1:
 		return usagef("give one report file: gpulaunch report run.json --svg run.svg")
-	case (*svgOut == "") == (*htmlOut == ""):
-		return usagef("give --svg OUT or --html OUT (one of them)")
+	case *svgOut == "" && *htmlOut == "":
+		return usagef("give --svg OUT, --html OUT or both: what to draw the report as")
+	case *svgOut == "-" && *htmlOut == "-":
+		return usagef("--svg - and --html -: both to stdout would be one stream of two documents; give one of them a file")
 	}
-	out, outFlag := *svgOut+*htmlOut, map[bool]string{true: "--svg", false: "--html"}[*svgOut != ""]
+	outs := []pictureOut{{"--svg", "the SVG picture", *svgOut, chart.RunSVG}, {"--html", "the HTML page", *htmlOut, chart.RunHTML}}
 	r, err := readReport(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	if err := checkWritable(out); err != nil {
-		return usagef("%s %s: %v: nothing was written", outFlag, out, err)
+	uses := []pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}}
+	for _, o := range outs {
+		if o.path == "" || o.path == "-" {
+			continue
+		}
+		if err := checkWritable(o.path); err != nil {
+			return usagef("%s %s: %v: nothing was written", o.flag, o.path, err)
+		}
+		uses = append(uses, pathUse{flag: o.flag, path: o.path, writes: o.what})
 	}
-	if err := fileClash([]pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}, {flag: outFlag, path: out, writes: "the picture"}},
-		fileIdentity); err != nil {
+	if err := fileClash(uses, fileIdentity); err != nil {
 		return err
 	}
-	var b strings.Builder
 	pic := runPicture(r)
-	if *svgOut != "" {
-		err = chart.RunSVG(pic, &b)
-	} else {
-		err = chart.RunHTML(pic, &b)
+	for _, o := range outs {
+		if err := o.write(a, pic, fs.Arg(0)); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("drawing %s: %w", fs.Arg(0), err)
+	return nil
+}
+
+// pictureOut is one of report's outputs: its flag, its file ("" none,
+// "-" stdout) and how it is drawn.
+type pictureOut struct {
+	flag, what, path string
+	draw       func(chart.Run, io.Writer) error
+}
+
+// write draws the picture and writes it whole.
+func (o pictureOut) write(a *app, pic chart.Run, from string) error {
+	if o.path == "" {
+		return nil
 	}
-	return writeWhole(out, []byte(b.String()))
+	var b strings.Builder
+	if err := o.draw(pic, &b); err != nil {
+		return fmt.Errorf("drawing %s: %w", from, err)
+	}
+	if o.path == "-" {
+		_, err := io.WriteString(a.stdout, b.String())
+		return err
+	}
+	return writeWhole(o.path, []byte(b.String()))
 }
 
 func reportFlagSet(svgOut, htmlOut *string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	fs.StringVar(svgOut, "svg", "", "write the picture to OUT as SVG")
-	fs.StringVar(htmlOut, "html", "", "write a self-contained HTML page (the picture, with its table) to OUT")
+	fs.StringVar(svgOut, "svg", "", "write the picture to OUT as SVG (- for stdout)")
+	fs.StringVar(htmlOut, "html", "", "write a self-contained HTML page (the picture, with its table) to OUT (- for stdout)")
 	return fs
 }
 

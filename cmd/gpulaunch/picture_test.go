@@ -88,3 +88,29 @@ func TestScalePictureNotes(t *testing.T) {
 		}
 	}
 }
+
+// report --svg and --html together write both (issue 34: refused as "one
+// of them"); OUT - is stdout, not a file named -.
+func TestReportBothAndStdout(t *testing.T) {
+	dir := t.TempDir()
+	report, svg, html := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.svg"), filepath.Join(dir, "run.html")
+	cmd := gpulaunch(t, append([]string{"-n", "1", "--node-file", nodeFile(t, 1), "--monitor-interval", "20ms", "--report", report}, helperArgs("burn", "100ms")...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, stderr, code := runCLI(t, nil, "report", report, "--svg", svg, "--html", html); code != 0 {
+		t.Fatalf("report --svg --html: exit %d: %s", code, stderr)
+	}
+	svgTexts(t, svg) // well-formed
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("--html: %v, a page without the picture", err)
+	}
+	wd, _ := os.Getwd()
+	stdout, stderr, code := runCLI(t, nil, "report", report, "--svg", "-")
+	if code != 0 || !strings.HasPrefix(stdout, "<svg") || !strings.HasSuffix(strings.TrimSpace(stdout), "</svg>") {
+		t.Fatalf("--svg -: exit %d, stdout %.60q, stderr %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "-")); err == nil {
+		t.Error("--svg - wrote a file named -")
+	}
+}

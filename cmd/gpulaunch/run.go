@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -197,6 +199,22 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	return o, nil
 }
 
+// commandWordLate is the error for gpulaunch's own command word given
+// after run's flags (`gpulaunch -v plan -n 2`): read as the COMMAND to
+// run, and no program of that name, it said "plan: command not found"
+// (127). A word after -- is a program whatever its name; nil then, and
+// for a word that is no command of gpulaunch's.
+func commandWordLate(args []string, o *runOptions) error {
+	word := o.argv[0]
+	if !slices.Contains(commands, word) || o.fs.ArgsLenAtDash() == 0 {
+		return nil
+	}
+	before := args[:len(args)-len(o.argv)]
+	fix := append(append([]string{"gpulaunch", word}, before...), o.argv[1:]...)
+	return usagef("%s: no program of that name in PATH, and %s is a gpulaunch command, whose word comes first, before its flags: `%s`",
+		word, word, strings.Join(fix, " "))
+}
+
 // checkCommand refuses what a command line asks and a run cannot do.
 func (o *runOptions) checkCommand() error {
 	if o.flags.quiet && o.common.verbose {
@@ -258,7 +276,7 @@ func (a *app) run(args []string) error {
 	path := ""
 	if !o.tasks.queueMode() && len(o.argv) > 0 {
 		if path, err = lookPath(o.argv[0], a.env["PATH"]); err != nil {
-			return err
+			return cmp.Or(commandWordLate(args, o), err)
 		}
 	}
 	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun, a.mayBeRank(o))
