@@ -77,7 +77,7 @@ func (a *app) report(args []string) error {
 // "-" stdout) and how it is drawn.
 type pictureOut struct {
 	flag, what, path string
-	draw       func(chart.Run, io.Writer) error
+	draw             func(chart.Run, io.Writer) error
 }
 
 // write draws the picture and writes it whole.
