@@ -173,18 +173,24 @@ func TestRootCauseOfAFailedGroup(t *testing.T) {
 		code         int
 		summary      []string // lines the summary must hold
 		report       string   // what the report's root_cause holds
-		kept         bool     // the error files stay
+		kept         string   // how the summary names the kept error file; "": none stays
 	}{
 		{"a @record main that raised, output in files", torchRecord, "0", 2,
 			[]string{"root cause (first failure): instance 1, rank 1, attempt 0: exit 2", "  ValueError: bad shard 7", `  raised at File "train.py", line 6, in main`},
-			`"type": "ValueError"`, true},
+			`"type": "ValueError"`, "error file (kept, with the traceback)"},
 		{"the last attempt's", torchRecord, "1", 2,
 			[]string{"root cause (first failure): instance 1, rank 1, attempt 1: exit 2", "  ValueError: bad shard 7"},
-			`"attempt": 1`, true},
+			`"attempt": 1`, "error file (kept, with the traceback)"},
 		{"no error file", `[ "$RANK" = 1 ] && exit 4; exec sleep 30`, "0", 4,
 			[]string{"root cause (first failure): instance 1, rank 1, attempt 0: exit 4", "  it wrote no error file: wrap its main in torch.distributed.elastic.multiprocessing.errors.record to see its exception here"},
-			`"no_error": "it wrote no error file`, false},
-		{"a group that succeeds", `test -n "$TORCHELASTIC_ERROR_FILE"`, "0", 0, nil, "", false},
+			`"no_error": "it wrote no error file`, ""},
+		// issue 34: a malformed file was deleted, its error in Go's words
+		{"an error file that is not torch's: placed, and kept", `[ "$RANK" = 1 ] && { printf '{"message": {"message":\n "x' > "$TORCHELASTIC_ERROR_FILE"; exit 3; }; exec sleep 30`, "0", 3,
+			[]string{"root cause (first failure): instance 1, rank 1, attempt 0: exit 3", "error.json:2:4: not torch's error file: the JSON ends early: a closing } or ] (or \") is missing"},
+			`error.json:2:4: not torch's error file`, "error file (kept)"},
+		{"an error file without a traceback", `[ "$RANK" = 1 ] && { printf '{"message": "RuntimeError: NCCL error", "timestamp": 1795550001}' > "$TORCHELASTIC_ERROR_FILE"; exit 5; }; exec sleep 30`, "0", 5,
+			[]string{"  RuntimeError: NCCL error"}, `"type": "RuntimeError"`, "error file (kept; it holds no traceback)"},
+		{"a group that succeeds", `test -n "$TORCHELASTIC_ERROR_FILE"`, "0", 0, nil, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, tmp := t.TempDir(), t.TempDir()
@@ -211,14 +217,17 @@ func TestRootCauseOfAFailedGroup(t *testing.T) {
 				t.Errorf("report's root cause, want %q:\n%s", tc.report, b)
 			}
 			left, _ := filepath.Glob(filepath.Join(tmp, "gpulaunch-torchelastic-*"))
-			if !tc.kept {
+			if tc.kept == "" {
 				if len(left) > 0 {
 					t.Errorf("left behind: %q", left)
+				}
+				if strings.Contains(string(b), "error_file") || strings.Contains(errb.String(), "error file (") {
+					t.Errorf("an error file that is gone is named:\n%s\n%s", b, errb.String())
 				}
 				return
 			}
 			files, _ := filepath.Glob(filepath.Join(tmp, "gpulaunch-torchelastic-*", "attempt_"+tc.restarts, "1", "error.json"))
-			if len(left) != 1 || len(files) != 1 || !strings.Contains(errb.String(), "error file (kept, with the traceback): "+files[0]+"\n") {
+			if len(left) != 1 || len(files) != 1 || !strings.Contains(errb.String(), tc.kept+": "+files[0]+"\n") {
 				t.Fatalf("kept %q, error file %q:\n%s", left, files, errb.String())
 			}
 			if fi, err := os.Stat(left[0]); err != nil || fi.Mode().Perm() != 0o700 {

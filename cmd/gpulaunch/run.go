@@ -714,7 +714,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		l.sharing.write(con.stderr)
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
-	l.keepErrors = res.RootCause != nil && res.RootCause.Error != nil
+	l.keepErrors = res.RootCause != nil && res.RootCause.Wrote
 	if l.report != "" {
 		if err := writeReport(l.report, buildReport(l, run, insts, res, code)); err != nil {
 			return err

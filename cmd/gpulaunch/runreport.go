@@ -56,7 +56,10 @@ func rootCauseOf(f *launcher.Failure) *rootCauseReport {
 	if f == nil {
 		return nil
 	}
-	r := &rootCauseReport{Instance: f.Instance, Rank: f.Rank, Attempt: f.Attempt, ExitCode: f.Code, ErrorFile: f.ErrorFile, NoError: f.NoError}
+	r := &rootCauseReport{Instance: f.Instance, Rank: f.Rank, Attempt: f.Attempt, ExitCode: f.Code, NoError: f.NoError}
+	if f.Wrote { // kept; a file never written is not named
+		r.ErrorFile = f.ErrorFile
+	}
 	if f.Signal != 0 {
 		r.Signal = f.Status()
 	}

@@ -180,11 +180,12 @@ func TestParseErrorFile(t *testing.T) {
 		{name: "a plain message with its timestamp", data: `{"message": "RuntimeError: NCCL error", "timestamp": 1795550001}`, typ: "RuntimeError", msg: "NCCL error", unix: 1795550001},
 		{name: "an exception without text", data: `{"message": {"message": "KeyboardInterrupt", "extraInfo": {"timestamp": "x"}}}`, typ: "KeyboardInterrupt"},
 		{name: "a message that names no type", data: `{"message": "something broke: badly"}`, msg: "something broke: badly"},
-		{name: "not JSON", data: `Traceback (most`, fail: "not torch's error file"},
-		{name: "no message", data: `{"message": {"extraInfo": {}}}`, fail: "no \"message\""},
+		{name: "not JSON", data: `Traceback (most`, fail: "e.json:1:1: not torch's error file: invalid character 'T'"},
+		{name: "JSON cut short", data: "{\"message\": {\"message\":\n \"x", fail: "e.json:2:4: not torch's error file: the JSON ends early"},
+		{name: "no message", data: `{"message": {"extraInfo": {}}}`, fail: "e.json: not torch's error file: no \"message\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := ParseErrorFile([]byte(tc.data))
+			e, err := ParseErrorFile("e.json", []byte(tc.data))
 			switch {
 			case tc.fail != "":
 				if err == nil || !strings.Contains(err.Error(), tc.fail) {

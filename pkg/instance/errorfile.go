@@ -2,11 +2,13 @@ package instance
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
 )
 
 // ErrorFile is the TORCHELASTIC_ERROR_FILE of the rank in the group's
@@ -42,14 +44,18 @@ type TorchError struct {
 	Time time.Time
 }
 
-// ParseErrorFile reads a worker's error file.
-func ParseErrorFile(data []byte) (TorchError, error) {
+// ParseErrorFile reads a worker's error file, file: what is not torch's
+// is refused, placed FILE:LINE:COL where the JSON is wrong.
+func ParseErrorFile(file string, data []byte) (TorchError, error) {
 	var raw struct {
 		Message   json.RawMessage `json:"message"`
 		Timestamp json.RawMessage `json:"timestamp"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return TorchError{}, fmt.Errorf("not torch's error file: %w", err)
+		e := &jsonerr.Error{File: file, What: err.Error()}
+		errors.As(jsonerr.Explain(file, data, err), &e)
+		e.What = "not torch's error file: " + e.What
+		return TorchError{}, e
 	}
 	var text, stack string
 	var stamp json.RawMessage
@@ -65,7 +71,7 @@ func ParseErrorFile(data []byte) (TorchError, error) {
 			} `json:"extraInfo"`
 		}
 		if err := json.Unmarshal(raw.Message, &m); err != nil || m.Message == "" {
-			return TorchError{}, fmt.Errorf("not torch's error file: no \"message\" with the exception")
+			return TorchError{}, &jsonerr.Error{File: file, What: "not torch's error file: no \"message\" with the exception"}
 		}
 		text, stack, stamp = m.Message, m.ExtraInfo.Callstack, m.ExtraInfo.Timestamp
 	}

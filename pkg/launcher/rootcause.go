@@ -4,7 +4,6 @@ package launcher
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -27,6 +26,9 @@ type Failure struct {
 	// ErrorFile is the rank's TORCHELASTIC_ERROR_FILE; "" when the run
 	// gave none (Policy.ErrorDir unset).
 	ErrorFile string
+	// Wrote: the rank wrote its error file, readable or not; the file is
+	// then kept, since it is the evidence of the failure.
+	Wrote bool
 	// Error is what the rank wrote there: nil when it wrote nothing (its
 	// main is not wrapped in torch's @record) or something unreadable
 	// (NoError says which).
@@ -53,9 +55,10 @@ func (f *Failure) readErrorFile() {
 		f.NoError = err.Error()
 		return
 	}
-	e, err := instance.ParseErrorFile(data)
+	f.Wrote = true
+	e, err := instance.ParseErrorFile(f.ErrorFile, data)
 	if err != nil {
-		f.NoError = fmt.Sprintf("%s: %v", f.ErrorFile, err)
+		f.NoError = err.Error()
 		return
 	}
 	f.Error = &e

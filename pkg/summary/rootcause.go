@@ -26,6 +26,9 @@ func WriteRootCause(w io.Writer, f *launcher.Failure, paint Paint) {
 		if f.NoError != "" {
 			fmt.Fprintf(w, "  %s\n", f.NoError)
 		}
+		if f.Wrote { // not torch's: kept, as it is all there is
+			fmt.Fprintf(w, "  error file (kept): %s\n", f.ErrorFile)
+		}
 		return
 	}
 	exc := e.Message
@@ -39,5 +42,9 @@ func WriteRootCause(w io.Writer, f *launcher.Failure, paint Paint) {
 	if !e.Time.IsZero() {
 		fmt.Fprintf(w, "  at %s\n", e.Time.Format(time.DateTime))
 	}
-	fmt.Fprintf(w, "  error file (kept, with the traceback): %s\n", f.ErrorFile)
+	if e.Traceback != "" {
+		fmt.Fprintf(w, "  error file (kept, with the traceback): %s\n", f.ErrorFile)
+	} else {
+		fmt.Fprintf(w, "  error file (kept; it holds no traceback): %s\n", f.ErrorFile)
+	}
 }
