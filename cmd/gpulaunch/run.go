@@ -77,7 +77,7 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&r.label, "label", "l", false, "prefix every output line with its instance number")
-	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
+	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot, and in an --each-line queue every replacement string of COMMAND ({} {.} {/} {//} {/.} {1} …), filled from the task's line. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
 	fs.StringVarP(&r.error, "error", "e", "", "stderr to this file pattern (same patterns)")
 	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
 	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
@@ -173,7 +173,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, err
 	}
 	for _, f := range [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}} {
-		if err := checkPattern(f[0], f[1], o.tasks.queueMode()); err != nil {
+		if err := checkPattern(f[0], f[1], o.tasks); err != nil {
 			return nil, err
 		}
 	}
@@ -281,7 +281,7 @@ func (a *app) run(args []string) error {
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if tasks, err = a.buildTasks(o.tasks, o.argv, a.stdin); err != nil {
+		if tasks, err = a.buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin); err != nil {
 			l.nodes.failed(err, log)
 			return err
 		}
@@ -369,7 +369,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	defer func() { lock.Release(begun) }()
 	var qc *taskqueue.QueueConfig
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if qc, err = a.queueConfig(o, l, tasks); qc == nil && err == nil {
+		if qc, err = a.queueConfig(o, l, tasks, log); qc == nil && err == nil {
 			l.nodes.over(log)
 		}
 		if qc == nil || err != nil {
@@ -477,8 +477,8 @@ func (l *launch) dropErrorFiles() {
 // file system (a warning says so and the run goes on, as parallel's).
 func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.JoblogLock, error) {
 	path := o.tasks.joblog
-	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" {
-		return nil, nil
+	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" || taskqueue.JoblogStream(path) {
+		return nil, nil // a stream has nothing to keep: nothing reads it back
 	}
 	if err := (writableCheck{dirs: map[string]error{}}).file(path); err != nil {
 		return nil, usagef("--joblog %s: %v: nothing was started", path, err)
@@ -522,8 +522,8 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 // run, and on the holder of a queue over several nodes the others. Nil
 // and no error: the joblog has every task done. The joblog and the
 // progress line are added once the checks have passed (start).
-func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task) (*taskqueue.QueueConfig, error) {
-	todo, skipped, err := skipDone(tasks, o.tasks)
+func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger) (*taskqueue.QueueConfig, error) {
+	todo, skipped, err := skipDone(tasks, o.tasks, log)
 	if err != nil {
 		return nil, err
 	}
