@@ -363,6 +363,28 @@ func TestQueueStatusShowsTheQueue(t *testing.T) {
 	}
 }
 
+// A queue's status header shows its COMMAND quoted as the joblog quotes
+// a task's command: it reads back as the words it is.
+func TestQueueStatusQuotesTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "joblog")
+	started := filepath.Join(dir, "started")
+	in := writeFile(t, dir, "in", "a b\n")
+	r := startLiveRun(t, nil, "-n", "1", "-G", "0", "--joblog", log, "--each-line", in, "--", "sh", "-c", `touch "$1"; sleep 1; echo "$0 done"`, "{}", started)
+	waitFor(t, "the task to start", func() bool { _, err := os.Stat(started); return err == nil })
+	out, _, code := r.client(t, "status", "--pid", r.pid())
+	header := "\n  sh -c 'touch \"$1\"; sleep 1; echo \"$0 done\"' '{}' " + started + "\n"
+	if code != 0 || !strings.Contains(out, header) {
+		t.Errorf("status (exit %d):\n%s\nwant the header line %q", code, out, header)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if recs := joblogRecords(t, log); len(recs) != 1 || recs[0].command != `sh -c 'touch "$1"; sleep 1; echo "$0 done"' 'a b' `+started {
+		t.Errorf("the joblog records %+v", recs)
+	}
+}
+
 // On a terminal a progress line is drawn (script(1) gives the run a pty).
 func TestQueueProgressOnATerminal(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
