@@ -36,6 +36,10 @@ import (
 //	params.txt  --each-line input (two lines)
 //	tasks.txt   --tasks input (two commands)
 //	missing.txt --tasks input whose second command does not exist
+//	assign.txt, unclosed.txt, continued.txt
+//	            --tasks input whose line needs a shell (VAR=1 ./app), has
+//	            an unclosed quote, ends in a backslash
+//	bad.joblog  a file that is no joblog (--resume)
 //	node.json   a node file of one fake GPU (--node-file)
 //	topo.json   a topology file (--simulate FILE)
 //	run.json    a run report (gpulaunch report FILE)
@@ -147,6 +151,9 @@ var contract = []contractRow{
 	bad("run", "output", "the same file as --simulate", "--simulate topo.json -n 1 -o topo.json -- ./app"),
 	bad("run", "output", "the same file as $GPULAUNCH_NODE_FILE", "GPULAUNCH_NODE_FILE=node.json -n 1 -o node.json -- ./app"),
 	bad("run", "output", "the same file through a symlink", runS+" --each-line params.txt -o link-to-params -- ./app {}"),
+	bad("run", "output", "a line's replacement string in a --tasks queue", runS+" --tasks tasks.txt -o out-{}.log"),
+	bad("run", "output", "an unknown replacement string", runS+" --each-line params.txt -o out-{+/}.log -- ./app"),
+	bad("run", "output", "a task's expanded directory missing", runS+" --each-line params.txt -o {}/out.log -- ./app"),
 	bad("run", "error", "empty", runS+" --error= -- ./app"),
 	bad("run", "error", "missing directory", runS+" -e nodir/err.%t -- ./app"),
 	bad("run", "error", "a directory", runS+" -e dir -- ./app"),
@@ -154,6 +161,8 @@ var contract = []contractRow{
 	bad("run", "error", "/proc", runS+" -e /proc/err.%t -- ./app"),
 	bad("run", "error", "the same file as --each-line", runS+" --each-line params.txt -e params.txt -- ./app {}"),
 	bad("run", "error", "the same file as --report", runS+" -e out.json --report out.json -- ./app"),
+	bad("run", "error", "a Perl expression", runS+" --each-line params.txt -e err-{=1=}.log -- ./app"),
+	bad("run", "error", "a column the line lacks", runS+" --each-line params.txt --colsep , -e err-{2}.log -- ./app"),
 	bad("run", "open-mode", "unknown", runS+" -o out --open-mode overwrite -- ./app"),
 	bad("run", "open-mode", "empty", runS+" -o out --open-mode= -- ./app"),
 	bad("run", "report", "empty", runS+" --report= -- ./app"),
@@ -236,6 +245,9 @@ var contract = []contractRow{
 	bad("run", "tasks", "a directory", runS+" --tasks dir"),
 	bad("run", "tasks", "with a COMMAND", runS+" --tasks tasks.txt -- ./app"),
 	badExit("run", "tasks", "a command not found", runS+" --tasks missing.txt", 127),
+	bad("run", "tasks", "a line that sets a variable (needs a shell)", runS+" --tasks assign.txt"),
+	bad("run", "tasks", "a line with an unclosed quote", runS+" --tasks unclosed.txt"),
+	bad("run", "tasks", "a line continued by a backslash", runS+" --tasks continued.txt"),
 	bad("run", "colsep", "empty", runS+" --each-line params.txt --colsep= -- ./app {1}"),
 	bad("run", "colsep", "not a regex", runS+" --each-line params.txt --colsep ( -- ./app {1}"),
 	bad("run", "colsep", "matches the empty string", runS+" --each-line params.txt --colsep x* -- ./app {1}"),
@@ -247,6 +259,8 @@ var contract = []contractRow{
 	bad("run", "each-line", "a directory", runS+" --each-line dir -- ./app {}"),
 	bad("run", "each-line", "without a COMMAND", runS+" --each-line params.txt"),
 	badExit("run", "each-line", "a COMMAND not executable", runS+" --each-line params.txt -- ./params.txt {}", 126),
+	bad("run", "each-line", "a Perl expression", runS+" --each-line params.txt -- ./app {=s/,/_/g=}"),
+	bad("run", "each-line", "a Perl expression split into words", runS+" --each-line params.txt -- ./app {= s/,/_/g =}"),
 	bad("run", "shell", "without --tasks", runS+" --shell -- ./app"),
 	bad("run", "joblog", "empty", runS+" --each-line params.txt --joblog= -- ./app {}"),
 	bad("run", "joblog", "missing directory", runS+" --each-line params.txt --joblog nodir/j -- ./app {}"),
@@ -257,7 +271,11 @@ var contract = []contractRow{
 	bad("run", "joblog", "the same file as -o", runS+" --each-line params.txt -o j --joblog j -- ./app {}"),
 	bad("run", "joblog", "without a queue", runS+" --joblog j -- ./app"),
 	bad("run", "resume", "without --joblog", runS+" --each-line params.txt --resume -- ./app {}"),
+	bad("run", "resume", "a joblog that is a stream", runS+" --each-line params.txt --joblog /dev/null --resume -- ./app {}"),
+	bad("run", "resume", "a file that is no joblog", runS+" --each-line params.txt --joblog bad.joblog --resume -- ./app {}"),
 	bad("run", "resume-failed", "without --joblog", runS+" --each-line params.txt --resume-failed -- ./app {}"),
+	bad("run", "resume-failed", "a joblog that is a stream", runS+" --each-line params.txt --joblog /proc/self/fd/1 --resume-failed -- ./app {}"),
+	bad("run", "resume-failed", "a file that is no joblog", runS+" --each-line params.txt --joblog bad.joblog --resume-failed -- ./app {}"),
 	bad("run", "retries", "zero", runS+" --each-line params.txt --retries 0 -- ./app {}"),
 	bad("run", "retries", "negative", runS+" --each-line params.txt --retries -1 -- ./app {}"),
 	bad("run", "retries", "wrong type", runS+" --each-line params.txt --retries x -- ./app {}"),
@@ -718,11 +736,15 @@ func contractEnv() []string {
 func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir string) error) {
 	t.Helper()
 	files := map[string]string{
-		"app":         "#!/bin/sh\ntouch " + mark + "\n",
-		"params.txt":  "1\n2\n",
-		"tasks.txt":   "./app\n./app\n",
-		"missing.txt": "./app\n./nosuch\n",
-		"node.json":   `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
+		"app":           "#!/bin/sh\ntouch " + mark + "\n",
+		"params.txt":    "1\n2\n",
+		"tasks.txt":     "./app\n./app\n",
+		"missing.txt":   "./app\n./nosuch\n",
+		"assign.txt":    "VAR=1 ./app\n",
+		"unclosed.txt":  "./app 'a\n",
+		"continued.txt": "./app \\\n",
+		"bad.joblog":    "Seq\tHost\nnot a record\n",
+		"node.json":     `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
 		"topo.json": `{"name": "topo", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
 			"gpus": [{"pci": "0000:01:00.0", "numa": 0}, {"pci": "0000:02:00.0", "numa": 0}]}`,
 		"run.json": fmt.Sprintf(`{"schema_version": %d, "plan": {}, "instances": [], "monitor_interval_seconds": 2}`, reportSchemaVersion),

@@ -189,7 +189,7 @@ func ofJob(job string) string {
 }
 
 func describeRun(r control.Run) string {
-	cmd := strings.Join(r.Info.Command, " ")
+	cmd := shellJoin(r.Info.Command)
 	if len(cmd) > 40 {
 		cmd = cmd[:37] + "..."
 	}
@@ -419,7 +419,10 @@ func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint summary.Pain
 		state = "finished"
 	}
 	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %d instances: %s · %s", where, state, len(s.Instances), strings.Join(parts, ", "), sampled), width))
-	fmt.Fprintln(w, cutLine("  "+strings.Join(s.Run.Command, " "), width))
+	if len(s.Run.Command) > 0 { // a --tasks queue has no COMMAND of its own
+		// quoted as the joblog quotes a task's command, so that it reads back
+		fmt.Fprintln(w, cutLine("  "+shellJoin(s.Run.Command), width))
+	}
 	for _, line := range s.Run.Sharing {
 		fmt.Fprintln(w, cutLine("sharing: "+line, width))
 	}

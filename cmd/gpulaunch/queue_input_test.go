@@ -302,24 +302,30 @@ func TestQueueJoblogLock(t *testing.T) {
 	}
 }
 
-// --resume with another sweep's joblog: the Command column of a task it
-// would skip differs from this sweep's task, so it is refused, naming
-// the file, the task and both commands.
-func TestQueueResumeRefusesAnotherSweepsJoblog(t *testing.T) {
+// --resume with a joblog whose commands are not this sweep's goes by task
+// number, as GNU parallel does: one warning names the file, counts the
+// records that differ and shows the first; nothing is refused. Written by
+// GNU parallel's quoting or with the slot filled in, a record is this
+// sweep's command: no warning.
+func TestQueueResumeWarnsOfChangedCommands(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in", "0.1\n0.2\n")
 	head := "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
 	other := writeFile(t, dir, "other", head+"1\t:\t1.000\t     0.001\t0\t0\t0\t0\t./other --lr 0.1\n")
 	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--joblog", other, "--resume", "--each-line", in, "--", "echo", "--lr")
-	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, `--joblog `+other+` records task 1 as "./other --lr 0.1", but this sweep's task 1 is "echo --lr 0.1"`) {
-		t.Errorf("another sweep's joblog: exit %d, stderr %q", code, stderr)
+	want := `--joblog ` + other + `: 1 of its 1 record(s) name another command than this sweep's task of that number (task 1: "./other --lr 0.1", now "echo --lr 0.1"): --resume goes by task number, as GNU parallel does`
+	if code != 0 || strings.Count(stderr, want) != 1 || strings.Contains(stderr, "error") {
+		t.Errorf("a changed command: exit %d, stderr %q; want exit 0 and one warning %q", code, stderr, want)
+	}
+	if recs := joblogRecords(t, other); len(recs) != 2 || recs[1].seq != 2 || recs[1].command != "echo --lr 0.2" {
+		t.Errorf("the resume recorded %+v, want task 2 alone added", recs)
 	}
 	// the same sweep, written by GNU parallel's quoting or with the slot
 	// filled in, is this sweep's
 	mine := writeFile(t, dir, "mine", head+"1\t:\t1.000\t     0.001\t0\t0\t0\t0\techo a\\ b 3\n2\t:\t1.000\t     0.001\t0\t0\t0\t0\techo 'c d' 12\n")
 	two := writeFile(t, dir, "two", "a b\nc d\n")
 	_, stderr, code = runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--joblog", mine, "--resume", "--each-line", two, "--", "echo", "{}", "{%}")
-	if code != 0 || !strings.Contains(stderr, "all 2 tasks are done") {
+	if code != 0 || !strings.Contains(stderr, "all 2 tasks are done") || strings.Contains(stderr, "record(s)") {
 		t.Errorf("this sweep's own joblog: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -385,5 +391,37 @@ func TestReplacementStringsAgreeWithGNUParallel(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("%q (--colsep %q):\ngpulaunch:\n%s\nparallel:\n%s", tc.argv, tc.colsep, got, want)
 		}
+	}
+}
+
+// A joblog named by one of gpulaunch's own descriptors — /dev/stdout,
+// /proc/self/fd/1 — is written where gpulaunch's stdout goes, a pipe or a
+// file: the same by either name, appended (a `>> log` keeps what it
+// held), neither locked nor given an owner file (taskqueue.JoblogStream).
+func TestQueueJoblogOnStdout(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "in", "a\n")
+	for _, name := range []string{"/dev/stdout", "/proc/self/fd/1"} {
+		// a pipe
+		out, err := gpulaunch(t, "-q", "-n", "1", "-G", "0", "--joblog", name, "--each-line", in, "--", "echo").Output()
+		if err != nil || !regexpMatch(`^Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n(a\n1\t:\t[0-9.]+\t +[0-9.]+\t0\t0\t0\t0\techo a\n|1\t:\t[0-9.]+\t +[0-9.]+\t0\t0\t0\t0\techo a\na\n)$`, string(out)) {
+			t.Errorf("--joblog %s to a pipe: %v, stdout %q", name, err, out)
+		}
+		// a file opened for appending
+		file := writeFile(t, dir, "stdout", "before\n")
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := gpulaunch(t, "-q", "-n", "1", "-G", "0", "--joblog", name, "--each-line", in, "--", "echo")
+		cmd.Stdout = f
+		err = cmd.Run()
+		f.Close()
+		if b, _ := os.ReadFile(file); err != nil || !strings.HasPrefix(string(b), "before\nSeq\tHost\t") || !strings.Contains(string(b), "\techo a\n") {
+			t.Errorf("--joblog %s to a file: %v, the file holds %q", name, err, b)
+		}
+	}
+	if owners, _ := filepath.Glob("/dev/*.owner"); len(owners) > 0 {
+		t.Errorf("owner files in /dev: %q", owners)
 	}
 }

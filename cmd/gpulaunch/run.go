@@ -79,7 +79,7 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&r.label, "label", "l", false, "prefix every output line with its instance number")
-	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
+	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot, and in an --each-line queue every replacement string of COMMAND ({} {.} {/} {//} {/.} {1} …), filled from the task's line. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
 	fs.StringVarP(&r.error, "error", "e", "", "stderr to this file pattern (same patterns)")
 	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
 	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
@@ -175,7 +175,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, err
 	}
 	for _, f := range [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}} {
-		if err := checkPattern(f[0], f[1], o.tasks.queueMode()); err != nil {
+		if err := checkPattern(f[0], f[1], o.tasks); err != nil {
 			return nil, err
 		}
 	}
@@ -299,14 +299,14 @@ func (a *app) run(args []string) error {
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if tasks, err = a.buildTasks(o.tasks, o.argv, a.stdin); err != nil {
+		if tasks, err = a.buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin); err != nil {
 			l.nodes.failed(err, log)
 			return err
 		}
 	}
 	if o.flags.dryRun {
 		// a dry run refuses what the run would refuse
-		if _, err := a.checkStart(o, l, tasks, func() error { return nil }); err != nil {
+		if _, err := a.checkStart(o, l, tasks, log, func() error { return nil }); err != nil {
 			return err
 		}
 		if err := checkListen(o.flags.metricsListen); err != nil {
@@ -381,7 +381,7 @@ type startChecks struct {
 // tasks, and every file the run writes (checkOutputs). A dry run stops
 // after it, so that it refuses what the run would (it passed -o into a
 // missing directory).
-func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, lock func() error) (startChecks, error) {
+func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger, lock func() error) (startChecks, error) {
 	var c startChecks
 	var err error
 	if o.flags.tmux {
@@ -400,7 +400,7 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, lock func()
 		return c, err
 	}
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if c.qc, err = a.queueConfig(o, l, tasks); err != nil || c.qc == nil {
+		if c.qc, err = a.queueConfig(o, l, tasks, log); err != nil || c.qc == nil {
 			c.nothingLeft = err == nil
 			return c, err
 		}
@@ -416,7 +416,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	var lock *taskqueue.JoblogLock
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	c, err := a.checkStart(o, l, tasks, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
+	c, err := a.checkStart(o, l, tasks, log, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
 	if c.nothingLeft {
 		l.nodes.over(log)
 	}
@@ -532,8 +532,8 @@ func checkListen(addr string) error {
 // file system (a warning says so and the run goes on, as parallel's).
 func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.JoblogLock, error) {
 	path := o.tasks.joblog
-	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" {
-		return nil, nil
+	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" || taskqueue.JoblogStream(path) {
+		return nil, nil // a stream has nothing to keep: nothing reads it back
 	}
 	if err := (writableCheck{dirs: map[string]error{}}).file(path); err != nil {
 		return nil, usagef("--joblog %s: %v: nothing was started", path, err)
@@ -577,8 +577,8 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 // run, and on the holder of a queue over several nodes the others. Nil
 // and no error: the joblog has every task done. The joblog and the
 // progress line are added once the checks have passed (start).
-func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task) (*taskqueue.QueueConfig, error) {
-	todo, skipped, err := skipDone(tasks, o.tasks)
+func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger) (*taskqueue.QueueConfig, error) {
+	todo, skipped, err := skipDone(tasks, o.tasks, log)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
@@ -41,9 +42,9 @@ func (tf *taskFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&tf.eachLine, "each-line", "", "a task per non-blank line of `FILE` (- for stdin): COMMAND with GNU parallel's replacement strings: {} the line, {.} without its extension, {/} without its directory, {//} its directory, {/.} both, {#} the task number, {%} the slot (from 1), {N} column N (--colsep); without any, the line is appended; others ({= … =}, {+/}) are refused")
 	fs.StringVar(&tf.colsep, "colsep", "", "--each-line: split each line into columns at the regular expression `REGEX` (Go's syntax), as GNU parallel's --colsep: {1} {2} … {-1} are the columns, each with the modifiers of {} ({2.} {2/}); without a replacement string the columns are appended as arguments")
 	fs.BoolVar(&tf.shell, "shell", false, "--tasks: run each line with /bin/sh -c (pipes, redirections, variables)")
-	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in `FILE`, in GNU parallel's joblog format; one sweep at a time owns FILE (a lock: a second is refused, naming the owner)")
-	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records (run the rest); a joblog whose commands are another sweep's is refused")
-	fs.BoolVar(&tf.resumeFailed, "resume-failed", false, "skip the tasks the --joblog records as succeeded (rerun its failures, run the rest)")
+	fs.StringVar(&tf.joblog, "joblog", "", "record every finished task in `FILE`, in GNU parallel's joblog format; one sweep at a time owns FILE (a lock: a second is refused, naming the owner); /dev/stdout and other streams are appended to, and cannot be resumed")
+	fs.BoolVar(&tf.resume, "resume", false, "skip the tasks the --joblog already records, by task number as GNU parallel (run the rest); records whose command has changed since are counted in a warning")
+	fs.BoolVar(&tf.resumeFailed, "resume-failed", false, "skip the tasks the --joblog records as succeeded, by task number (rerun its failures with this COMMAND, run the rest)")
 	fs.IntVar(&tf.retries, "retries", 1, "run a failing task up to N times in all, as GNU parallel's --retries, before it counts as failed")
 	fs.StringVar(&tf.halt, "halt", "never", "stop early as GNU parallel: now|soon,fail=N|P% (success=, done= too)")
 }
@@ -184,7 +185,7 @@ func pathless(err error) error {
 // only blanks, as GNU parallel's -r — are not tasks; for --tasks neither
 // are # comments. Task numbers count tasks, so they stay the same from run
 // to run of the same input, which --resume relies on.
-func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]job.Task, error) {
+func (a *app) buildTasks(tf taskFlags, argv []string, files []outputPattern, stdin io.Reader) ([]job.Task, error) {
 	src := tf.tasks + tf.eachLine
 	what := "--tasks"
 	if tf.eachLine != "" {
@@ -215,6 +216,9 @@ func (a *app) buildTasks(tf taskFlags, argv []string, stdin io.Reader) ([]job.Ta
 		t, err := lineTask(tf, argv, line, len(tasks)+1)
 		if err != nil {
 			return nil, lineError(err, what, src, n+1, line)
+		}
+		if err := checkLineFiles(files, t); err != nil {
+			return nil, usagef("%s %s line %d: %v", what, src, n+1, err)
 		}
 		if len(t.Args) == 0 || t.Args[0] == "" {
 			return nil, usagef("%s %s line %d: the command is an empty word: give the program to run", what, src, n+1)
@@ -260,7 +264,8 @@ func lineTask(tf taskFlags, argv []string, line string, seq int) (job.Task, erro
 }
 
 // lineError says what is wrong with an input line, or with --each-line's
-// COMMAND, in one line with the fix.
+// COMMAND, in one line with the fix (a --tasks line's: its
+// taskqueue.LineError).
 func lineError(err error, what, src string, n int, line string) error {
 	var te *taskqueue.TemplateError
 	switch {
@@ -269,7 +274,40 @@ func lineError(err error, what, src string, n int, line string) error {
 	case errors.As(err, &te):
 		return usagef("--each-line COMMAND: %v", err)
 	}
-	return usagef("%s %s line %d: %v: add --shell to run each line with /bin/sh -c, or quote it: %s", what, src, n, err, line)
+	return usagef("%s %s line %d (%s): %v", what, src, n, line, err)
+}
+
+// outputPattern is an -o or -e file pattern and the flag that gave it.
+type outputPattern struct{ flag, pattern string }
+
+// outputPatterns are the -o and -e patterns a queue's tasks are named
+// by; -e only when given (without it, stderr goes to -o's file).
+func (o *runOptions) outputPatterns() []outputPattern {
+	var pats []outputPattern
+	if o.flags.output != "" {
+		pats = append(pats, outputPattern{"-o", o.flags.output})
+	}
+	if o.flags.error != "" && o.fs.Changed("error") {
+		pats = append(pats, outputPattern{"-e", o.flags.error})
+	}
+	return pats
+}
+
+// checkLineFiles refuses an -o/-e pattern that task t's line cannot fill
+// (a column the line lacks), naming the flag; what the pattern alone
+// gets wrong was refused before the input was read (checkPattern).
+func checkLineFiles(files []outputPattern, t job.Task) error {
+	if t.Input == nil {
+		return nil
+	}
+	for _, f := range files {
+		in := *t.Input
+		in.Slot = 1
+		if _, err := taskqueue.FillFileName(f.pattern, in, false, srunLiteral); err != nil {
+			return fmt.Errorf("%s %q: %v", f.flag, f.pattern, err)
+		}
+	}
+	return nil
 }
 
 // taskFiles are what a queue's task files are named from: the -o and -e
@@ -294,10 +332,9 @@ func newTaskFiles(out, err string, names instance.Names, appendAll bool) taskFil
 // COMMAND is filled again from its template with {%} (the slot, from 1,
 // like parallel's) — never the filled text, so a line holding "{%}"
 // stays —, a --tasks line gets {%} as before, and the task's files are
-// named: in the -o and -e patterns %t and {#} are the task number, {%}
-// the slot. A pattern that names the task gives the task files of its
-// own, which each try starts afresh; one without names a file that every
-// task (or every task of a slot) shares line by line.
+// named (taskFile). A pattern that names the task gives the task files of
+// its own, which each try starts afresh; one without names a file that
+// every task (or every task of a slot, or of a line) shares line by line.
 func forSlot(t job.Task, slot int, tf taskFiles) job.Task {
 	s := strconv.Itoa(slot + 1)
 	if t.Template != nil && t.Input != nil {
@@ -313,42 +350,75 @@ func forSlot(t job.Task, slot int, tf taskFiles) job.Task {
 		}
 		t.Args, t.Command = args, strings.ReplaceAll(t.Command, "{%}", s)
 	}
-	t.Stdout, t.OwnStdout = taskFile(tf.out, t.Seq, slot, tf.names), tf.ownOut
-	t.Stderr, t.OwnStderr = taskFile(tf.err, t.Seq, slot, tf.names), tf.ownErr
+	t.Stdout, t.OwnStdout = taskFile(tf.out, t, slot, tf.names), tf.ownOut
+	t.Stderr, t.OwnStderr = taskFile(tf.err, t, slot, tf.names), tf.ownErr
 	return t
 }
 
-// taskFile is the file pattern pat names for task seq in slot (from 0).
-func taskFile(pat string, seq, slot int, names instance.Names) string {
+// taskFile is the file pattern pat names for task t in slot (from 0): in
+// a queue's -o and -e patterns every replacement string of --each-line
+// is filled from the task's line (taskqueue.FillFileName: {} {.} {/}
+// {//} {/.} {N}…), {#} is the task number and {%} the slot, from 1; then
+// srun's % letters, %t the task number. A --tasks line is no input: only
+// {#} and {%} (checkPattern refused the rest). The patterns were checked
+// before the start (checkPattern, checkLineFiles): an error here cannot
+// happen, and names no file.
+func taskFile(pat string, t job.Task, slot int, names instance.Names) string {
 	if pat == "" {
 		return ""
 	}
-	path, _ := instance.ExpandPattern(queuePattern(pat, seq, slot), seq, names)
+	in := job.Input{Seq: t.Seq}
+	if t.Input != nil {
+		in = *t.Input
+	}
+	in.Slot = slot + 1
+	name, err := taskqueue.FillFileName(pat, in, t.Input == nil, srunLiteral)
+	if err != nil {
+		return ""
+	}
+	path, _ := instance.ExpandPattern(name, t.Seq, names)
 	return path
 }
 
-// namesTask: pat gives every task a file of its own (%t, %3t, {#}), as
-// two tasks in one slot get two files.
-func namesTask(pat string, names instance.Names) bool {
-	return pat != "" && taskFile(pat, 1, 0, names) != taskFile(pat, 2, 0, names)
-}
+// srunLiteral quotes what a replacement string writes into a file name
+// for srun's % letters, which are read after: a line holding "50%" is
+// the name's "50%".
+func srunLiteral(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
-// queuePattern fills a queue's own parts of an -o/-e pattern: {#} the
-// task number, {%} the slot (from 1); srun's % letters are left to
-// ExpandPattern.
-func queuePattern(pat string, seq, slot int) string {
-	if !strings.Contains(pat, "{") {
-		return pat
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(pat, "{#}", strconv.Itoa(seq)), "{%}", strconv.Itoa(slot+1))
+// namesTask: pat gives every task a file of its own (%t, %3t, {#}): two
+// tasks of the same line in one slot get two files. A pattern named by
+// the line alone ({} {/.}) names a file that the tasks of one line share
+// (appended to, as a file of the queue's): two lines may name one file
+// ({//} of a.json and b.json), and no task's output may start it afresh.
+func namesTask(pat string, names instance.Names) bool {
+	one := job.Task{Seq: 1, Input: &job.Input{Line: "x", Seq: 1}}
+	two := job.Task{Seq: 2, Input: &job.Input{Line: "x", Seq: 2}}
+	return pat != "" && taskFile(pat, one, 0, names) != taskFile(pat, two, 0, names)
 }
 
 // checkPattern refuses an -o/-e pattern (flag) that no run could expand,
-// before anything starts: in a queue {#} and {%} are the task and slot.
-func checkPattern(flag, pat string, queue bool) error {
-	if queue {
-		pat = queuePattern(pat, 1, 0)
-	} else if strings.Contains(pat, "{#}") || strings.Contains(pat, "{%}") {
+// before anything starts. In a queue it is filled for a task first
+// (taskqueue.FillFileName): a replacement string gpulaunch does not know
+// is refused, and in --tasks queues every string of an input line; a
+// column a line may lack is left to that line (checkLineFiles). In a run
+// {#} and {%} are refused: an instance is %t.
+func checkPattern(flag, pat string, tf taskFlags) error {
+	switch {
+	case tf.queueMode():
+		in := job.Input{Line: "x", Seq: 1, Slot: 1}
+		if tf.cols != nil {
+			in.Cols = []string{"x"}
+		}
+		name, err := taskqueue.FillFileName(pat, in, tf.tasks != "", srunLiteral)
+		var te *taskqueue.TemplateError
+		switch {
+		case errors.As(err, &te) && te.Line:
+		case err != nil:
+			return usagef("%s %q: %v", flag, pat, err)
+		default:
+			pat = name
+		}
+	case strings.Contains(pat, "{#}") || strings.Contains(pat, "{%}"):
 		return usagef("%s %q: {#} and {%%} name a task queue's task and slot (--tasks, --each-line); a run's instance is %%t", flag, pat)
 	}
 	if _, err := instance.ExpandPattern(pat, 0, instance.Names{}); err != nil {
@@ -357,42 +427,69 @@ func checkPattern(flag, pat string, queue bool) error {
 	return nil
 }
 
-// skipDone leaves out what an earlier run finished, by its joblog. A
-// record that would skip a task must name the command this sweep runs at
-// that number: a joblog of another sweep (another input, another
-// COMMAND) is refused rather than read as "done".
-func skipDone(tasks []job.Task, tf taskFlags) ([]job.Task, int, error) {
+// resumeFlag is the flag that reads the joblog back, as the user gave it.
+func (tf taskFlags) resumeFlag() string {
+	if tf.resumeFailed {
+		return "--resume-failed"
+	}
+	return "--resume"
+}
+
+// skipDone leaves out what an earlier run did, by its joblog, by task
+// number whatever the command, as GNU parallel (taskqueue.Resume); a
+// record whose command has changed since is one warning that counts
+// them, never a refusal. A joblog that cannot be read back (a stream:
+// taskqueue.JoblogStream) is refused.
+func skipDone(tasks []job.Task, tf taskFlags, log *zap.Logger) ([]job.Task, int, error) {
 	if !tf.resume && !tf.resumeFailed {
 		return tasks, 0, nil
+	}
+	if taskqueue.JoblogStream(tf.joblog) {
+		return nil, 0, usagef("%s reads the --joblog of an earlier run back, and %s is not a file but a stream (gpulaunch's own output, a pipe, a terminal or a device): give the joblog's file, or drop %s", tf.resumeFlag(), tf.joblog, tf.resumeFlag())
 	}
 	done, err := taskqueue.ReadJoblog(tf.joblog)
 	var pe *fs.PathError
 	switch {
 	case errors.As(err, &pe):
-		return nil, 0, usagef("--joblog %s: %v: nothing was started", tf.joblog, pe.Err)
+		return nil, 0, usagef("--joblog %s: %v: %s cannot read it; nothing was started", tf.joblog, pe.Err, tf.resumeFlag())
 	case err != nil:
-		return nil, 0, usagef("--joblog %v", err)
+		return nil, 0, usagef("--joblog %v: %s reads it as the joblog of an earlier run; nothing was started", err, tf.resumeFlag())
 	}
-	var left []job.Task
-	for _, t := range tasks {
-		e, ran := done[t.Seq]
-		if !ran || !tf.resume && (e.Exit != 0 || e.Signal != 0) {
-			left = append(left, t)
-			continue
-		}
-		if !taskqueue.SameCommand(e.Command, t.Command) {
-			return nil, 0, usagef("--joblog %s records task %d as %q, but this sweep's task %d is %q: the joblog is another sweep's; give this sweep its own --joblog, or drop --resume to start the file afresh",
-				tf.joblog, t.Seq, e.Command, t.Seq, t.Command)
-		}
+	r := taskqueue.Resume(tasks, done, tf.resumeFailed)
+	if w := resumeWarning(r, tf); w != "" {
+		log.Warn(w)
 	}
-	return left, len(tasks) - len(left), nil
+	return r.Todo, r.Skipped, nil
 }
 
-// shellJoin writes argv as a shell would read it back.
+// resumeWarning is the one line that says how many of the joblog's
+// records are not this sweep's commands; "" when all are.
+func resumeWarning(r taskqueue.Resumed, tf taskFlags) string {
+	if r.Changed == 0 && r.Beyond == 0 {
+		return ""
+	}
+	var what []string
+	if r.Changed > 0 {
+		what = append(what, fmt.Sprintf("%d of its %d record(s) name another command than this sweep's task of that number (task %d: %q, now %q)",
+			r.Changed, r.Records, r.First.Seq, r.First.Recorded, r.First.Now))
+	}
+	if r.Beyond > 0 {
+		what = append(what, fmt.Sprintf("%d record(s) name task numbers beyond this input's %d tasks", r.Beyond, r.Skipped+len(r.Todo)))
+	}
+	then := "the recorded tasks are skipped"
+	if tf.resumeFailed {
+		then = "the failed ones run again with this sweep's command, the others count as done"
+	}
+	return fmt.Sprintf("--joblog %s: %s: %s goes by task number, as GNU parallel does, so %s; if the input changed, give this sweep its own --joblog",
+		tf.joblog, strings.Join(what, "; "), tf.resumeFlag(), then)
+}
+
+// shellJoin writes argv as a shell would read it back: a first word
+// with "=" is quoted, or the shell would read it as an assignment.
 func shellJoin(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+		if a != "" && !(i == 0 && strings.Contains(a, "=")) && strings.IndexFunc(a, func(r rune) bool {
 			return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", r)
 		}) < 0 {
 			out[i] = a

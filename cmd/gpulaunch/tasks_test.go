@@ -363,6 +363,28 @@ func TestQueueStatusShowsTheQueue(t *testing.T) {
 	}
 }
 
+// A queue's status header shows its COMMAND quoted as the joblog quotes
+// a task's command: it reads back as the words it is.
+func TestQueueStatusQuotesTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "joblog")
+	started := filepath.Join(dir, "started")
+	in := writeFile(t, dir, "in", "a b\n")
+	r := startLiveRun(t, nil, "-n", "1", "-G", "0", "--joblog", log, "--each-line", in, "--", "sh", "-c", `touch "$1"; sleep 1; echo "$0 done"`, "{}", started)
+	waitFor(t, "the task to start", func() bool { _, err := os.Stat(started); return err == nil })
+	out, _, code := r.client(t, "status", "--pid", r.pid())
+	header := "\n  sh -c 'touch \"$1\"; sleep 1; echo \"$0 done\"' '{}' " + started + "\n"
+	if code != 0 || !strings.Contains(out, header) {
+		t.Errorf("status (exit %d):\n%s\nwant the header line %q", code, out, header)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if recs := joblogRecords(t, log); len(recs) != 1 || recs[0].command != `sh -c 'touch "$1"; sleep 1; echo "$0 done"' 'a b' `+started {
+		t.Errorf("the joblog records %+v", recs)
+	}
+}
+
 // On a terminal a progress line is drawn (script(1) gives the run a pty).
 func TestQueueProgressOnATerminal(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
@@ -406,12 +428,21 @@ func TestQueueBadInput(t *testing.T) {
 	missing := file("missing", "true\nno-such-program-xyz --flag\n")
 	empty := file("empty", "# nothing\n\n")
 	badLog := file("badlog", "Seq\tHost\nnot a record\n")
+	assign := file("assign", "true\nVAR=1 echo hi\n")
+	unclosed := file("unclosed", "echo \"it's\n")
+	continued := file("continued", "./train --lr 0.1 \\\n  --bs 32\n")
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"-n", "1", "-G", "0", "--tasks", pipe}, exitUsage, "--tasks " + pipe + " line 2: '|' (a shell feature): add --shell"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", pipe}, exitUsage, "--tasks " + pipe + " line 2 (sort data | uniq -c): '|' (a shell feature), which needs a shell: add --shell"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", assign}, exitUsage, "--tasks " + assign + " line 2 (VAR=1 echo hi): VAR=1 (a variable set for the command, a shell feature), which needs a shell: add --shell"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", unclosed}, exitUsage, "--tasks " + unclosed + " line 1 (echo \"it's): an unclosed double quote (column 6): a syntax error, which a shell refuses too (--shell does not help): close the quote"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", continued}, exitUsage, "--tasks " + continued + " line 1 (./train --lr 0.1 \\): the line ends in a backslash, as if the next line continued it: a task is one line"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", good, "--joblog", badLog, "--resume-failed"}, exitUsage, "line 2: not a joblog record (want 9 tab-separated columns, Seq … Command): --resume-failed reads it"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", good, "--joblog", "/dev/null", "--resume-failed"}, exitUsage, "--resume-failed reads the --joblog of an earlier run back, and /dev/null is not a file but a stream"},
+		{[]string{"-n", "1", "-G", "0", "--tasks", good, "--joblog", "/proc/self/fd/2", "--resume"}, exitUsage, "--resume reads the --joblog of an earlier run back, and /proc/self/fd/2 is not a file but a stream"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", missing}, 127, "line 2: no-such-program-xyz: command not found in PATH: nothing was started"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", empty}, exitUsage, "holds no task"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", dir + "/nope"}, exitUsage, ": no such file: check the path; nothing was started"},

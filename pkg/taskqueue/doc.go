@@ -1,6 +1,6 @@
 // Package taskqueue is a task queue's rules, GNU parallel's where it has
 // them: which task a slot runs next, its tries, --halt, the exit status
-// (queue.go, halt.go); the joblog and --resume (joblog.go, and the lock
+// (queue.go, halt.go); the joblog and --resume (joblog.go, resume.go, and the lock
 // that keeps a second gpulaunch off it: joblock_linux.go); the
 // replacement strings and the shell words of a task line (replace.go,
 // words.go); and a queue over several nodes — the holder's rules

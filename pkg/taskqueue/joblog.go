@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,10 +46,12 @@ type Joblog struct {
 }
 
 // OpenJoblog opens path for new records: appending when resuming (with a
-// header if the file is new or empty), else truncated with a header.
+// header if the file is new or empty), else truncated with a header. A
+// stream (JoblogStream) is appended to, after a header.
 func OpenJoblog(path string, resume bool) (*Joblog, error) {
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if !resume {
+	stream := JoblogStream(path)
+	if !resume && !stream {
 		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
@@ -56,7 +59,7 @@ func OpenJoblog(path string, resume bool) (*Joblog, error) {
 		return nil, err
 	}
 	fi, err := f.Stat()
-	if err == nil && fi.Size() == 0 {
+	if err == nil && (stream || fi.Size() == 0) {
 		_, err = f.WriteString(joblogHeader)
 	}
 	if err != nil {
@@ -64,6 +67,31 @@ func OpenJoblog(path string, resume bool) (*Joblog, error) {
 		return nil, err
 	}
 	return &Joblog{f: f, path: path}, nil
+}
+
+// ownDescriptor is the name of one of gpulaunch's own file descriptors.
+var ownDescriptor = regexp.MustCompile(`^/(dev/(stdin|stdout|stderr|fd/[0-9]+)|proc/(self|thread-self|[0-9]+)/fd/[0-9]+)$`)
+
+// JoblogStream says whether a --joblog path is a stream rather than a
+// file: what is written there cannot be read back by a --resume, nor
+// kept by a lock. The rules, in order:
+//  1. The name of one of gpulaunch's own file descriptors —
+//     /dev/stdout, /dev/stderr, /dev/stdin, /dev/fd/N, /proc/self/fd/N — is a
+//     stream, whatever the shell opened there (a terminal, a pipe, or a
+//     file opened with > or >>, whose name is not this one): the joblog
+//     goes where gpulaunch's own output goes, as parallel's does.
+//  2. So is any other path that is not a regular file: a FIFO, a
+//     terminal, /dev/null.
+//  3. A stream is appended to, never truncated (a `>> log` keeps what it
+//     held), after a header; it is not locked and gets no owner file
+//     beside it (there is no "beside" in /proc/self/fd, and no second
+//     sweep can resume it); and --resume refuses it.
+func JoblogStream(path string) bool {
+	if ownDescriptor.MatchString(filepath.Clean(path)) {
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && !fi.Mode().IsRegular() && !fi.IsDir()
 }
 
 // blanks turns a command's newlines and tabs into blanks, which keep a
@@ -135,16 +163,18 @@ func (j *Joblog) Close() error {
 	return j.f.Close()
 }
 
-// JoblogEntry is what a resume needs of an earlier record: how the task
-// ended, and its Command column, to tell a joblog of another sweep.
+// JoblogEntry is what a resume needs of a task's records: whether one of
+// them succeeded, and the last one's Command column, to tell the user of
+// a command changed since.
 type JoblogEntry struct {
-	Exit, Signal int
-	Command      string
+	Succeeded bool // a record with Exitval 0 and Signal 0
+	Command   string
 }
 
 // ReadJoblog reads the records of an earlier run, by task number; a task
-// recorded twice (a retry in an earlier resume) counts by its last record.
-// A missing file is an empty log: the first run of a resumable job.
+// recorded more than once (rerun by a --resume-failed) succeeded when one
+// of its records did, as parallel reads it. A missing file is an empty
+// log: the first run of a resumable job.
 func ReadJoblog(path string) (map[int]JoblogEntry, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -178,7 +208,7 @@ func ReadJoblog(path string) (map[int]JoblogEntry, error) {
 		if err := errors.Join(err1, err2, err3); err != nil || seq < 1 {
 			return nil, fmt.Errorf("%s line %d: Seq, Exitval and Signal must be numbers: %q", path, n, line)
 		}
-		out[seq] = JoblogEntry{Exit: exit, Signal: sig, Command: f[8]}
+		out[seq] = JoblogEntry{Succeeded: out[seq].Succeeded || exit == 0 && sig == 0, Command: f[8]}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: reading it failed: %w", path, err)

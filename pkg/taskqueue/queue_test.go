@@ -138,8 +138,15 @@ func TestJoblogRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[2] != (JoblogEntry{Command: "app 2"}) || got[3] != (JoblogEntry{Signal: 9, Command: "app 3"}) {
-		t.Errorf("ReadJoblog = %+v (task 2 counts by its last record)", got)
+	if len(got) != 3 || got[2] != (JoblogEntry{Succeeded: true, Command: "app 2"}) || got[3] != (JoblogEntry{Command: "app 3"}) {
+		t.Errorf("ReadJoblog = %+v (task 2 succeeded by its second record, task 3 was killed)", got)
+	}
+	// one success is enough, whatever came after it (parallel's rule)
+	j, _ = OpenJoblog(path, true)
+	_ = j.Record(job.Record{Seq: 1, Host: "n1", Start: start, Exit: 1, Command: "app 1"})
+	j.Close()
+	if got, _ := ReadJoblog(path); got[1] != (JoblogEntry{Succeeded: true, Command: "app 1"}) {
+		t.Errorf("task 1, succeeded then failed: %+v", got[1])
 	}
 	if b, _ := os.ReadFile(path); strings.Count(string(b), "Seq\t") != 1 {
 		t.Errorf("two headers:\n%s", b)
@@ -285,5 +292,28 @@ func TestJoblogGroupCommit(t *testing.T) {
 	got, err := ReadJoblog(path)
 	if err != nil || len(got) != 4 || got[3].Command != "c" || got[4].Command != "d" {
 		t.Fatalf("read back %v %v", got, err)
+	}
+}
+
+// JoblogStream's rules: gpulaunch's own descriptors by name, whatever
+// they are; anything else that is not a regular file (or a directory,
+// which the writability check refuses).
+func TestJoblogStream(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "joblog")
+	os.WriteFile(file, nil, 0o644)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, stream := range map[string]bool{
+		"/dev/stdout": true, "/dev/stderr": true, "/dev/fd/3": true, "/proc/self/fd/1": true, "/proc/thread-self/fd/2": true,
+		"/proc/4242/fd/1": true, "/dev//stdout": true, // rule 1
+		"/dev/null": true, fifo: true, // rule 2
+		file: false, filepath.Join(dir, "new"): false, dir: false, "/dev/stdout.log": false, "/proc/self/fdinfo/1": false,
+	} {
+		if got := JoblogStream(path); got != stream {
+			t.Errorf("JoblogStream(%q) = %v", path, got)
+		}
 	}
 }

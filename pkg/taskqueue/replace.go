@@ -1,6 +1,7 @@
 package taskqueue
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,10 @@ import (
 // supported lists the replacement strings FillTemplate knows, for the
 // message that refuses another.
 const supported = "{} {.} {/} {//} {/.} {#} {%}, and {N} {N.} {N/} {N//} {N/.} for column N (from 1; -N from the end; columns with --colsep)"
+
+// lineless is why a string of the input line is refused where there is
+// none (FillFileName's rule 3).
+const lineless = "a string of --each-line's input line, and a --tasks line is a whole command, not input: name a task's file by its number, {#} or %t, or its slot, {%}"
 
 // TemplateError is a replacement string that cannot be filled. Line says
 // whether it depends on the input line (a column the line lacks) rather
@@ -47,11 +52,19 @@ func (e *TemplateError) Error() string { return e.Text + ": " + e.Why }
 //     each column as an argument of its own.
 //  6. While the slot is not known (Slot 0) {%} stays as written; the
 //     template itself, not its filled text, is filled again once it is.
+//  7. A Perl expression that an unquoted shell split into several words
+//     (typed {= s/,/_/g =}, given as `{=` `s/,/_/g` `=}`) is read as
+//     parallel reads it — the words joined by blanks — and refused as
+//     rule 4 refuses it in one word.
 func FillTemplate(argv []string, in job.Input) ([]string, error) {
+	if err := splitPerl(argv); err != nil {
+		return nil, err
+	}
 	out := make([]string, 0, len(argv)+len(in.Cols)+1)
 	used := false
+	f := filler{in: in, quote: asIs}
 	for _, a := range argv {
-		filled, any, err := fillWord(a, in)
+		filled, any, err := f.word(a)
 		if err != nil {
 			return nil, err
 		}
@@ -64,6 +77,84 @@ func FillTemplate(argv []string, in job.Input) ([]string, error) {
 	return out, nil
 }
 
+// FillFileName fills the replacement strings of an -o or -e file pattern
+// for one task, by FillTemplate's rules 1 to 4 and 6, but for these:
+//  1. Nothing is appended (rule 5 is a command's).
+//  2. Every value a replacement writes goes through quote, so that what
+//     reads the name next (srun's % letters: a line holding "50%") takes
+//     it as it is.
+//  3. Without an input line — a --tasks line is a whole command, not
+//     input (noLine) — only {#} and {%} are filled; a string of the line
+//     ({} {.} {1} …) is refused, naming it.
+func FillFileName(pattern string, in job.Input, noLine bool, quote func(string) string) (string, error) {
+	if !strings.Contains(pattern, "{") {
+		return pattern, nil
+	}
+	if err := splitPerl([]string{pattern}); err != nil {
+		return "", err
+	}
+	f := filler{in: in, quote: quote, noLine: noLine}
+	s, _, err := f.word(pattern)
+	return s, err
+}
+
+// asIs is FillTemplate's quote: a command's argument is not read again.
+func asIs(s string) string { return s }
+
+// filler fills the replacement strings of one task.
+type filler struct {
+	in     job.Input
+	quote  func(string) string // what a replacement writes goes through it
+	noLine bool                // no input line: only {#} and {%} (FillFileName's rule 3)
+}
+
+// splitPerl is rule 7: a Perl expression in argv joined by blanks, as
+// parallel joins a command's words before it reads them.
+func splitPerl(argv []string) error {
+	opens := false
+	for _, a := range argv {
+		opens = opens || strings.Contains(a, "{")
+	}
+	if !opens {
+		return nil
+	}
+	joined := strings.Join(argv, " ")
+	for i := strings.IndexByte(joined, '{'); i >= 0; {
+		if perl := perlExpression(joined[i:]); perl != "" {
+			why := "a Perl expression, which gpulaunch does not run; it supports " + supported
+			if strings.Contains(perl, " ") && len(argv) > 1 && !inOneWord(argv, perl) {
+				why = "a Perl expression (the words " + strings.Join(quoteWords(strings.Split(perl, " ")), " ") + ": a shell split it where it was not quoted), which gpulaunch does not run; it supports " + supported
+			}
+			return &TemplateError{Text: perl, Why: why}
+		}
+		next := strings.IndexByte(joined[i+1:], '{')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return nil
+}
+
+// inOneWord: one of argv holds perl whole.
+func inOneWord(argv []string, perl string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, perl) {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteWords shows words as the shell split them: `{=` `s/,/_/g` `=}`.
+func quoteWords(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = "`" + w + "`"
+	}
+	return out
+}
+
 // appended is what rule 5 adds to a command without replacement strings.
 func appended(in job.Input) []string {
 	if in.Cols != nil {
@@ -72,8 +163,8 @@ func appended(in job.Input) []string {
 	return []string{in.Line}
 }
 
-// fillWord fills one argument, saying whether it held a replacement string.
-func fillWord(a string, in job.Input) (string, bool, error) {
+// word fills one argument, saying whether it held a replacement string.
+func (f filler) word(a string) (string, bool, error) {
 	if !strings.Contains(a, "{") {
 		return a, false, nil
 	}
@@ -96,7 +187,7 @@ func fillWord(a string, in job.Input) (string, bool, error) {
 			a = rest[1:]
 			continue
 		}
-		s, err := replacement(rest[1:end], in)
+		s, err := f.replacement(rest[1:end])
 		if err != nil {
 			return "", false, err
 		}
@@ -127,7 +218,8 @@ func replacementLike(body string) bool {
 }
 
 // replacement fills one replacement string {body} (rules 1 to 3, 6).
-func replacement(body string, in job.Input) (string, error) {
+func (f filler) replacement(body string) (string, error) {
+	in := f.in
 	switch body {
 	case "#":
 		return strconv.Itoa(in.Seq), nil
@@ -137,8 +229,11 @@ func replacement(body string, in job.Input) (string, error) {
 		}
 		return strconv.Itoa(in.Slot), nil
 	}
+	if f.noLine {
+		return "", f.withoutLine(body)
+	}
 	if v, ok := modified(in.Line, body); ok {
-		return v, nil
+		return f.quote(v), nil
 	}
 	digits := strings.TrimLeft(body, "-0123456789")
 	pos, err := strconv.Atoi(body[:len(body)-len(digits)])
@@ -150,9 +245,21 @@ func replacement(body string, in job.Input) (string, error) {
 		return "", err
 	}
 	if v, ok := modified(col, digits); ok {
-		return v, nil
+		return f.quote(v), nil
 	}
 	return "", &TemplateError{Text: "{" + body + "}", Why: "not a replacement string gpulaunch knows; it supports " + supported}
+}
+
+// withoutLine is FillFileName's rule 3: {body}, which is not {#} or
+// {%}, is refused: as a string of the line when it is one, else as a
+// string gpulaunch does not know.
+func (f filler) withoutLine(body string) error {
+	probe := filler{in: job.Input{Line: "x", Cols: []string{"x"}}, quote: asIs}
+	var te *TemplateError
+	if _, err := probe.replacement(body); err != nil && !(errors.As(err, &te) && te.Line) {
+		return err
+	}
+	return &TemplateError{Text: "{" + body + "}", Why: lineless}
 }
 
 // column is the line's column pos, from 1, or from the end when negative

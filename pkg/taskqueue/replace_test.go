@@ -56,6 +56,11 @@ func TestFillTemplate(t *testing.T) {
 		{rule: "5: {#} alone counts, nothing appended", argv: []string{"app", "{#}"}, in: job.Input{Line: "z", Seq: 5}, want: []string{"app", "5"}},
 		{rule: "5: {%} alone counts, nothing appended", argv: []string{"app", "{%}"}, in: job.Input{Line: "z", Seq: 5, Slot: 1}, want: []string{"app", "1"}},
 		{rule: "6: {%} stays until the slot is known", argv: []string{"app", "{%}-{}"}, in: job.Input{Line: "z", Seq: 5}, want: []string{"app", "{%}-z"}},
+		{rule: "7: a Perl expression a shell split into words", argv: []string{"echo", "{=", "s/,/_/g", "=}"}, in: line, bad: "{= s/,/_/g =}: a Perl expression (the words `{=` `s/,/_/g` `=}`: a shell split it where it was not quoted)"},
+		{rule: "7: inside longer words", argv: []string{"x{=", "$_", "=}y"}, in: line, bad: "{= $_ =}: a Perl expression (the words `{=` `$_` `=}`"},
+		{rule: "7: a positional one", argv: []string{"app", "{2=", "uc", "=}"}, in: line, bad: "{2= uc =}: a Perl expression (the words"},
+		{rule: "7: in one word of several, as rule 4", argv: []string{"app", "{= s/a/b/ =}", "x"}, in: line, bad: "{= s/a/b/ =}: a Perl expression, which"},
+		{rule: "7: {= without =} is text", argv: []string{"app", "{=", "x"}, in: job.Input{Line: "L"}, want: []string{"app", "{=", "x", "L"}},
 	} {
 		got, err := FillTemplate(tc.argv, tc.in)
 		switch {
@@ -123,4 +128,43 @@ func FuzzFillTemplate(f *testing.F) {
 			t.Fatalf("%q: %q without the slot, %q with", arg, first, got)
 		}
 	})
+}
+
+// FillFileName fills an -o/-e pattern for one task: the strings of
+// FillTemplate, nothing appended, what they write quoted for srun's %
+// letters, and without an input line only {#} and {%}.
+func TestFillFileName(t *testing.T) {
+	percent := func(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+	in := job.Input{Line: "data/run.1.json", Seq: 7, Slot: 2}
+	cols := job.Input{Line: "a.b,50%", Cols: []string{"a.b", "50%"}, Seq: 3, Slot: 1}
+	for _, tc := range []struct {
+		rule    string
+		pattern string
+		in      job.Input
+		noLine  bool
+		want    string
+		bad     string
+	}{
+		{rule: "1: every string of the line, nothing appended", pattern: "o/{}|{.}|{/}|{//}|{/.}|{#}|{%}|{1}|{1/.}|%t.log", in: in, want: "o/data/run.1.json|data/run.1|run.1.json|data|run.1|7|2|data/run.1.json|run.1|%t.log"},
+		{rule: "1: no replacement string: as it is", pattern: "sweep-%j.log", in: in, want: "sweep-%j.log"},
+		{rule: "1: columns", pattern: "o/{1.}-{-1}.log", in: cols, want: "o/a-50%%.log"},
+		{rule: "1: a column the line lacks", pattern: "o/{3}.log", in: cols, bad: "{3}: the line has 2 column(s)"},
+		{rule: "1: a Perl expression", pattern: "o/{= s/a/b/ =}.log", in: in, bad: "{= s/a/b/ =}: a Perl expression"},
+		{rule: "1: --plus", pattern: "o/{+/}.log", in: in, bad: "{+/}: not a replacement string"},
+		{rule: "2: what is written is quoted", pattern: "o/{}.log", in: job.Input{Line: "50%t", Seq: 1}, want: "o/50%%t.log"},
+		{rule: "2: one pass", pattern: "o/{}.log", in: job.Input{Line: "{#}", Seq: 1}, want: "o/{#}.log"},
+		{rule: "3: without a line {#} and {%}", pattern: "o/{#}-{%}.log", in: job.Input{Seq: 4, Slot: 3}, noLine: true, want: "o/4-3.log"},
+		{rule: "3: without a line {} is refused", pattern: "o/{}.log", in: job.Input{Seq: 4}, noLine: true, bad: "{}: a string of --each-line's input line, and a --tasks line is a whole command"},
+		{rule: "3: without a line {2/} is refused", pattern: "o/{2/}.log", in: job.Input{Seq: 4}, noLine: true, bad: "{2/}: a string of --each-line's input line"},
+		{rule: "3: without a line an unknown one is unknown", pattern: "o/{+.}.log", in: job.Input{Seq: 4}, noLine: true, bad: "{+.}: not a replacement string"},
+		{rule: "3: without a line Perl is Perl", pattern: "o/{= 1 =}.log", in: job.Input{Seq: 4}, noLine: true, bad: "a Perl expression"},
+	} {
+		got, err := FillFileName(tc.pattern, tc.in, tc.noLine, percent)
+		switch {
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("rule %s: %q: %q, %v; want an error with %q", tc.rule, tc.pattern, got, err, tc.bad)
+		case tc.bad == "" && (err != nil || got != tc.want):
+			t.Errorf("rule %s: %q = %q, %v; want %q", tc.rule, tc.pattern, got, err, tc.want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package taskqueue
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -8,41 +9,55 @@ import (
 
 func TestSplitWords(t *testing.T) {
 	for _, tc := range []struct {
+		rule string
 		line string
 		want []string
-		bad  string // part of the error; "" for none
+		kind LineFault // the refusal's, when want is nil
+		bad  string    // part of the error
 	}{
-		{line: "python train.py --lr 0.1", want: []string{"python", "train.py", "--lr", "0.1"}},
-		{line: "  ./app\t a  ", want: []string{"./app", "a"}},
-		{line: `app 'two words' "and more" a\ b`, want: []string{"app", "two words", "and more", "a b"}},
-		{line: `app "say \"hi\" \\ \$5" 'it''s'`, want: []string{"app", `say "hi" \ $5`, "its"}},
-		{line: `app '' ""`, want: []string{"app", "", ""}},
-		{line: "app --tag=run#3 a~b x! {} {a} } ]", want: []string{"app", "--tag=run#3", "a~b", "x!", "{}", "{a}", "}", "]"}},
-		{line: "app '$HOME' '*.txt' '|'", want: []string{"app", "$HOME", "*.txt", "|"}},
-		{line: "app | tee out", bad: `'|'`},
-		{line: "app > out", bad: `'>'`},
-		{line: "a; b", bad: `';'`},
-		{line: "app &", bad: `'&'`},
-		{line: "app $HOME", bad: `'$'`},
-		{line: "app `date`", bad: "'`'"},
-		{line: `app "$HOME"`, bad: "inside double quotes"},
-		{line: "app *.txt", bad: `'*'`},
-		{line: "app file?", bad: `'?'`},
-		{line: "app ~/data", bad: `'~'`},
-		{line: "app {1..3}", bad: `'{'`},
-		{line: "app {a,b}", bad: `'{'`},
-		{line: "app # comment", bad: `'#'`},
-		{line: "(app)", bad: `'('`},
-		{line: "app 'open", bad: "unclosed single quote"},
-		{line: `app "open`, bad: "unclosed double quote"},
-		{line: `app \`, bad: "trailing backslash"},
+		{rule: "1", line: "python train.py --lr 0.1", want: []string{"python", "train.py", "--lr", "0.1"}},
+		{rule: "1", line: "  ./app\t a  ", want: []string{"./app", "a"}},
+		{rule: "1", line: `app 'two words' "and more" a\ b`, want: []string{"app", "two words", "and more", "a b"}},
+		{rule: "1", line: `app "say \"hi\" \\ \$5" 'it''s'`, want: []string{"app", `say "hi" \ $5`, "its"}},
+		{rule: "1", line: `app '' ""`, want: []string{"app", "", ""}},
+		{rule: "1", line: "app --tag=run#3 a~b x! {} {a} } ]", want: []string{"app", "--tag=run#3", "a~b", "x!", "{}", "{a}", "}", "]"}},
+		{rule: "1", line: "app '$HOME' '*.txt' '|'", want: []string{"app", "$HOME", "*.txt", "|"}},
+		{rule: "1: an assignment after the command is an argument", line: "make CC=gcc", want: []string{"make", "CC=gcc"}},
+		{rule: "1: env sets the variable", line: "env VAR=1 echo hi", want: []string{"env", "VAR=1", "echo", "hi"}},
+		{rule: "1: a quoted name is no assignment", line: "'VAR=1' x", want: []string{"VAR=1", "x"}},
+		{rule: "1: not a name", line: "1A=b x", want: []string{"1A=b", "x"}},
+		{rule: "1: braces across words are no expansion", line: "echo {= s/,/_/g =}", want: []string{"echo", "{=", "s/,/_/g", "=}"}},
+		{rule: "1: {..} is no range", line: "echo {..} {a..} {1..x}", want: []string{"echo", "{..}", "{a..}", "{1..x}"}},
+		{rule: "1: every replacement string is text", line: "echo {} {.} {/} {//} {/.} {#} {%} {1} {-1} {2.} {+/} {0} {##}", want: []string{"echo", "{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}", "{1}", "{-1}", "{2.}", "{+/}", "{0}", "{##}"}},
+		{rule: "2", line: "app | tee out", kind: NeedsShell, bad: `'|'`},
+		{rule: "2", line: "app > out", kind: NeedsShell, bad: `'>'`},
+		{rule: "2", line: "a; b", kind: NeedsShell, bad: `';'`},
+		{rule: "2", line: "app &", kind: NeedsShell, bad: `'&'`},
+		{rule: "2", line: "app $HOME", kind: NeedsShell, bad: `'$'`},
+		{rule: "2", line: "app `date`", kind: NeedsShell, bad: "'`'"},
+		{rule: "2", line: `app "$HOME"`, kind: NeedsShell, bad: "inside double quotes"},
+		{rule: "2", line: "app *.txt", kind: NeedsShell, bad: `'*'`},
+		{rule: "2", line: "app file?", kind: NeedsShell, bad: `'?'`},
+		{rule: "2", line: "app ~/data", kind: NeedsShell, bad: `'~'`},
+		{rule: "2", line: "app {1..3}", kind: NeedsShell, bad: `'{'`},
+		{rule: "2", line: "app x{a..e..2}y", kind: NeedsShell, bad: `'{'`},
+		{rule: "2", line: "app {a,b}", kind: NeedsShell, bad: `'{'`},
+		{rule: "2: a list with a quoted blank is one word", line: "app {a,'b c'}", kind: NeedsShell, bad: `'{'`},
+		{rule: "2", line: "app # comment", kind: NeedsShell, bad: `'#'`},
+		{rule: "2", line: "(app)", kind: NeedsShell, bad: `'('`},
+		{rule: "2: an assignment", line: "VAR=1 echo hi", kind: NeedsShell, bad: "VAR=1 (a variable set for the command, a shell feature), which needs a shell: add --shell to run each line with /bin/sh -c, or start the line with env: env VAR=1 …"},
+		{rule: "2: an assignment alone", line: "_x=a'b c'", kind: NeedsShell, bad: "_x=a'b c' (a variable"},
+		{rule: "3", line: "app 'open", kind: Syntax, bad: "an unclosed single quote (column 5): a syntax error, which a shell refuses too (--shell does not help)"},
+		{rule: "3", line: `app "open`, kind: Syntax, bad: "an unclosed double quote (column 5)"},
+		{rule: "4", line: `app \`, kind: Continued, bad: "the line ends in a backslash"},
 	} {
 		got, err := SplitWords(tc.line)
+		var le *LineError
 		switch {
-		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
-			t.Errorf("SplitWords(%q) = %q, %v; want an error naming %s", tc.line, got, err, tc.bad)
-		case tc.bad == "" && (err != nil || strings.Join(got, "\x00") != strings.Join(tc.want, "\x00")):
-			t.Errorf("SplitWords(%q) = %q, %v; want %q", tc.line, got, err, tc.want)
+		case tc.want == nil && (!errors.As(err, &le) || le.Kind != tc.kind || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("rule %s: SplitWords(%q) = %q, %v; want a refusal of kind %d naming %s", tc.rule, tc.line, got, err, tc.kind, tc.bad)
+		case tc.want != nil && (err != nil || strings.Join(got, "\x00") != strings.Join(tc.want, "\x00")):
+			t.Errorf("rule %s: SplitWords(%q) = %q, %v; want %q", tc.rule, tc.line, got, err, tc.want)
 		}
 	}
 }
