@@ -70,6 +70,82 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqu
 	return fileClash(uses, fileIdentity)
 }
 
+// outputName refuses, before anything starts, what an output flag's file
+// name holds that the flag does not read: each was written as it was
+// given (--report r-%t.json one r-0.json, -o 'x/{}.log' a file named
+// {}.log, report --svg - a file named -). The rules, in order:
+//  1. "-" is the flag's console stream where it has one: -o's stdout and
+//     -e's stderr (as without them: `-o out.log -e -` keeps stderr on the
+//     console), report's --svg and --html (its stdout holds nothing else),
+//     and --joblog's stdout (GNU parallel's --joblog -). Elsewhere stdout
+//     carries the instances' output or a study's table: "-" is refused.
+//  2. srun's patterns (%t %j %s %N %n, with widths, and %%) are read by
+//     -o and -e, and by --report and --metrics-file (one file per node:
+//     %t is refused there, nodePath). Elsewhere a name is taken as it is,
+//     and a pattern in it is refused by name.
+//  3. GNU parallel's replacement strings are read by a queue's -o and -e,
+//     per task (checkPattern). Elsewhere one is refused by name.
+func outputName(flag, name string, queue bool) error {
+	kind, ok := outputKinds[flag]
+	if !ok {
+		panic("outputName: no kind for " + flag) // a new output flag needs its row
+	}
+	if name == "-" && !kind.dash {
+		return usagef("%s -: - is stdout, which %s; give a file name", flag, kind.stdout)
+	}
+	if !kind.srun {
+		if p := srunPatternIn(name); p != "" {
+			return usagef("%s %s: %s is a pattern of -o, -e, --report and --metrics-file; %s's file is named as given: give the name itself (e.g. with $SLURM_JOB_ID)", flag, name, p, flag)
+		}
+	}
+	if r := taskqueue.ReplacementIn(name); r != "" && !(kind.tasks && queue) {
+		where := "a task queue's -o and -e (--each-line, --tasks)"
+		if kind.tasks {
+			where += "; a run's instance is %t"
+		}
+		return usagef("%s %s: %s is a replacement string, filled in %s; %s's file is named as given here", flag, name, r, where, flag)
+	}
+	return nil
+}
+
+// outputKind is what an output flag's file name may hold (outputName).
+type outputKind struct {
+	dash   bool   // rule 1: "-" is its console stream
+	stdout string // rule 1: what stdout carries where "-" is refused
+	srun   bool   // rule 2: srun's patterns are read
+	tasks  bool   // rule 3: replacement strings are read in a queue
+}
+
+// outputKinds are every output flag's, by the name messages give it.
+var outputKinds = map[string]outputKind{
+	"-o": {dash: true, srun: true, tasks: true}, "-e": {dash: true, srun: true, tasks: true},
+	"--report":       {stdout: "carries the instances' output", srun: true},
+	"--metrics-file": {stdout: "carries the instances' output", srun: true},
+	"--joblog":       {dash: true},
+	"scale --json":   {stdout: "carries the study's table"}, "scale --svg": {stdout: "carries the study's table"},
+	"report --svg": {dash: true}, "report --html": {dash: true},
+}
+
+// srunPatternIn is the first of srun's patterns in name (%t, %3t, %j …;
+// a % before a letter, with a width or not); "" when there is none.
+func srunPatternIn(name string) string {
+	for i := strings.IndexByte(name, '%'); i >= 0 && i < len(name)-1; {
+		j := i + 1
+		for j < len(name) && name[j] >= '0' && name[j] <= '9' {
+			j++
+		}
+		if j < len(name) && (name[j] >= 'a' && name[j] <= 'z' || name[j] >= 'A' && name[j] <= 'Z') {
+			return name[i : j+1]
+		}
+		next := strings.IndexByte(name[i+1:], '%')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return ""
+}
+
 // outputUses are an instance's or a task's -o and -e files; -e is left
 // out where it is -o's file (srun's default without -e).
 func outputUses(stdout, stderr string) []pathUse {

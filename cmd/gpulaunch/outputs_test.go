@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -121,5 +122,73 @@ func TestFileIdentity(t *testing.T) {
 		if s, ok := fileIdentity(p); ok {
 			t.Errorf("%s has identity %q, want none", p, s)
 		}
+	}
+}
+
+// Every output flag against every kind of pattern (issue 34's class):
+// what the flag reads is read, the rest refused by name — never written as
+// given (outputName's rules). The queue's -o and -e, which fill every
+// replacement string per task, are TestQueueOutputOptionsAgainstEveryPatternKind's.
+func TestEveryOutputAgainstEveryPatternKind(t *testing.T) {
+	kinds := []struct{ name, value string }{
+		{"stdout", "-"}, {"an instance", "r-%t.x"}, {"a width", "r-%3t.x"}, {"the job", "r-%j.x"}, {"the host", "r-%N.x"},
+		{"a literal %", "r-%%.x"}, {"a line", "r-{}.x"}, {"a column", "r-{1}.x"}, {"a task", "r-{#}.x"}, {"Perl", "r-{= $_ =}.x"},
+		{"plain", "r.x"}, {"braces of no replacement", "r-{a,b}.x"},
+	}
+	// what each flag does with each kind: "" read (or taken as given), else the refusal's words
+	want := map[string]map[string]string{
+		"-o":             {"a line": "{} is a replacement string", "a column": "{1} is a replacement string", "a task": "{#} is a replacement string", "Perl": "is a replacement string"},
+		"--report":       {"stdout": "- is stdout, which carries the instances' output", "a line": "{} is a replacement string", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement string"},
+		"--joblog":       {"an instance": "%t is a pattern of -o", "a width": "%3t is a pattern", "the job": "%j is a pattern", "the host": "%N is a pattern", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement string"},
+		"scale --json":   {"stdout": "carries the study's table", "an instance": "%t is a pattern", "a width": "%3t is", "the job": "%j is", "the host": "%N is", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
+		"report --svg":   {"an instance": "%t is a pattern", "a width": "%3t is", "the job": "%j is", "the host": "%N is", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
+		"--metrics-file": {"stdout": "carries the instances' output", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
+	}
+	want["-e"], want["scale --svg"], want["report --html"] = want["-o"], want["scale --json"], want["report --svg"]
+	for flag := range outputKinds {
+		if want[flag] == nil {
+			t.Errorf("%s: an output flag without its row", flag)
+		}
+	}
+	for flag, refusals := range want {
+		for _, k := range kinds {
+			t.Run(flag+"/"+k.name, func(t *testing.T) {
+				err := outputName(flag, k.value, false)
+				switch why := refusals[k.name]; {
+				case why == "" && err != nil:
+					t.Errorf("%s %s refused: %v", flag, k.value, err)
+				case why != "" && (err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), flag)):
+					t.Errorf("%s %s: %v, want a refusal naming %s with %q", flag, k.value, err, flag, why)
+				}
+			})
+		}
+	}
+}
+
+// "-" where it is the console's stream: -e - keeps stderr on gpulaunch's
+// stderr beside -o's file; --joblog - writes the joblog on stdout among
+// the tasks' output, as GNU parallel's; report --svg - the picture.
+func TestDashIsTheConsole(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.log")
+	cmd := gpulaunch(t, "-q", "-n", "1", "-G", "0", "-o", out, "-e", "-", "--", "sh", "-c", "echo to-out; echo to-err >&2")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "to-out\n" || !strings.Contains(stderr.String(), "to-err") {
+		t.Errorf("-o FILE -e -: file %q, stderr %q", b, stderr.String())
+	}
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte("a\nb\n"), 0o644)
+	cmd = gpulaunch(t, "-q", "--each-line", in, "-n", "1", "-G", "0", "--joblog", "-", "--", "echo")
+	cmd.Dir = dir
+	b, err := cmd.Output()
+	if err != nil || !strings.HasPrefix(string(b), "Seq\tHost\tStarttime") || !regexp.MustCompile(`(?m)^2\t:\t.*\techo b$`).Match(b) {
+		t.Errorf("--joblog -: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
+		t.Error("--joblog - wrote a file named -")
 	}
 }

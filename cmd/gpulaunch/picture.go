@@ -53,7 +53,13 @@ func (a *app) report(args []string) error {
 	}
 	uses := []pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}}
 	for _, o := range outs {
-		if o.path == "" || o.path == "-" {
+		if o.path == "" {
+			continue
+		}
+		if err := outputName("report "+o.flag, o.path, false); err != nil {
+			return err
+		}
+		if o.path == "-" {
 			continue
 		}
 		if err := checkWritable(o.path); err != nil {

@@ -179,9 +179,24 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 			return nil, err
 		}
 	}
+	outputs := [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}, {"--report", o.flags.report},
+		{"--metrics-file", o.flags.metricsFile}, {"--joblog", o.tasks.joblog}}
+	for _, f := range outputs {
+		if f[1] != "" {
+			if err := outputName(f[0], f[1], o.tasks.queueMode()); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// srun's: without -e, stderr goes where -o sends stdout
 	if o.flags.output != "" && !o.fs.Changed("error") {
 		o.flags.error = o.flags.output
+	}
+	// - is the console's stream (outputName's rule 1)
+	for _, f := range []*string{&o.flags.output, &o.flags.error} {
+		if *f == "-" {
+			*f = ""
+		}
 	}
 	if m := o.flags.openMode; m != "" && m != string(process.OpenTruncate) && m != string(process.OpenAppend) {
 		return nil, usagef("--open-mode %q: use truncate or append (as srun)", m)

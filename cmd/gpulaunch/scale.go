@@ -187,6 +187,9 @@ func (o *scaleOptions) check() error {
 	}
 	for flag, file := range map[string]string{"--json": o.json, "--svg": o.svg} {
 		if file != "" {
+			if err := outputName("scale "+flag, file, false); err != nil {
+				return err
+			}
 			if err := checkWritable(file); err != nil {
 				return usagef("%s %s: %v: nothing was started", flag, file, err)
 			}

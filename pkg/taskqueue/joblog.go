@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
@@ -54,7 +55,7 @@ func OpenJoblog(path string, resume bool) (*Joblog, error) {
 	if !resume && !stream {
 		flags |= os.O_TRUNC
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := openJoblogFile(path, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +70,28 @@ func OpenJoblog(path string, resume bool) (*Joblog, error) {
 	return &Joblog{f: f, path: path}, nil
 }
 
+// openJoblogFile opens path; "-" is gpulaunch's own stdout, written where
+// its other output goes (parallel writes to its STDOUT handle), not
+// reopened as /dev/stdout, which starts at another offset of a file.
+func openJoblogFile(path string, flags int) (*os.File, error) {
+	if path != "-" {
+		return os.OpenFile(path, flags, 0o644)
+	}
+	fd, err := syscall.Dup(1) // Close closes the copy, not stdout
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "stdout"), nil
+}
+
 // ownDescriptor is the name of one of gpulaunch's own file descriptors.
 var ownDescriptor = regexp.MustCompile(`^/(dev/(stdin|stdout|stderr|fd/[0-9]+)|proc/(self|thread-self|[0-9]+)/fd/[0-9]+)$`)
 
 // JoblogStream says whether a --joblog path is a stream rather than a
 // file: what is written there cannot be read back by a --resume, nor
 // kept by a lock. The rules, in order:
-//  1. The name of one of gpulaunch's own file descriptors —
+//  1. "-" is stdout (GNU parallel's --joblog -), and the name of one of
+//     gpulaunch's own file descriptors —
 //     /dev/stdout, /dev/stderr, /dev/stdin, /dev/fd/N, /proc/self/fd/N — is a
 //     stream, whatever the shell opened there (a terminal, a pipe, or a
 //     file opened with > or >>, whose name is not this one): the joblog
@@ -87,7 +103,7 @@ var ownDescriptor = regexp.MustCompile(`^/(dev/(stdin|stdout|stderr|fd/[0-9]+)|p
 //     beside it (there is no "beside" in /proc/self/fd, and no second
 //     sweep can resume it); and --resume refuses it.
 func JoblogStream(path string) bool {
-	if ownDescriptor.MatchString(filepath.Clean(path)) {
+	if path == "-" || ownDescriptor.MatchString(filepath.Clean(path)) {
 		return true
 	}
 	fi, err := os.Stat(path)

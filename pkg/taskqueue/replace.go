@@ -211,6 +211,28 @@ func perlExpression(s string) string {
 	return s[:len(s)-len(body)+1+end+2]
 }
 
+// ReplacementIn is the first of GNU parallel's replacement strings in s
+// — {} {.} {1} {#} {%} {= … =}, any that parallel would read as one
+// (replacementLike) — and "" when s holds none. It is for the names
+// where none is filled (a run's -o, a joblog's, a report's), so that each
+// is refused by name instead of written as it is ({}.log).
+func ReplacementIn(s string) string {
+	for i := strings.IndexByte(s, '{'); i >= 0; {
+		if perl := perlExpression(s[i:]); perl != "" {
+			return perl
+		}
+		if j := strings.IndexByte(s[i:], '}'); j > 0 && !strings.ContainsRune(s[i+1:i+j], '{') && replacementLike(s[i+1:i+j]) {
+			return s[i : i+j+1]
+		}
+		next := strings.IndexByte(s[i+1:], '{')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return ""
+}
+
 // replacementLike: would parallel read {body} as a replacement string
 // (rules 1 and 4)? Its bodies are made of digits and "-+./#%" alone.
 func replacementLike(body string) bool {

@@ -168,3 +168,17 @@ func TestFillFileName(t *testing.T) {
 		}
 	}
 }
+
+// ReplacementIn finds the replacement strings parallel would read, for the
+// names where none is filled.
+func TestReplacementIn(t *testing.T) {
+	for s, want := range map[string]string{
+		"out.log": "", "x/{}.log": "{}", "{1}-{2}": "{1}", "a{.}b": "{.}", "{/.}": "{/.}", "{#}": "{#}", "{%}": "{%}",
+		"{= s/a/b/ =}.log": "{= s/a/b/ =}", "{2= uc =}": "{2= uc =}", "{foo}.log": "", "{a,b}": "", "{": "", "}{": "", "x{{}}": "{}",
+		"{-1}": "{-1}", "{+.}": "{+.}",
+	} {
+		if got := ReplacementIn(s); got != want {
+			t.Errorf("ReplacementIn(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
