@@ -418,7 +418,11 @@ func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint summary.Pain
 	if s.Run.Finished {
 		state = "finished"
 	}
-	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %d instances: %s · %s", where, state, len(s.Instances), strings.Join(parts, ", "), sampled), width))
+	instances := fmt.Sprintf("%d instances", len(s.Instances))
+	if len(s.Instances) == 1 {
+		instances = "1 instance"
+	}
+	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %s: %s · %s", where, state, instances, strings.Join(parts, ", "), sampled), width))
 	if len(s.Run.Command) > 0 { // a --tasks queue has no COMMAND of its own
 		// quoted as the joblog quotes a task's command, so that it reads back
 		fmt.Fprintln(w, cutLine("  "+shellJoin(s.Run.Command), width))

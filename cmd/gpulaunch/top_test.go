@@ -173,3 +173,17 @@ func TestTopPaneHeight(t *testing.T) {
 		}
 	}
 }
+
+// The status header counts its instances in words: "1 instance", not
+// "1 instances" (issue 34).
+func TestStatusHeaderCountsInWords(t *testing.T) {
+	for n, want := range map[int]string{1: "· 1 instance: ", 8: "· 8 instances: "} {
+		s := eightOnH100()
+		s.Instances = s.Instances[:n]
+		var b strings.Builder
+		writeStatus(&b, s, 200, summary.Paint(false))
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%d instance(s): header %q, want %q", n, strings.SplitN(b.String(), "\n", 2)[0], want)
+		}
+	}
+}
