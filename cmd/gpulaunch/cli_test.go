@@ -172,7 +172,7 @@ func TestBadInput(t *testing.T) {
 		{"simulate and node file", nil, []string{"info", "--simulate", "dgx-h100", "--node-file", "x.json"}, "give one"},
 		{"missing node file", nil, []string{"info", "--node-file", "/nonexistent/node.json"}, "--node-file: node file"},
 		{"missing node file from env", binding.Env{"GPULAUNCH_NODE_FILE": "/nonexistent/n.json"}, []string{"info"}, "GPULAUNCH_NODE_FILE=/nonexistent/n.json"},
-		{"report in a missing directory", binding.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--report", "/nonexistent/dir/r.json", "--", "true"}, "does not exist: nothing was started"},
+		{"report in a missing directory", binding.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--report", "/nonexistent/dir/r.json", "--", "true"}, "does not exist (create it: mkdir -p /nonexistent/dir): nothing was started"},
 		{"bad monitor interval", binding.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--monitor-interval", "often", "--", "true"}, "--monitor-interval"},
 		{"rank mode without GPUs", binding.Env{"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PATH": "/bin:/usr/bin"}, []string{"--", "true"}, "give -G 0"},
 	}

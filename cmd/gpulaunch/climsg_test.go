@@ -156,7 +156,7 @@ func TestEveryCountIsBounded(t *testing.T) {
 			if f.Value.Type() != "int" {
 				return
 			}
-			r, ok := countRanges[f.Name]
+			r, ok := countRangeOf(f.Name)
 			if !ok {
 				t.Errorf("%s --%s: a whole-number flag without a range in countRanges", cmd, f.Name)
 				return

@@ -36,7 +36,7 @@ func TestDistributedBadInput(t *testing.T) {
 		want string
 	}{
 		{"master port without --ddp", nil, []string{"-n", "2", "-G", "0", "--master-port", "29500", "--", "true"}, "--master-port only means something with --ddp"},
-		{"port out of range", nil, []string{"-n", "2", "-G", "0", "--ddp", "--master-port", "70000", "--", "true"}, "--master-port 70000: a port is 1..65535"},
+		{"port out of range", nil, []string{"-n", "2", "-G", "0", "--ddp", "--master-port", "70000", "--", "true"}, "--master-port 70000: too large: a port is 1..65535"},
 		{"unknown --ranks", nil, []string{"-n", "2", "-G", "0", "--ranks", "nodes", "--", "true"}, `--ranks "nodes": use global`},
 		{"a task queue over nodes with --ranks local", nodeOfStep("0"), []string{"-n", "2", "-G", "0", "--ranks", "local", "--tasks", tasks}, "every node would run every task"},
 		{"a task queue over nodes without a key directory", nodeOfStep("0"), []string{"-n", "2", "-G", "0", "--tasks", tasks}, "HOME is not set: set GPULAUNCH_KEY_DIR"},

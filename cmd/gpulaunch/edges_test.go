@@ -341,7 +341,7 @@ func TestMessagesInPlainWords(t *testing.T) {
 		{[]string{"-n", "abc", "--", "true"}, `-n/--ntasks: invalid argument "abc": not a whole number`},
 		{[]string{"-n", "1", "-G", "0", "--", ""}, "the COMMAND after -- is an empty word"},
 		{[]string{"-n", "1", "-G", "0", "--each-line", nul, "--", "echo", "{}"}, "line 2 holds a NUL byte"},
-		{[]string{"-n", "100000", "-G", "0", "--", "true"}, "-n 100000 puts 100000 instances without a GPU of their own on 2 allowed CPU(s)"},
+		{[]string{"-n", "5000", "-G", "0", "--", "true"}, "-n 5000 puts 5000 instances without a GPU of their own on 2 allowed CPU(s)"},
 		{[]string{"-n", "1", "-G", "0", "--json", "--", "true"}, "--json: a run writes its summary as a table"},
 		{[]string{"-n", "1", "-G", "0", "--retries", "0", "--each-line", nul, "--", "echo"}, `--retries 0: GNU parallel reads 0 as "try forever"`},
 	} {

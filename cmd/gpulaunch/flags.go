@@ -84,7 +84,8 @@ func decimalInts(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {
 		case "int":
-			f.Value = decimal{f.Value, countRanges[f.Name].hi}
+			r, _ := countRangeOf(f.Name)
+			f.Value = decimal{f.Value, r.hi}
 		case "float64":
 			f.Value = finite{f.Value}
 		}
@@ -93,6 +94,7 @@ func decimalInts(fs *pflag.FlagSet) {
 
 // countRange is the values a whole-number flag takes and what they count.
 type countRange struct {
+	name   string // the flag's
 	lo, hi int64
 	of     string
 }
@@ -104,18 +106,30 @@ type countRange struct {
 // lower ends stay the commands' own checks, which say what the smallest
 // values mean (-c 0, --tail 0); here they only word the range.
 // TestEveryCountIsBounded holds every int flag of every command to a row.
-var countRanges = map[string]countRange{
-	"ntasks":        {1, binding.MaxInstances, "instances on one node are"},
-	"gpus-per-task": {0, binding.MaxGPUsPerInstance, "GPUs per instance are"},
-	"cpus-per-task": {1, binding.MaxCPUsPerInstance, "CPUs per instance are"},
-	"restarts":      {0, launcher.MaxRestarts, "restarts of an instance are"},
-	"retries":       {1, taskqueue.MaxTries, "tries of a task are"},
-	"repeat":        {1, scaling.MaxRepeat, "rounds of a study are"},
-	"master-port":   {1, 65535, "a port is"},
-	"mps-threads":   {1, 100, "an instance's active thread percentage is"},
-	"pid":           {1, control.MaxPID, "a pid is"},
+// A list, not a map: a map is built at init, at every start of gpulaunch
+// (TestStartPathInits); this is laid out by the linker.
+var countRanges = []countRange{
+	{"ntasks", 1, binding.MaxInstances, "instances on one node are"},
+	{"gpus-per-task", 0, binding.MaxGPUsPerInstance, "GPUs per instance are"},
+	{"cpus-per-task", 1, binding.MaxCPUsPerInstance, "CPUs per instance are"},
+	{"restarts", 0, launcher.MaxRestarts, "restarts of an instance are"},
+	{"retries", 1, taskqueue.MaxTries, "tries of a task are"},
+	{"repeat", 1, scaling.MaxRepeat, "rounds of a study are"},
+	{"master-port", 1, 65535, "a port is"},
+	{"mps-threads", 1, 100, "an instance's active thread percentage is"},
+	{"pid", 1, control.MaxPID, "a pid is"},
 	// as tail -n: a count beyond the lines kept shows all that is kept
-	"tail": {0, math.MaxInt64, "lines are"},
+	{"tail", 0, math.MaxInt64, "lines are"},
+}
+
+// countRangeOf is the range of the whole-number flag name.
+func countRangeOf(name string) (countRange, bool) {
+	for _, r := range countRanges {
+		if r.name == name {
+			return r, true
+		}
+	}
+	return countRange{}, false
 }
 
 // String is the range in a message: "instances on one node are 1..8192".
@@ -230,7 +244,7 @@ func closestFlag(fs *pflag.FlagSet, name string) string {
 func outOfRange(f *pflag.Flag, value string) string {
 	neg := strings.HasPrefix(strings.TrimSpace(value), "-")
 	typ := f.Value.Type()
-	if r, ok := countRanges[f.Name]; ok && typ == "int" {
+	if r, ok := countRangeOf(f.Name); ok && typ == "int" {
 		return map[bool]string{false: "too large: ", true: "too small: "}[neg] + r.String()
 	}
 	switch {

@@ -86,10 +86,7 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqu
 //  3. GNU parallel's replacement strings are read by a queue's -o and -e,
 //     per task (checkPattern). Elsewhere one is refused by name.
 func outputName(flag, name string, queue bool) error {
-	kind, ok := outputKinds[flag]
-	if !ok {
-		panic("outputName: no kind for " + flag) // a new output flag needs its row
-	}
+	kind := outputKindOf(flag)
 	if name == "-" && !kind.dash {
 		return usagef("%s -: - is stdout, which %s; give a file name", flag, kind.stdout)
 	}
@@ -110,22 +107,33 @@ func outputName(flag, name string, queue bool) error {
 
 // outputKind is what an output flag's file name may hold (outputName).
 type outputKind struct {
+	flag   string // as messages name it: -o, --report, scale --json
 	dash   bool   // rule 1: "-" is its console stream
 	stdout string // rule 1: what stdout carries where "-" is refused
 	srun   bool   // rule 2: srun's patterns are read
 	tasks  bool   // rule 3: replacement strings are read in a queue
 }
 
-// outputKinds are every output flag's, by the name messages give it.
-var outputKinds = map[string]outputKind{
-	"-o": {dash: true, srun: true, tasks: true}, "-e": {dash: true, srun: true, tasks: true},
-	"--report":       {stdout: "carries the instances' output", srun: true},
-	"--metrics-file": {stdout: "carries the instances' output", srun: true},
-	"--joblog":       {dash: true},
-	"scale --json":   {stdout: "carries the study's table"}, "scale --svg": {stdout: "carries the study's table"},
-	"report --svg": {dash: true}, "report --html": {dash: true},
+// outputKinds are every output flag's: a list, laid out by the linker,
+// where a map would be built at every start (TestStartPathInits).
+var outputKinds = []outputKind{
+	{flag: "-o", dash: true, srun: true, tasks: true}, {flag: "-e", dash: true, srun: true, tasks: true},
+	{flag: "--report", stdout: "carries the instances' output", srun: true},
+	{flag: "--metrics-file", stdout: "carries the instances' output", srun: true},
+	{flag: "--joblog", dash: true},
+	{flag: "scale --json", stdout: "carries the study's table"}, {flag: "scale --svg", stdout: "carries the study's table"},
+	{flag: "report --svg", dash: true}, {flag: "report --html", dash: true},
 }
 
+// outputKindOf is flag's kind; a flag without one is a programming error.
+func outputKindOf(flag string) outputKind {
+	for _, k := range outputKinds {
+		if k.flag == flag {
+			return k
+		}
+	}
+	panic("outputName: no kind for " + flag + " (a new output flag needs its row in outputKinds)")
+}
 // srunPatternIn is the first of srun's patterns in name (%t, %3t, %j …;
 // a % before a letter, with a width or not); "" when there is none.
 func srunPatternIn(name string) string {

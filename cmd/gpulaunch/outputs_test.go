@@ -145,9 +145,9 @@ func TestEveryOutputAgainstEveryPatternKind(t *testing.T) {
 		"--metrics-file": {"stdout": "carries the instances' output", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
 	}
 	want["-e"], want["scale --svg"], want["report --html"] = want["-o"], want["scale --json"], want["report --svg"]
-	for flag := range outputKinds {
-		if want[flag] == nil {
-			t.Errorf("%s: an output flag without its row", flag)
+	for _, k := range outputKinds {
+		if want[k.flag] == nil {
+			t.Errorf("%s: an output flag without its row", k.flag)
 		}
 	}
 	for flag, refusals := range want {

@@ -84,8 +84,12 @@ func openJoblogFile(path string, flags int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "stdout"), nil
 }
 
-// ownDescriptor is the name of one of gpulaunch's own file descriptors.
-var ownDescriptor = regexp.MustCompile(`^/(dev/(stdin|stdout|stderr|fd/[0-9]+)|proc/(self|thread-self|[0-9]+)/fd/[0-9]+)$`)
+// ownDescriptor is the name of one of gpulaunch's own file descriptors;
+// compiled at its first use, not at every start (TestStartPathInits: 32
+// KB at each start, rank mode's included).
+var ownDescriptor = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/(dev/(stdin|stdout|stderr|fd/[0-9]+)|proc/(self|thread-self|[0-9]+)/fd/[0-9]+)$`)
+})
 
 // JoblogStream says whether a --joblog path is a stream rather than a
 // file: what is written there cannot be read back by a --resume, nor
@@ -103,7 +107,7 @@ var ownDescriptor = regexp.MustCompile(`^/(dev/(stdin|stdout|stderr|fd/[0-9]+)|p
 //     beside it (there is no "beside" in /proc/self/fd, and no second
 //     sweep can resume it); and --resume refuses it.
 func JoblogStream(path string) bool {
-	if path == "-" || ownDescriptor.MatchString(filepath.Clean(path)) {
+	if path == "-" || ownDescriptor().MatchString(filepath.Clean(path)) {
 		return true
 	}
 	fi, err := os.Stat(path)

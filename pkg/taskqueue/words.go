@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // LineError is what is wrong with a task line that SplitWords refuses,
@@ -159,8 +160,11 @@ func wordEnd(line string, i int) int {
 	return len(line)
 }
 
-// braceSequence is a shell's brace range: {1..9} {a..e} {0..10..2}.
-var braceSequence = regexp.MustCompile(`^\{(-?[0-9]+\.\.-?[0-9]+|[a-zA-Z]\.\.[a-zA-Z])(\.\.-?[0-9]+)?\}$`)
+// braceSequence is a shell's brace range: {1..9} {a..e} {0..10..2};
+// compiled at its first use, not at every start (TestStartPathInits).
+var braceSequence = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\{(-?[0-9]+\.\.-?[0-9]+|[a-zA-Z]\.\.[a-zA-Z])(\.\.-?[0-9]+)?\}$`)
+})
 
 // shellSpecialHere: would a shell treat the character at i specially?
 // Globs (* ? [) always; ~ only at a word's start; ! only as a word of its
@@ -180,7 +184,7 @@ func shellSpecialHere(line string, i int, inWord bool) bool {
 	case '{':
 		word := line[i:wordEnd(line, i)]
 		end := strings.IndexByte(word, '}')
-		return end > 0 && (strings.Contains(word[:end], ",") || braceSequence.MatchString(word[:end+1]))
+		return end > 0 && (strings.Contains(word[:end], ",") || braceSequence().MatchString(word[:end+1]))
 	}
 	return false
 }
