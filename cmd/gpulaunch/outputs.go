@@ -134,6 +134,7 @@ func outputKindOf(flag string) outputKind {
 	}
 	panic("outputName: no kind for " + flag + " (a new output flag needs its row in outputKinds)")
 }
+
 // srunPatternIn is the first of srun's patterns in name (%t, %3t, %j …;
 // a % before a letter, with a width or not); "" when there is none.
 func srunPatternIn(name string) string {
