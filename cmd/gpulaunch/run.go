@@ -433,7 +433,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		defer stopMPS(daemons, log)
 		if daemons != nil {
-			parts.spare = daemons.PIDs()
+			parts.spare = daemons.Keepers()
 		}
 	}
 	if o.policy.DDP {
@@ -558,8 +558,8 @@ type runParts struct {
 	srv   *control.Server // the control socket; nil without one
 	con   *console
 	tmux  string // --tmux's session; "" without
-	// spare are the run's MPS daemons, which the run's end leaves alone
-	// (they are stopped after it).
+	// spare are the keepers of the run's MPS daemons, which the run's end
+	// leaves alone with what is below them (they are stopped after it).
 	spare []int
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
 	metrics *runMetrics
