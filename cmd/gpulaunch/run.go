@@ -344,8 +344,13 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 // start starts what the launch decided. Everything the run will write is
 // checked first and opened only when every check has passed, so that a
 // refusal leaves the disk as it was: the output files and --report's file
-// (checkOutputs), then the control socket, then the joblog.
+// (checkOutputs), then the control socket, then the joblog. From here on
+// signals are caught (launcher.Waiting): a wait before the run — the
+// queue's holder, the MPS daemons — ends at a stop signal, and the run
+// ends with its status (stoppedBeforeRun).
 func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
+	wait := launcher.StartWaiting()
+	defer wait.Stop()
 	tmux := ""
 	if o.flags.tmux {
 		var err error
@@ -357,7 +362,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if err != nil {
 		return err
 	}
-	if l.mps, err = a.checkMPS(o, l); err != nil {
+	if l.mps, err = a.checkMPS(wait.Context(), o, l); err != nil {
 		return err
 	}
 	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)
@@ -413,22 +418,28 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		queue = taskqueue.NewQueue(*qc)
 	}
-	peers, err := a.openPeers(o, l, log)
+	peers, err := a.openPeers(wait.Context(), o, l, log)
 	if err != nil {
 		srv.Close(0)
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
 			return nil
 		}
+		if stopped := stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log); stopped != nil {
+			return stopped
+		}
 		return err
 	}
 	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
-		metrics: newRunMetrics(l, metricsLn, board, insts, log)}
+		metrics: newRunMetrics(l, metricsLn, board, insts, log), wait: wait}
 	if l.mps != nil {
-		daemons, err := l.mps.start(a, insts, log)
+		daemons, err := l.mps.start(a, insts, log, wait)
 		if err != nil {
 			srv.Close(0)
 			peers.close(log)
+			if stopped := stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log); stopped != nil {
+				return stopped
+			}
 			return err
 		}
 		defer stopMPS(daemons, log)
@@ -563,6 +574,22 @@ type runParts struct {
 	spare []int
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
 	metrics *runMetrics
+	// wait holds gpulaunch's signals until the supervisor takes them.
+	wait *launcher.Waiting
+}
+
+// stoppedBeforeRun is the end of a run that a signal stopped before it
+// began — while gpulaunch waited, with nothing of the run started —:
+// one line, and the status README's "Signals" gives (128 + the signal
+// for a run of instances, 255 for a task queue); nil when no signal
+// stopped it. while says what gpulaunch was doing.
+func stoppedBeforeRun(wait *launcher.Waiting, o *runOptions, while string, log *zap.Logger) error {
+	by, ok := wait.Stopped()
+	if !ok {
+		return nil
+	}
+	log.Info(fmt.Sprintf("%s: stopped %s; nothing was started", job.SignalName(by.Signal), while))
+	return exitCode(by.ExitCode(o.tasks.queueMode()))
 }
 
 // supervise runs the instances, with the control socket that `gpulaunch
@@ -578,7 +605,6 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	var g errgroup.Group
 	if srv != nil {
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
 		if tmux != "" {
@@ -586,6 +612,18 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 				log.Warn("--tmux: the window could not be laid out, the run goes on without it: " + err.Error())
 			}
 		}
+	}
+	// the supervisor's from here; a stop that came before is the end
+	sigs := st.wait.HandOver()
+	if stopped := stoppedBeforeRun(st.wait, o, "before the run began", log); stopped != nil {
+		if srv != nil {
+			srv.Close(0)
+		}
+		rq.close(log)
+		return stopped
+	}
+	var g errgroup.Group
+	if srv != nil {
 		// clients following output get a moment to read the last of it
 		g.Go(func() error { srv.CloseAfter(board.Done(), 2*time.Second); return nil })
 	}
@@ -606,7 +644,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.link(), Spare: st.spare,
+			Work: rq.work(), Link: rq.link(), Spare: st.spare, Signals: sigs,
 		})
 		rq.close(log) // what the run said last reaches the other nodes
 		return err

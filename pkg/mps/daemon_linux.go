@@ -81,13 +81,13 @@ func Start(ctx context.Context, c Config) (*Daemons, error) {
 	for k, uuid := range c.GPUs {
 		dm, err := d.start(k, uuid)
 		if err != nil {
-			d.stop(failedStartGrace, c.Hurry)
+			d.Stop(failedStartGrace, c.Hurry)
 			return nil, err
 		}
 		d.list = append(d.list, dm)
 	}
 	if err := d.awaitPidFiles(ctx, c.Wait); err != nil {
-		d.stop(failedStartGrace, c.Hurry)
+		d.Stop(failedStartGrace, c.Hurry)
 		return nil, err
 	}
 	return d, nil
@@ -215,11 +215,9 @@ func (d *Daemons) Of(uuid string) *Daemon {
 // nvidia-cuda-mps-control`), waits up to grace for it to exit, then has
 // its keeper end whatever is left of it — the daemon, if it did not
 // quit, and anything it started (process.Keep) —, and removes the run's
-// directory. It says how many daemons had to be killed.
-func (d *Daemons) Stop(grace time.Duration) (killed int) { return d.stop(grace, nil) }
-
-// stop is Stop, cut short when hurry is closed.
-func (d *Daemons) stop(grace time.Duration, hurry <-chan struct{}) (killed int) {
+// directory. A hurry closed (a Ctrl-C meanwhile; nil: none) cuts the
+// grace short. It says how many daemons had to be killed.
+func (d *Daemons) Stop(grace time.Duration, hurry <-chan struct{}) (killed int) {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if hurry != nil {
@@ -270,9 +268,10 @@ func client(ctx context.Context, control string, env []string, command string) e
 }
 
 // Answers says whether a control daemon answers at pipeDir, asking it
-// with control's client (get_server_list) for at most a few seconds.
-func Answers(control, pipeDir string, env []string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// with control's client (get_server_list) for at most a few seconds, or
+// until ctx ends (a signal to gpulaunch).
+func Answers(ctx context.Context, control, pipeDir string, env []string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := client(ctx, control, append(daemonEnv(env), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir), "get_server_list")
 	return err == nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)

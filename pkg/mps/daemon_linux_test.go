@@ -100,14 +100,14 @@ func TestDaemonsLifecycle(t *testing.T) {
 				t.Errorf("%s: %v %v, want a directory 0700", sub, fi, err)
 			}
 		}
-		if !Answers(control, dm.PipeDir, nil) {
+		if !Answers(context.Background(), control, dm.PipeDir, nil) {
 			t.Errorf("daemon %d does not answer at %s", k, dm.PipeDir)
 		}
 	}
 	if d.Of("GPU-bbb") == nil || d.Of("GPU-bbb").PipeDir == d.Of("GPU-aaa").PipeDir {
 		t.Fatal("the GPUs do not have a daemon each")
 	}
-	if killed := d.Stop(10 * time.Second); killed != 0 {
+	if killed := d.Stop(10*time.Second, nil); killed != 0 {
 		t.Errorf("%d daemons had to be killed; quit should stop them", killed)
 	}
 	for _, pid := range pids {
@@ -235,7 +235,7 @@ func TestDaemonsLeaveNoServer(t *testing.T) {
 					t.Fatalf("the daemon never started its server:\n%s", b)
 				}
 			}
-			if killed := d.Stop(tc.grace); killed != tc.killed {
+			if killed := d.Stop(tc.grace, nil); killed != tc.killed {
 				t.Errorf("%d daemons killed, want %d", killed, tc.killed)
 			}
 			for _, pid := range append(d.PIDs(), server) {

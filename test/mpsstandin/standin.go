@@ -33,6 +33,8 @@
 //     daemon's quit (or its own TERM) ends it;
 //   - MPS_STANDIN_TERM=ignore: a daemon that does not end on TERM (NVIDIA
 //     documents quit, and nothing of what the daemon does with TERM);
+//   - MPS_STANDIN_QUIT=ignore: a daemon that does not quit when told
+//     (one stuck, as a daemon whose server waits on a GPU may be);
 //   - MPS_STANDIN_EVENTS=FILE appends "start PID PIPEDIR GPUS", "server
 //     PID", "server-exit PID" and "quit PID" lines to FILE.
 package mpsstandin
@@ -234,6 +236,8 @@ func (s *state) serve(c net.Conn) {
 	}
 	s.logf("Command %s", strings.Join(f, " "))
 	switch {
+	case f[0] == "quit" && os.Getenv("MPS_STANDIN_QUIT") == "ignore":
+		s.logf("Quit ignored")
 	case f[0] == "quit":
 		close(s.quit)
 	case f[0] == "get_server_list":
