@@ -84,8 +84,13 @@ func (a *app) checkMPS(ctx context.Context, o *runOptions, l *launch) (*mpsRun, 
 	if err := mps.Check(l.plan, l.alloc.Vendor); err != nil {
 		return nil, usagef("%v; nothing was started", err)
 	}
-	r := &mpsRun{flags: m, shares: mps.Shares(l.plan)}
-	var err error
+	r := &mpsRun{flags: m, shares: mps.Shares(l.plan), wait: mpsWait}
+	if v := a.env["GPULAUNCH_MPS_WAIT"]; v != "" {
+		var err error
+		if r.wait, err = time.ParseDuration(v); err != nil || r.wait <= 0 {
+			return nil, usagef("GPULAUNCH_MPS_WAIT=%s: how long an MPS daemon has to come up is a duration, e.g. 300s; nothing was started", v)
+		}
+	}
 	control, lookErr := lookPath("nvidia-cuda-mps-control", a.env["PATH"])
 	answers := func(dir string) bool { return lookErr == nil && mps.Answers(ctx, control, dir, a.baseEnv()) }
 	if r.existing = mps.FindExisting(a.env, answers); r.existing != nil {
@@ -94,12 +99,7 @@ func (a *app) checkMPS(ctx context.Context, o *runOptions, l *launch) (*mpsRun, 
 	if lookErr != nil {
 		return nil, usagef("--mps: nvidia-cuda-mps-control is not on PATH, and the job has no MPS of its own (no CUDA_MPS_* set, no daemon at %s): load the CUDA module or install NVIDIA's nvidia-cuda-mps package; nothing was started", mps.DefaultPipeDir)
 	}
-	r.control, r.parent, r.wait = control, a.socketDirs()[0], mpsWait
-	if v := a.env["GPULAUNCH_MPS_WAIT"]; v != "" {
-		if r.wait, err = time.ParseDuration(v); err != nil || r.wait <= 0 {
-			return nil, usagef("GPULAUNCH_MPS_WAIT=%s: how long an MPS daemon has to come up is a duration, e.g. 300s; nothing was started", v)
-		}
-	}
+	r.control, r.parent = control, a.socketDirs()[0]
 	if _, err := os.Lstat(r.parent); err == nil {
 		if err := privatedir.Check(r.parent, a.uid, "set TMPDIR to a directory of yours"); err != nil {
 			return nil, usagef("--mps: the MPS pipe directories would go in %s, which is not private: %v; nothing was started", r.parent, err)
@@ -207,7 +207,7 @@ func (r *mpsRun) tell(insts []launcher.Instance, d *mps.Daemons) {
 // stopMPS stops the run's daemons, whatever way the run ended. It waits
 // up to 10 s for them to quit; INT, TERM, HUP or QUIT to gpulaunch
 // meanwhile ends them at once (the run's status stands: README,
-// "Signals", 7).
+// "Signals", 8).
 func stopMPS(d *mps.Daemons, log *zap.Logger) {
 	if d == nil {
 		return

@@ -74,7 +74,8 @@ func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error
 	if g.Rank == 0 {
 		nq.role = roleHolder
 	}
-	if v := a.env["GPULAUNCH_JOIN_WAIT"]; v != "" && nq.role == roleNode {
+	// refused on every node, the holder too: the step gives each the same
+	if v := a.env["GPULAUNCH_JOIN_WAIT"]; v != "" {
 		if nq.joinWait, err = time.ParseDuration(v); err != nil || nq.joinWait <= 0 {
 			return nodeQueue{}, usagef("GPULAUNCH_JOIN_WAIT=%s: how long a node waits for the queue's holder (node 0) is a duration, e.g. 10m; nothing was started", v)
 		}
