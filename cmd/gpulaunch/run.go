@@ -362,7 +362,11 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if err != nil {
 		return err
 	}
-	if l.mps, err = a.checkMPS(wait.Context(), o, l); err != nil {
+	l.mps, err = a.checkMPS(wait.Context(), o, l)
+	if stopped := stoppedBeforeRun(wait, o, "while asking the job's MPS", log); stopped != nil {
+		return stopped // what it answered is moot
+	}
+	if err != nil {
 		return err
 	}
 	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)

@@ -45,10 +45,9 @@ type waitPhase struct {
 	name string
 	// queue: the run is a task queue (a stop is 255, not 128 + signal)
 	queue bool
-	// start starts gpulaunch in the phase, marked with marker
-	start func(t *testing.T, marker string) *signalRun
-	// waiting says that gpulaunch waits, and what it waits on has begun
-	waiting func(r *signalRun) bool
+	// start starts gpulaunch in the phase, marked with marker, and says
+	// when it waits, and what it waits on has begun
+	start func(t *testing.T, marker string) (r *signalRun, waiting func() bool)
 	// after checks what the phase leaves once gpulaunch has exited
 	after func(t *testing.T, r *signalRun)
 }
@@ -58,20 +57,20 @@ type waitPhase struct {
 // own; the wait is 10 minutes.
 func mpsWaitPhase(name string, queue bool) waitPhase {
 	return waitPhase{name: name, queue: queue,
-		// the daemon has forked its server: the stop has both to end
-		waiting: func(r *signalRun) bool {
-			b, _ := os.ReadFile(filepath.Join(r.dir, "events"))
-			return strings.Contains(r.out.String(), "MPS: waiting up to 10m0s for 1 control daemon(s)") && strings.Contains(string(b), "server ")
-		},
-		start: func(t *testing.T, marker string) *signalRun {
+		start: func(t *testing.T, marker string) (*signalRun, func() bool) {
 			runtime := shortRuntime(t)
 			args := []string{"-n", "2", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0"}
 			if queue {
 				args = append(args, "--each-line", seqInput(t, 4))
 			}
 			args = append(args, "--", "sleep", "1")
-			return startSignalRunEnv(t, marker, runtime, []string{"PATH=" + standInBin(t) + ":" + os.Getenv("PATH"),
+			r := startSignalRunEnv(t, marker, runtime, []string{"PATH=" + standInBin(t) + ":" + os.Getenv("PATH"),
 				"GPULAUNCH_MPS_WAIT=10m", "MPS_STANDIN_NO_PIDFILE=1", "MPS_STANDIN_SERVER=1", "MPS_STANDIN_EVENTS=" + filepath.Join(runtime, "events")}, args...)
+			// the daemon has forked its server: the stop has both to end
+			return r, func() bool {
+				b, _ := os.ReadFile(filepath.Join(runtime, "events"))
+				return strings.Contains(r.out.String(), "MPS: waiting up to 10m0s for 1 control daemon(s)") && strings.Contains(string(b), "server ")
+			}
 		},
 		after: func(t *testing.T, r *signalRun) {
 			if left, _ := filepath.Glob(filepath.Join(r.dir, "gpulaunch", "mps-*")); len(left) > 0 {
@@ -84,13 +83,33 @@ func mpsWaitPhase(name string, queue bool) waitPhase {
 // never comes; it would wait 10 minutes.
 func joinWaitPhase() waitPhase {
 	return waitPhase{name: "a node waiting for its holder", queue: true,
-		waiting: func(r *signalRun) bool {
-			return strings.Contains(r.out.String(), "node 1 of 2: waiting up to 10m0s for the queue's holder")
-		},
-		start: func(t *testing.T, marker string) *signalRun {
+		start: func(t *testing.T, marker string) (*signalRun, func() bool) {
 			dir := t.TempDir()
-			return startSignalRunEnv(t, marker, dir, append(nodeOfTwo(1, marker, dir), "GPULAUNCH_JOIN_WAIT=10m"),
+			r := startSignalRunEnv(t, marker, dir, append(nodeOfTwo(1, marker, dir), "GPULAUNCH_JOIN_WAIT=10m"),
 				"-n", "2", "-G", "0", "-O", "--master-addr", "127.0.0.1", "--each-line", seqInput(t, 4), "--", "sleep", "1")
+			return r, func() bool {
+				return strings.Contains(r.out.String(), "node 1 of 2: waiting up to 10m0s for the queue's holder")
+			}
+		},
+		after: func(t *testing.T, r *signalRun) {}}
+}
+
+// jobsMPSPhase: gpulaunch asks whether the node's MPS answers at its
+// default directory (NVIDIA's /tmp/nvidia-mps: rule E3 of
+// mps.FindExisting), and the control program's client, asking, hangs;
+// gpulaunch would give up after 5 s. (A control program that hangs, not
+// a daemon at /tmp/nvidia-mps: that directory is the machine's.)
+func jobsMPSPhase() waitPhase {
+	return waitPhase{name: "asking the node's MPS",
+		start: func(t *testing.T, marker string) (*signalRun, func() bool) {
+			bin, asked := t.TempDir(), filepath.Join(t.TempDir(), "asked")
+			script := "#!/bin/sh\nif [ $# -eq 0 ]; then : > " + asked + "; exec sleep 600; fi\nexec " + shellQuote(os.Args[0]) + " \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(bin, "nvidia-cuda-mps-control"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := startSignalRunEnv(t, marker, shortRuntime(t), []string{"PATH=" + bin + ":" + os.Getenv("PATH")},
+				"-n", "2", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0", "--", "sleep", "1")
+			return r, func() bool { _, err := os.Stat(asked); return err == nil }
 		},
 		after: func(t *testing.T, r *signalRun) {}}
 }
@@ -144,17 +163,18 @@ func noSurvivors(t *testing.T, marker string, out fmt.Stringer) {
 
 // Every phase in which gpulaunch waits before its run — the MPS daemons
 // coming up (for a run of instances and for a queue), a node waiting for
-// its holder — answers signals by README's "Signals": INT, TERM, HUP and
+// its holder, asking the node's MPS whether it answers — answers signals by README's "Signals": INT, TERM, HUP and
 // QUIT end it at once (its wait is 10 minutes) with 128 + the signal for
 // a run of instances and 255 for a queue; USR1 is dropped, not its
 // default death; a second Ctrl-C is no trouble; and nothing the phase
 // started is left. (--ddp has no such phase: gpulaunch picks the
 // rendezvous port and the ranks meet there themselves.) Before, the MPS
-// wait ended with 1 whatever the signal, and a node waiting for its
-// holder died of the signal, where a node's stop is 255.
+// wait ended with 1 whatever the signal; a node waiting for its holder,
+// and a gpulaunch asking the node's MPS, died of the signal (a node's
+// stop is 255), the latter leaving its MPS client behind.
 func TestWaitingPhasesAnswerSignals(t *testing.T) {
 	INT, TERM, HUP, QUIT, USR1 := syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1
-	phases := []waitPhase{mpsWaitPhase("MPS daemons coming up", false), mpsWaitPhase("MPS daemons coming up for a queue", true), joinWaitPhase()}
+	phases := []waitPhase{mpsWaitPhase("MPS daemons coming up", false), mpsWaitPhase("MPS daemons coming up for a queue", true), joinWaitPhase(), jobsMPSPhase()}
 	sequences := []struct {
 		name string
 		sigs []syscall.Signal
@@ -170,8 +190,8 @@ func TestWaitingPhasesAnswerSignals(t *testing.T) {
 		for _, seq := range sequences {
 			t.Run(phase.name+"/"+seq.name, func(t *testing.T) {
 				t.Parallel()
-				r := phase.start(t, marker(t))
-				waitFor(t, "the wait", func() bool { return phase.waiting(r) })
+				r, waiting := phase.start(t, marker(t))
+				waitFor(t, "the wait", waiting)
 				for _, sig := range seq.sigs {
 					_ = r.cmd.Process.Signal(sig)
 					if sig == USR1 {

@@ -79,6 +79,10 @@ type Daemon struct {
 func Start(ctx context.Context, c Config) (*Daemons, error) {
 	d := &Daemons{Dir: c.Dir, control: c.Control, env: daemonEnv(c.Env)}
 	for k, uuid := range c.GPUs {
+		if ctx.Err() != nil { // stopped already: no more daemons
+			d.Stop(failedStartGrace, c.Hurry)
+			return nil, fmt.Errorf("MPS: stopped while the control daemons started: %w", context.Cause(ctx))
+		}
 		dm, err := d.start(k, uuid)
 		if err != nil {
 			d.Stop(failedStartGrace, c.Hurry)
