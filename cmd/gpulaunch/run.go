@@ -363,7 +363,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		return err
 	}
 	l.mps, err = a.checkMPS(wait.Context(), o, l)
-	if stopped := stoppedBeforeRun(wait, o, "while asking the job's MPS", log); stopped != nil {
+	if stopped := stoppedBeforeRun(wait, o, "while asking the node's MPS whether it answers", log); stopped != nil {
 		return stopped // what it answered is moot
 	}
 	if err != nil {
