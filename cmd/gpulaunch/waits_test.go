@@ -219,7 +219,9 @@ func TestWaitingPhasesAnswerSignals(t *testing.T) {
 				if !exited || code != want {
 					t.Fatalf("exited %v with %d (%v), want %d at once:\n%s", exited, code, r.err, want, r.out)
 				}
-				if want != -1 && !strings.Contains(r.out.String(), "nothing was started") {
+				// (a machine loaded past the 5 s of asking the node's MPS
+				// lets the run start: its supervisor stops it then)
+				if out := r.out.String(); want != -1 && !strings.Contains(out, "nothing was started") && !strings.Contains(out, ": passed to every instance") {
 					t.Errorf("no word of the stop:\n%s", r.out)
 				}
 				noSurvivors(t, r.marker, r.out)

@@ -74,13 +74,16 @@ func noneLeft(t *testing.T, mark string) {
 	}
 }
 
-// waitMarked waits until n marked processes live: the helper and its
-// child in a session of its own are up.
-func waitMarked(t *testing.T, mark string, n int) {
+// waitFile waits until path exists: the helper's child in a session of
+// its own is up.
+func waitFile(t *testing.T, path string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); len(markedLiving(mark)) < n; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d marked processes, want %d", len(markedLiving(mark)), n)
+			t.Fatalf("%s never appeared", path)
 		}
 	}
 }
@@ -92,23 +95,24 @@ func waitMarked(t *testing.T, mark string, n int) {
 // keeper is told by a signal, the helper exits leaving its child —, no
 // process of it is left (K1–K5).
 func TestKeeperEndsEverythingBelowIt(t *testing.T) {
-	const worst = `trap "" TERM INT HUP; setsid sh -c 'trap "" TERM INT HUP; sleep 60' & sleep 60`
+	// the child writes $READY once it has its own session and its trap
+	const worst = `trap "" TERM INT HUP; setsid sh -c 'trap "" TERM INT HUP; : > "$READY"; sleep 60' & sleep 60`
 	for _, tc := range []struct {
 		name   string
 		script string
-		ready  int // marked processes once it runs: the keeper, the helper, its sleep, its child and the child's sleep
+		wait   bool // for $READY
 		end    func(t *testing.T, k *Kept)
 	}{
-		{"K3: gpulaunch ends the lifeline", worst, 5, func(t *testing.T, k *Kept) {
+		{"K3: gpulaunch ends the lifeline", worst, true, func(t *testing.T, k *Kept) {
 			if !k.End(30 * time.Second) {
 				t.Error("End: the keeper did not end within 30s")
 			}
 		}},
-		{"K3: TERM to the keeper", worst, 5, func(t *testing.T, k *Kept) {
+		{"K3: TERM to the keeper", worst, true, func(t *testing.T, k *Kept) {
 			_ = syscall.Kill(k.Keeper, syscall.SIGTERM)
 			goneWithin(t, k)
 		}},
-		{"K5: the helper exits and leaves its child", `setsid sh -c 'trap "" TERM INT HUP; sleep 60' & sleep 0.5; exit 3`, 0, func(t *testing.T, k *Kept) {
+		{"K5: the helper exits and leaves its child", `setsid sh -c 'trap "" TERM INT HUP; sleep 60' & sleep 0.5; exit 3`, false, func(t *testing.T, k *Kept) {
 			<-k.Exited()
 			if st, ok := k.Status(); !ok || st.ExitStatus() != 3 {
 				t.Errorf("status %v (known %v), want exit 3", st, ok)
@@ -118,7 +122,8 @@ func TestKeeperEndsEverythingBelowIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
-			k, err := StartKept("/bin/sh", []string{"sh", "-c", tc.script}, append(os.Environ(), "KEEPTEST="+mark), "/", os.Stderr)
+			ready := filepath.Join(t.TempDir(), "ready")
+			k, err := StartKept("/bin/sh", []string{"sh", "-c", tc.script}, append(os.Environ(), "KEEPTEST="+mark, "READY="+ready), "/", os.Stderr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,20 +131,22 @@ func TestKeeperEndsEverythingBelowIt(t *testing.T) {
 			if pgid, _ := syscall.Getpgid(k.PID); pgid != k.PID {
 				t.Errorf("the helper's group is %d, want its own (%d)", pgid, k.PID)
 			}
-			waitMarked(t, mark, tc.ready)
+			if tc.wait {
+				waitFile(t, ready)
+			}
 			tc.end(t, k)
 			noneLeft(t, mark)
 		})
 	}
 	t.Run("K3: gpulaunch SIGKILLed", func(t *testing.T) {
 		mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
-		pids := filepath.Join(t.TempDir(), "pids")
+		pids, ready := filepath.Join(t.TempDir(), "pids"), filepath.Join(t.TempDir(), "ready")
 		parent := exec.Command(os.Args[0], "kept-parent", worst, pids)
-		parent.Env = append(os.Environ(), "KEEPTEST="+mark)
+		parent.Env = append(os.Environ(), "KEEPTEST="+mark, "READY="+ready)
 		if err := parent.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitMarked(t, mark, 6) // the parent, and the 5 above
+		waitFile(t, ready)
 		_ = parent.Process.Kill()
 		_ = parent.Wait()
 		noneLeft(t, mark)
