@@ -52,6 +52,7 @@ type contractRow struct {
 	args      string // the command line after the command; "" for a flag without a bad value
 	code      int    // the exit status: 2, or 126/127 where documented
 	why       string // why the flag has no bad value
+	envVar    string // a variable's row (badEnv): the error names it
 }
 
 // bad is a row: flag of cmd refuses the value in args (what: the kind of value).
@@ -70,8 +71,18 @@ func badArg(cmd, what, args string) contractRow {
 	return contractRow{cmd: cmd, bad: what, args: args, code: exitUsage}
 }
 
+// badEnv is a row of a variable gpulaunch reads (no flag): the error
+// names it, NAME=VALUE.
+func badEnv(cmd, name, what, args string) contractRow {
+	return contractRow{cmd: cmd, envVar: name, bad: what, args: args, code: exitUsage}
+}
+
 // anyValue is the row of a flag that takes every value.
 func anyValue(cmd, flag, why string) contractRow { return contractRow{cmd: cmd, flag: flag, why: why} }
+
+// nodeOneOfTwo is the environment of node 1 of an srun step over two
+// nodes, one task each.
+const nodeOneOfTwo = "SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURMD_NODENAME=node1 SLURM_STEP_NODELIST=node[0-1] SLURM_STEP_TASKS_PER_NODE=1(x2) SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=1 SLURM_NODEID=1 SLURM_LOCALID=0 GPULAUNCH_RUN_ID=contract"
 
 // runS is most run rows' base: one instance on a simulated DGX H100, so
 // that a row means the same on every machine (rows about -n use -G 0,
@@ -116,6 +127,11 @@ var contract = []contractRow{
 	bad("run", "mps-mem-limit", "no unit", "--simulate dgx-h100 -n 16 --mps --mps-mem-limit 10 -- ./app"),
 	bad("run", "mps-mem-limit", "a fraction", "--simulate dgx-h100 -n 16 --mps --mps-mem-limit 1.5G -- ./app"),
 	bad("run", "mps-mem-limit", "without --mps", "--simulate dgx-h100 -n 16 --share-gpus --mps-mem-limit 10G -- ./app"),
+	badEnv("run", "GPULAUNCH_MPS_WAIT", "GPULAUNCH_MPS_WAIT not a duration", "GPULAUNCH_MPS_WAIT=soon --simulate dgx-h100 -n 16 --mps -- ./app"),
+	badEnv("run", "GPULAUNCH_MPS_WAIT", "GPULAUNCH_MPS_WAIT zero", "GPULAUNCH_MPS_WAIT=0s --simulate dgx-h100 -n 16 --mps -- ./app"),
+	// a queue over several nodes: node 1 of 2's wait for its holder
+	badEnv("run", "GPULAUNCH_JOIN_WAIT", "GPULAUNCH_JOIN_WAIT not a duration", "GPULAUNCH_JOIN_WAIT=soon "+nodeOneOfTwo+" --simulate dgx-h100 -n 1 -G 0 --each-line params.txt -- ./app {}"),
+	badEnv("run", "GPULAUNCH_JOIN_WAIT", "GPULAUNCH_JOIN_WAIT zero", "GPULAUNCH_JOIN_WAIT=0s "+nodeOneOfTwo+" --simulate dgx-h100 -n 1 -G 0 --each-line params.txt -- ./app {}"),
 	// run: which node
 	bad("run", "simulate", "unknown node", "--simulate dgx-z900 -n 1 -- ./app"),
 	bad("run", "simulate", "empty", "--simulate= -n 1 -- ./app"),
@@ -705,7 +721,10 @@ func (r contractRow) check(t *testing.T, gpulaunch string, ro func(t *testing.T,
 	if r.flag != "" && !namesFlag(line, r.cmd, r.flag) {
 		t.Errorf("the error does not name --%s\n%s", r.flag, where)
 	}
-	if w := strings.Fields(r.args); r.flag == "" && (!strings.Contains(line, r.cmd) || !strings.Contains(line, w[len(w)-1])) {
+	if r.envVar != "" && !strings.Contains(line, r.envVar+"=") {
+		t.Errorf("the error does not name %s\n%s", r.envVar, where)
+	}
+	if w := strings.Fields(r.args); r.flag == "" && r.envVar == "" && (!strings.Contains(line, r.cmd) || !strings.Contains(line, w[len(w)-1])) {
 		t.Errorf("the error does not name %s and %q\n%s", r.cmd, w[len(w)-1], where)
 	}
 	if _, err := os.Stat(mark); err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; without
@@ -29,7 +30,12 @@ const (
 	exitUsage = 2 // bad invocation or input: nothing was started
 )
 
-func main() { os.Exit(newApp().main(os.Args[1:])) }
+func main() {
+	if process.IsKeeper() { // a helper's keeper (process.StartKept): nothing else
+		os.Exit(process.Keep())
+	}
+	os.Exit(newApp().main(os.Args[1:]))
+}
 
 // newApp is gpulaunch with the real world.
 func newApp() *app {

@@ -235,7 +235,8 @@ const manExitStatus = `A run of instances exits as srun does:
   128+S    the highest signal S an instance was killed by; an instance gpulaunch
            ended (-W, --timeout, --mem-per-task) counts as killed by TERM (143)
   128+S    gpulaunch itself was stopped by signal S, whatever its instances did
-           then (Ctrl-C: 130; scancel's TERM: 143)
+           then, or before they started, while it waited for its MPS daemons
+           (Ctrl-C: 130; scancel's TERM: 143)
 
 A task queue (--each-line, --tasks) exits as GNU parallel does: the number of
 failed tasks up to 101 (0 when all succeeded), or what --halt fixed; 255 when a
@@ -259,7 +260,10 @@ const manEnvironment = `Read by gpulaunch:
   GPULAUNCH_NODE_GROUP           a queue over many nodes: nodes per relay's group
                                  (default: none up to 256 others, else their square root;
                                  0: none); node 0's is every node's
-  GPULAUNCH_MPS_WAIT             how long an MPS daemon has to come up (a duration)
+  GPULAUNCH_JOIN_WAIT            how long a node waits for its queue's holder (a duration;
+                                 default 2m)
+  GPULAUNCH_MPS_WAIT             how long an MPS daemon has to come up (a duration;
+                                 default 120s)
   GPULAUNCH_SIMULATED_USAGE_DIR  where apps on a simulated node declare their GPU use
   NO_COLOR, TERM                 no colour with NO_COLOR set or TERM=dumb
   XDG_RUNTIME_DIR, TMPDIR        where the control socket goes

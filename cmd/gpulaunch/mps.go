@@ -75,7 +75,8 @@ type mpsRun struct {
 // has an MPS (mps.FindExisting) or gpulaunch can start its own — the
 // control program is there, and the directory its pipes go in is private
 // and short enough for a Unix socket. nil without --mps.
-func (a *app) checkMPS(o *runOptions, l *launch) (*mpsRun, error) {
+// ctx ends at a signal to gpulaunch: asking the job's MPS is given up.
+func (a *app) checkMPS(ctx context.Context, o *runOptions, l *launch) (*mpsRun, error) {
 	m := o.shape.mps
 	if !m.on {
 		return nil, nil
@@ -83,22 +84,22 @@ func (a *app) checkMPS(o *runOptions, l *launch) (*mpsRun, error) {
 	if err := mps.Check(l.plan, l.alloc.Vendor); err != nil {
 		return nil, usagef("%v; nothing was started", err)
 	}
-	r := &mpsRun{flags: m, shares: mps.Shares(l.plan)}
-	var err error
+	r := &mpsRun{flags: m, shares: mps.Shares(l.plan), wait: mpsWait}
+	if v := a.env["GPULAUNCH_MPS_WAIT"]; v != "" {
+		var err error
+		if r.wait, err = time.ParseDuration(v); err != nil || r.wait <= 0 {
+			return nil, usagef("GPULAUNCH_MPS_WAIT=%s: how long an MPS daemon has to come up is a duration, e.g. 300s; nothing was started", v)
+		}
+	}
 	control, lookErr := lookPath("nvidia-cuda-mps-control", a.env["PATH"])
-	answers := func(dir string) bool { return lookErr == nil && mps.Answers(control, dir, a.baseEnv()) }
+	answers := func(dir string) bool { return lookErr == nil && mps.Answers(ctx, control, dir, a.baseEnv()) }
 	if r.existing = mps.FindExisting(a.env, answers); r.existing != nil {
 		return r, nil
 	}
 	if lookErr != nil {
 		return nil, usagef("--mps: nvidia-cuda-mps-control is not on PATH, and the job has no MPS of its own (no CUDA_MPS_* set, no daemon at %s): load the CUDA module or install NVIDIA's nvidia-cuda-mps package; nothing was started", mps.DefaultPipeDir)
 	}
-	r.control, r.parent, r.wait = control, a.socketDirs()[0], mpsWait
-	if v := a.env["GPULAUNCH_MPS_WAIT"]; v != "" {
-		if r.wait, err = time.ParseDuration(v); err != nil || r.wait <= 0 {
-			return nil, usagef("GPULAUNCH_MPS_WAIT=%s: how long an MPS daemon has to come up is a duration, e.g. 300s; nothing was started", v)
-		}
-	}
+	r.control, r.parent = control, a.socketDirs()[0]
 	if _, err := os.Lstat(r.parent); err == nil {
 		if err := privatedir.Check(r.parent, a.uid, "set TMPDIR to a directory of yours"); err != nil {
 			return nil, usagef("--mps: the MPS pipe directories would go in %s, which is not private: %v; nothing was started", r.parent, err)
@@ -112,10 +113,11 @@ func (a *app) checkMPS(o *runOptions, l *launch) (*mpsRun, error) {
 	return r, nil
 }
 
-// start starts the run's daemons (none under the job's own MPS) and tells
-// each instance its GPU's: it returns the daemons, nil under the job's
-// MPS. A signal to gpulaunch while they start gives the start up.
-func (r *mpsRun) start(a *app, insts []launcher.Instance, log *zap.Logger) (*mps.Daemons, error) {
+// start starts the run's daemons, one per shared GPU (none under the
+// job's own MPS), and tells each instance its GPU's: it returns the
+// daemons, nil under the job's MPS. A signal to gpulaunch while they
+// start (wait's) gives the start up: the error wraps launcher.StoppedBy.
+func (r *mpsRun) start(a *app, insts []launcher.Instance, log *zap.Logger, wait *launcher.Waiting) (*mps.Daemons, error) {
 	var d *mps.Daemons
 	if r.existing == nil {
 		if err := os.MkdirAll(r.parent, 0o700); err != nil {
@@ -126,16 +128,18 @@ func (r *mpsRun) start(a *app, insts []launcher.Instance, log *zap.Logger) (*mps
 		if err != nil {
 			return nil, fmt.Errorf("--mps: %w", err)
 		}
-		var gpus []string
-		for _, s := range r.shares {
-			gpus = append(gpus, s.GPU.UUID)
+		var gpus, indices []string
+		for _, s := range mps.SharedGPUs(r.shares) {
+			gpus, indices = append(gpus, s.GPU.UUID), append(indices, strconv.Itoa(s.GPU.Index))
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		defer stop()
-		if d, err = mps.Start(ctx, mps.Config{Control: r.control, Dir: dir, GPUs: gpus, Env: a.baseEnv(), Wait: r.wait}); err != nil {
+		log.Info(fmt.Sprintf("MPS: waiting up to %s for %d control daemon(s) to come up (GPULAUNCH_MPS_WAIT sets how long)", r.wait, len(gpus)))
+		if d, err = mps.Start(wait.Context(), mps.Config{Control: r.control, Dir: dir, GPUs: gpus, Env: a.baseEnv(), Wait: r.wait, Hurry: wait.Hurry()}); err != nil {
 			return nil, fmt.Errorf("%w; nothing was started", err)
 		}
-		log.Info(fmt.Sprintf("MPS: %d control daemon(s) up, one per shared GPU, in %s", len(gpus), dir))
+		log.Info(fmt.Sprintf("MPS: %d control daemon(s) up, one per shared GPU (GPU %s), in %s", len(gpus), strings.Join(indices, ", "), dir))
+		if alone := r.alone(); alone != "" {
+			log.Info(fmt.Sprintf("MPS: instance(s) %s have a GPU each to themselves: no daemon, no MPS variables", alone))
+		}
 	} else {
 		log.Info(fmt.Sprintf("MPS: using the job's own, at %s (from %s)", r.existing.PipeDir, r.existing.From))
 	}
@@ -149,7 +153,7 @@ func (r *mpsRun) start(a *app, insts []launcher.Instance, log *zap.Logger) (*mps
 const mpsWait = 120 * time.Second
 
 // removeStaleMPSDirs removes what a gpulaunch that was SIGKILLed left in
-// parent: its daemons died with it (their parent-death signal), but
+// parent: its daemons died with it (their keepers ended them), but
 // nothing removed their directories. A directory names its gpulaunch's
 // pid (mps-PID-*); one whose gpulaunch no longer runs is stale.
 func removeStaleMPSDirs(parent string) {
@@ -165,7 +169,21 @@ func removeStaleMPSDirs(parent string) {
 	}
 }
 
-// tell adds each instance's MPS variables to its environment.
+// alone lists the instances alone on their GPUs: "1,2,3"; "" when none
+// is.
+func (r *mpsRun) alone() string {
+	var ids []string
+	for _, s := range r.shares {
+		if len(s.Slots) == 1 {
+			ids = append(ids, strconv.Itoa(s.Slots[0]))
+		}
+	}
+	return strings.Join(ids, ",")
+}
+
+// tell adds each instance's MPS variables to its environment: its GPU's
+// daemon's, or the job's MPS's. An instance alone on its GPU has no
+// daemon of the run's, and is told nothing (mps.SharedGPUs).
 func (r *mpsRun) tell(insts []launcher.Instance, d *mps.Daemons) {
 	for _, s := range r.shares {
 		threads := mps.Threads(r.flags.threads, len(s.Slots))
@@ -174,9 +192,11 @@ func (r *mpsRun) tell(insts []launcher.Instance, d *mps.Daemons) {
 		}
 		pipe, logDir := "", ""
 		if d != nil {
-			if dm := d.Of(s.GPU.UUID); dm != nil {
-				pipe, logDir = dm.PipeDir, dm.LogDir
+			dm := d.Of(s.GPU.UUID)
+			if dm == nil {
+				continue
 			}
+			pipe, logDir = dm.PipeDir, dm.LogDir
 		}
 		for _, i := range s.Slots {
 			insts[i].Env = append(insts[i].Env, mps.ClientEnv(pipe, logDir, threads, r.flags.memLimit)...)
@@ -184,13 +204,28 @@ func (r *mpsRun) tell(insts []launcher.Instance, d *mps.Daemons) {
 	}
 }
 
-// stopMPS stops the run's daemons, whatever way the run ended.
+// stopMPS stops the run's daemons, whatever way the run ended. It waits
+// up to 10 s for them to quit; INT, TERM, HUP or QUIT to gpulaunch
+// meanwhile ends them at once (the run's status stands: README,
+// "Signals", 8).
 func stopMPS(d *mps.Daemons, log *zap.Logger) {
 	if d == nil {
 		return
 	}
-	if killed := d.Stop(10 * time.Second); killed > 0 {
-		log.Warn(fmt.Sprintf("MPS: %d control daemon(s) did not quit within 10s and were killed", killed))
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	hurry, stopped := make(chan struct{}), make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-sigs:
+			close(hurry)
+		case <-stopped:
+		}
+	}()
+	if killed := d.Stop(10*time.Second, hurry); killed > 0 {
+		log.Warn(fmt.Sprintf("MPS: %d control daemon(s) did not quit within 10s, or a signal came first, and were killed", killed))
 	}
 }
 
@@ -296,7 +331,9 @@ func (a *app) mpsInfo() *mpsInfo {
 	if lookErr == nil {
 		m.Control = control
 	}
-	answers := func(dir string) bool { return lookErr == nil && mps.Answers(control, dir, a.baseEnv()) }
+	answers := func(dir string) bool {
+		return lookErr == nil && mps.Answers(context.Background(), control, dir, a.baseEnv())
+	}
 	switch e := mps.FindExisting(a.env, answers); {
 	case e != nil:
 		m.JobsPipeDir = e.PipeDir

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -323,5 +324,101 @@ func TestInfoSaysMPS(t *testing.T) {
 	stdout, _, _ = runCLI(t, map[string]string{"PATH": "/nonexistent", "CUDA_MPS_PIPE_DIRECTORY": "/site/mps"}, "info", "--simulate", "dgx-h100")
 	if !strings.Contains(stdout, "MPS:       the job's own at /site/mps (from CUDA_MPS_PIPE_DIRECTORY): --mps uses it\n") {
 		t.Errorf("info:\n%s", stdout)
+	}
+}
+
+// After the run gpulaunch waits up to 10 s for its daemons to quit; a
+// daemon that does not quit is killed then. A Ctrl-C meanwhile ends that
+// wait at once: the daemon and its server are killed, and the run's
+// status (0) stands. Before, the signal was dropped (the run was over)
+// and gpulaunch sat out the 10 s.
+func TestMPSStopAfterTheRunAnswersSignals(t *testing.T) {
+	b := newMPSBed(t)
+	mark := marker(t)
+	r := startSignalRunEnv(t, mark, b.runtime, []string{"PATH=" + b.bin + ":" + os.Getenv("PATH"), "MPS_STANDIN_EVENTS=" + b.events,
+		"UPDIR=" + b.dir, "MPS_STANDIN_SERVER=1", "MPS_STANDIN_QUIT=ignore"},
+		"-n", "2", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0", "--", "sh", "-c", mpsApp)
+	// the daemon was told to quit: gpulaunch waits in the stop, its
+	// signals caught since before it asked
+	waitFor(t, "the daemon told to quit", func() bool {
+		logs, _ := filepath.Glob(filepath.Join(b.runtime, "gpulaunch", "mps-*", "0", "log", "control.log"))
+		for _, l := range logs {
+			if data, _ := os.ReadFile(l); strings.Contains(string(data), "Quit ignored") {
+				return true
+			}
+		}
+		return false
+	})
+	asked := time.Now()
+	_ = r.cmd.Process.Signal(syscall.SIGINT)
+	code, exited := r.waitExit(30 * time.Second)
+	if !exited || code != 0 {
+		t.Fatalf("exited %v with %d, want 0 (the run's):\n%s", exited, code, r.out)
+	}
+	// the wait is 10 s: ending well before it is the signal's doing
+	if waited := time.Since(asked); waited > 8*time.Second {
+		t.Errorf("gpulaunch took %s after the INT: it sat out the daemons' 10 s", waited)
+	}
+	if !strings.Contains(r.out.String(), "were killed") {
+		t.Errorf("no word of the daemons killed:\n%s", r.out)
+	}
+	noSurvivors(t, mark, r.out)
+}
+
+// -n 5 --mps on 4 GPUs shares GPU 0 alone (instances 0 and 4): one daemon,
+// for GPU 0; instances 1-3 have a GPU each to themselves and are told no
+// MPS variable; the log line, the summary's Sharing line and the report
+// say the same. Before, 4 daemons started ("one per shared GPU") and
+// instances 1-3 got a pipe directory and 100% of their GPU's SMs.
+func TestMPSDaemonsOnlyWhereGPUsAreShared(t *testing.T) {
+	b := newMPSBed(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	app := `if [ -n "$CUDA_MPS_PIPE_DIRECTORY" ]; then test -s "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid" || exit 9; fi
+echo "pipe=$CUDA_MPS_PIPE_DIRECTORY threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" > "$UPDIR/up.$GPULAUNCH_INSTANCE"`
+	out, err := b.cmd(t, nil, "-n", "5", "-O", "--node-file", nodeFile(t, 4), "--mps", "--monitor-interval", "0", "--report", report, "--", "sh", "-c", app).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	started, quit := b.daemons(t)
+	if len(started) != 1 || quit != 1 {
+		t.Errorf("%d daemons started, %d quit; want 1 (GPU 0's)\n%s", len(started), quit, out)
+	}
+	ev, _ := os.ReadFile(b.events)
+	if !strings.Contains(string(ev), "GPU-00000000-0000-4000-8000-000000000000\n") {
+		t.Errorf("the daemon is not GPU 0's:\n%s", ev)
+	}
+	for i := range 5 {
+		up, _ := os.ReadFile(filepath.Join(b.dir, "up."+strconv.Itoa(i)))
+		told := strings.TrimSpace(string(up))
+		shared := i == 0 || i == 4
+		if shared != strings.HasPrefix(told, "pipe="+filepath.Join(b.runtime, "gpulaunch", "mps-")) || shared != strings.HasSuffix(told, "threads=50") {
+			t.Errorf("instance %d (shared: %v) was told %q", i, shared, told)
+		}
+		if !shared && told != "pipe= threads=" {
+			t.Errorf("instance %d, alone on its GPU, was told %q, want no MPS variable", i, told)
+		}
+	}
+	for _, want := range []string{"MPS: 1 control daemon(s) up, one per shared GPU (GPU 0), in ", "MPS: instance(s) 1,2,3 have a GPU each to themselves: no daemon, no MPS variables",
+		"Sharing:   GPU 0 (", "): instances 0,4 under MPS, 50% of its SMs each\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(string(out), "Sharing:   GPU "); n != 1 {
+		t.Errorf("%d GPUs in the Sharing lines, want 1:\n%s", n, out)
+	}
+	var rep struct {
+		Plan struct {
+			Sharing struct {
+				GPUs []struct {
+					Index     int   `json:"index"`
+					Instances []int `json:"instances"`
+				} `json:"gpus"`
+			} `json:"gpu_sharing"`
+		} `json:"plan"`
+	}
+	data, _ := os.ReadFile(report)
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Plan.Sharing.GPUs) != 1 || rep.Plan.Sharing.GPUs[0].Index != 0 || len(rep.Plan.Sharing.GPUs[0].Instances) != 2 {
+		t.Errorf("the report's sharing: %+v (%v)", rep.Plan.Sharing, err)
 	}
 }

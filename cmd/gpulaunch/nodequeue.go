@@ -30,7 +30,8 @@ const (
 )
 
 // joinWait bounds how long a node waits for the holder's key file and
-// answer: the holder may still be reading a long input.
+// answer, unless GPULAUNCH_JOIN_WAIT says: the holder may still be
+// reading a long input.
 const joinWait = 2 * time.Minute
 
 // nodeQueue is what a queue over several nodes needs beyond one node's.
@@ -42,6 +43,8 @@ type nodeQueue struct {
 	// holder's choice, which the others read in its key file.
 	group  int
 	opened bool // the holder's link is open: its Close tells the nodes
+	// joinWait is how long another node waits for the holder.
+	joinWait time.Duration
 }
 
 // newNodeQueue decides this node's part, for a queue over the nodes of g.
@@ -67,9 +70,15 @@ func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error
 	if err != nil {
 		return nodeQueue{}, usageError{err}
 	}
-	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group}
+	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group, joinWait: joinWait}
 	if g.Rank == 0 {
 		nq.role = roleHolder
+	}
+	// refused on every node, the holder too: the step gives each the same
+	if v := a.env["GPULAUNCH_JOIN_WAIT"]; v != "" {
+		if nq.joinWait, err = time.ParseDuration(v); err != nil || nq.joinWait <= 0 {
+			return nodeQueue{}, usagef("GPULAUNCH_JOIN_WAIT=%s: how long a node waits for the queue's holder (node 0) is a duration, e.g. 10m; nothing was started", v)
+		}
 	}
 	return nq, nil
 }
@@ -164,11 +173,12 @@ func treeNote(g nodelink.Groups) string {
 	return fmt.Sprintf("; in groups of %d behind relays (nodes 1, %d, %d, …; GPULAUNCH_NODE_GROUP=0: none)", g.Size, 1+g.Size, 1+2*g.Size)
 }
 
-// join makes this node one of the holder's: it waits for the holder, and
-// gets a feed for the slots.
-func (a *app) join(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
+// join makes this node one of the holder's: it waits for the holder
+// (until ctx ends: a signal to gpulaunch), and gets a feed for the slots.
+func (a *app) join(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
 	g := l.group
-	w, err := nodelink.Join(nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: joinWait, Refused: warnRefused(log), Stalled: warnStalled(log, g.Size)})
+	log.Info(fmt.Sprintf("node %d of %d: waiting up to %s for the queue's holder, node 0 (GPULAUNCH_JOIN_WAIT sets how long)", g.Rank, g.Size, l.nodes.joinWait))
+	w, err := nodelink.JoinContext(ctx, nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: l.nodes.joinWait, Refused: warnRefused(log), Stalled: warnStalled(log, g.Size)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,8 +251,8 @@ func (rq runQueue) work() launcher.Work {
 }
 
 // openPeers opens the link of a queue over several nodes: the holder
-// listens, another node joins it.
-func (a *app) openPeers(o *runOptions, l *launch, log *zap.Logger) (peers, error) {
+// listens, another node joins it (until ctx ends).
+func (a *app) openPeers(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (peers, error) {
 	var p peers
 	var err error
 	switch l.nodes.role {
@@ -250,7 +260,7 @@ func (a *app) openPeers(o *runOptions, l *launch, log *zap.Logger) (peers, error
 		p.holder, err = a.hold(o, l, log)
 		l.nodes.opened = err == nil
 	case roleNode:
-		p.feed, p.worker, err = a.join(o, l, log)
+		p.feed, p.worker, err = a.join(ctx, o, l, log)
 	}
 	return p, err
 }

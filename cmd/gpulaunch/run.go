@@ -321,7 +321,7 @@ func (a *app) run(args []string) error {
 	}
 	if o.flags.dryRun {
 		// a dry run refuses what the run would refuse
-		if _, err := a.checkStart(o, l, tasks, log, func() error { return nil }); err != nil {
+		if _, err := a.checkStart(o, l, tasks, log, nil, func() error { return nil }); err != nil {
 			return err
 		}
 		if err := checkListen(o.flags.metricsListen); err != nil {
@@ -395,8 +395,9 @@ type startChecks struct {
 // run's, before the joblog is read; a dry run takes none), the queue's
 // tasks, and every file the run writes (checkOutputs). A dry run stops
 // after it, so that it refuses what the run would (it passed -o into a
-// missing directory).
-func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger, lock func() error) (startChecks, error) {
+// missing directory). wait is the run's waiting (nil in a dry run, which
+// catches no signal): asking the job's MPS ends at a stop signal.
+func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger, wait *launcher.Waiting, lock func() error) (startChecks, error) {
 	var c startChecks
 	var err error
 	if o.flags.tmux {
@@ -407,7 +408,17 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 	if c.insts, err = l.instances(a.baseEnv(), o); err != nil {
 		return c, err
 	}
-	if l.mps, err = a.checkMPS(o, l); err != nil {
+	ctx := context.Background()
+	if wait != nil {
+		ctx = wait.Context()
+	}
+	l.mps, err = a.checkMPS(ctx, o, l)
+	if wait != nil {
+		if stopped := stoppedBeforeRun(wait, o, "while asking the node's MPS whether it answers", log); stopped != nil {
+			return c, stopped // what it answered is moot
+		}
+	}
+	if err != nil {
 		return c, err
 	}
 	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)
@@ -426,12 +437,17 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 // start starts what the launch decided. Everything the run will write is
 // checked first (checkStart) and opened only when every check has passed,
 // so that a refusal leaves the disk as it was: the output files and
-// --report's file, then the control socket, then the joblog.
+// --report's file, then the control socket, then the joblog. From here on
+// signals are caught (launcher.Waiting): a wait before the run — the
+// queue's holder, the MPS daemons — ends at a stop signal, and the run
+// ends with its status (stoppedBeforeRun).
 func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
+	wait := launcher.StartWaiting()
+	defer wait.Stop()
 	var lock *taskqueue.JoblogLock
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	c, err := a.checkStart(o, l, tasks, log, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
+	c, err := a.checkStart(o, l, tasks, log, wait, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
 	if c.nothingLeft {
 		l.nodes.over(log)
 	}
@@ -473,27 +489,33 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 		queue = taskqueue.NewQueue(*qc)
 	}
-	peers, err := a.openPeers(o, l, log)
+	peers, err := a.openPeers(wait.Context(), o, l, log)
 	if err != nil {
 		srv.Close(0)
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
 			return nil
 		}
+		if stopped := stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log); stopped != nil {
+			return stopped
+		}
 		return err
 	}
 	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
-		metrics: newRunMetrics(l, metricsLn, board, insts, log)}
+		metrics: newRunMetrics(l, metricsLn, board, insts, log), wait: wait}
 	if l.mps != nil {
-		daemons, err := l.mps.start(a, insts, log)
+		daemons, err := l.mps.start(a, insts, log, wait)
 		if err != nil {
 			srv.Close(0)
 			peers.close(log)
+			if stopped := stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log); stopped != nil {
+				return stopped
+			}
 			return err
 		}
 		defer stopMPS(daemons, log)
 		if daemons != nil {
-			parts.spare = daemons.PIDs()
+			parts.spare = daemons.Keepers()
 		}
 	}
 	if o.policy.DDP {
@@ -628,11 +650,27 @@ type runParts struct {
 	srv   *control.Server // the control socket; nil without one
 	con   *console
 	tmux  string // --tmux's session; "" without
-	// spare are the run's MPS daemons, which the run's end leaves alone
-	// (they are stopped after it).
+	// spare are the keepers of the run's MPS daemons, which the run's end
+	// leaves alone with what is below them (they are stopped after it).
 	spare []int
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
 	metrics *runMetrics
+	// wait holds gpulaunch's signals until the supervisor takes them.
+	wait *launcher.Waiting
+}
+
+// stoppedBeforeRun is the end of a run that a signal stopped before it
+// began — while gpulaunch waited, with nothing of the run started —:
+// one line, and the status README's "Signals" gives (128 + the signal
+// for a run of instances, 255 for a task queue); nil when no signal
+// stopped it. while says what gpulaunch was doing.
+func stoppedBeforeRun(wait *launcher.Waiting, o *runOptions, while string, log *zap.Logger) error {
+	by, ok := wait.Stopped()
+	if !ok {
+		return nil
+	}
+	log.Info(fmt.Sprintf("%s: stopped %s; nothing was started", job.SignalName(by.Signal), while))
+	return exitCode(by.ExitCode(o.tasks.queueMode()))
 }
 
 // supervise runs the instances, with the control socket that `gpulaunch
@@ -648,7 +686,6 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	var g errgroup.Group
 	if srv != nil {
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
 		if tmux != "" {
@@ -656,6 +693,18 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 				log.Warn("--tmux: the window could not be laid out, the run goes on without it: " + err.Error())
 			}
 		}
+	}
+	// the supervisor's from here; a stop that came before is the end
+	sigs := st.wait.HandOver()
+	if stopped := stoppedBeforeRun(st.wait, o, "before the run began", log); stopped != nil {
+		if srv != nil {
+			srv.Close(0)
+		}
+		rq.close(log)
+		return stopped
+	}
+	var g errgroup.Group
+	if srv != nil {
 		// clients following output get a moment to read the last of it
 		g.Go(func() error { srv.CloseAfter(board.Done(), 2*time.Second); return nil })
 	}
@@ -676,7 +725,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.link(), Spare: st.spare,
+			Work: rq.work(), Link: rq.link(), Spare: st.spare, Signals: sigs,
 		})
 		rq.close(log) // what the run said last reaches the other nodes
 		return err

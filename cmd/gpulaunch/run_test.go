@@ -31,6 +31,9 @@ import (
 // the fake apps, chosen by argv "gltest-helper NAME ARGS…" (argv, not env:
 // instances inherit the env).
 func TestMain(m *testing.M) {
+	if process.IsKeeper() { // as main
+		os.Exit(process.Keep())
+	}
 	if filepath.Base(os.Args[0]) == "nvidia-cuda-mps-control" { // mps_test.go's stand-in
 		os.Exit(mpsstandin.Main(os.Args[1:]))
 	}

@@ -254,10 +254,12 @@ func sigApp(args []string) int {
 // in), how its instances take signals, and the signals, each after a
 // gap. The gaps count from the phase's start point: gpulaunch's start
 // (start), every instance ready (run, queue, nodes), the first instance
-// ready (restart: its instances fail and wait out their backoff).
+// ready (restart: its instances fail and wait out their backoff), the
+// wait begun (mps: an MPS control daemon that never writes its pid file
+// has started; join: node 1 of two waits for a holder that never comes).
 type sigSequence struct {
 	seed      uint64 // the seed it was drawn from; 0: scripted
-	phase     string // start, run, restart, queue, nodes
+	phase     string // start, run, restart, queue, nodes, mps, join
 	behaviour string // ignore, catch, die (sigApp)
 	signals   []syscall.Signal
 	gaps      []time.Duration
@@ -273,7 +275,7 @@ func (q sigSequence) String() string {
 }
 
 var (
-	sigPhases     = []string{"start", "run", "restart", "queue", "nodes"}
+	sigPhases     = []string{"start", "run", "restart", "queue", "nodes", "mps", "join"}
 	sigBehaviours = []string{"ignore", "catch", "die"}
 	sigChoices    = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1}
 )
@@ -315,6 +317,11 @@ func queueRounds(phase string) time.Duration {
 	}
 	return sigTasks / 2
 }
+
+// sigWait is how long the waits of the mps and join phases last when no
+// signal stops them (GPULAUNCH_MPS_WAIT, GPULAUNCH_JOIN_WAIT): longer
+// than any sequence, so that every signal finds gpulaunch waiting.
+const sigWait = sigLifetime
 
 // sigExpect is what the oracle allows of one sequence.
 type sigExpect struct {
@@ -360,9 +367,17 @@ type sigExpect struct {
 //  7. The other node of a queue over two nodes ends when the holder
 //     does: 0 when the holder ended the queue and told it so, 255 when it
 //     found the holder gone; the queue's status is the holder's.
+//  8. A wait before the run (mps, join): the first INT, TERM, HUP or
+//     QUIT ends it at once, and what it started (the daemon, its server)
+//     with it: 128 + that signal for a run of instances (mps), 255 for a
+//     node of a queue (join). USR1 reaches no instance, for none runs:
+//     dropped. With no stop the wait runs out: 1.
 //
 // A signal after gpulaunch's run is over changes nothing (Run drops it).
 func sigOracle(q sigSequence) sigExpect {
+	if q.phase == "mps" || q.phase == "join" {
+		return waitOracle(q)
+	}
 	queue := q.phase == "queue" || q.phase == "nodes"
 	stop, hup, usr1 := -1, -1, -1
 	for i, s := range q.signals {
@@ -444,6 +459,21 @@ func sigOracle(q sigSequence) sigExpect {
 	return e
 }
 
+// waitOracle is sigOracle's rule 8.
+func waitOracle(q sigSequence) sigExpect {
+	e := sigExpect{stopAt: -1, after: sigKillWait, natural: sigWait + sigKillWait, statuses: []int{1}}
+	for i, s := range q.signals {
+		if s != syscall.SIGUSR1 {
+			e.stopAt, e.statuses = i, []int{128 + int(s)}
+			if q.phase == "join" {
+				e.statuses = []int{255}
+			}
+			break
+		}
+	}
+	return e
+}
+
 // hangMargin is the hang detector's margin over the bounds the oracle
 // gives: generous, for a loaded machine; a hang is forever.
 const hangMargin = 5 * time.Second
@@ -521,6 +551,7 @@ func runSequence(q sigSequence, dir string) string {
 	flags := []string{"-n", "2", "-G", "0", "-O", "--kill-wait", sigKillWait.String()}
 	var args []string
 	ready := 2
+	var waiting func(out string) bool // the mps and join phases' start point
 	switch q.phase {
 	case "start", "run":
 		args = append(flags, app(sigLifetime, 0)...)
@@ -532,6 +563,22 @@ func runSequence(q sigSequence, dir string) string {
 	case "nodes":
 		args = append(append(flags, "--master-addr", "127.0.0.1", "--each-line", lines(sigTasks)), app(sigLifetime, 0)...)
 		ready = 4
+	case "mps":
+		runtime, err := mpsWaitWorld(dir)
+		if err != nil {
+			return err.Error()
+		}
+		defer os.RemoveAll(runtime)
+		env = append(env, "XDG_RUNTIME_DIR="+runtime, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "GPULAUNCH_MPS_WAIT="+sigWait.String(),
+			"MPS_STANDIN_NO_PIDFILE=1", "MPS_STANDIN_SERVER=1", "MPS_STANDIN_EVENTS="+filepath.Join(dir, "events"))
+		args = append([]string{"-n", "2", "-O", "--node-file", filepath.Join(dir, "node.json"), "--mps", "--kill-wait", sigKillWait.String()}, app(sigLifetime, 0)...)
+		waiting = func(out string) bool {
+			events, _ := os.ReadFile(filepath.Join(dir, "events"))
+			return strings.Contains(out, "MPS: waiting up to") && strings.Contains(string(events), "server ")
+		}
+	case "join":
+		args = append(append(flags, "--master-addr", "127.0.0.1", "--each-line", lines(sigTasks)), app(sigLifetime, 0)...)
+		waiting = func(out string) bool { return strings.Contains(out, "node 1 of 2: waiting up to") }
 	}
 	var procs []*sigProc
 	defer func() {
@@ -555,8 +602,11 @@ func runSequence(q sigSequence, dir string) string {
 	}
 	for node := range nodes {
 		penv := env
-		if q.phase == "nodes" {
+		switch q.phase {
+		case "nodes":
 			penv = nodeEnv(node)
+		case "join": // node 1 alone: its holder never comes
+			penv = append(nodeEnv(1), "GPULAUNCH_JOIN_WAIT="+sigWait.String())
 		}
 		p, err := startSigProc(args, penv)
 		if err != nil {
@@ -566,7 +616,19 @@ func runSequence(q sigSequence, dir string) string {
 	}
 	gl := procs[0]
 	begin := time.Now()
-	if q.phase != "start" {
+	if waiting != nil {
+		for !waiting(gl.out.String()) {
+			select {
+			case <-gl.done:
+				return fmt.Sprintf("gpulaunch ended before its wait began: status %d\n%s", sigStatus(gl.err), gl.out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Since(begin) > 60*time.Second {
+				return "the wait never began:\n" + gl.out.String()
+			}
+		}
+		begin = time.Now()
+	} else if q.phase != "start" {
 		// every instance ready (the first of a restart phase): polled,
 		// so that a loaded machine only makes it later
 		for countReady(dir) < ready {
@@ -622,6 +684,24 @@ func runSequence(q sigSequence, dir string) string {
 	return strings.Join(problems, "; ") + "\n" + gl.out.String()
 }
 
+// mpsWaitWorld makes the mps phase's world in dir: the MPS stand-in on
+// bin (the test binary by the control program's name), a node file of one
+// GPU, and a runtime directory under /tmp (MPS's sockets must fit 108
+// bytes), which it returns.
+func mpsWaitWorld(dir string) (string, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Symlink(os.Args[0], filepath.Join(dir, "bin", "nvidia-cuda-mps-control")); err != nil {
+		return "", err
+	}
+	node := `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "node.json"), []byte(node), 0o644); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp("/tmp", "glsig")
+}
+
 // countReady counts the ready files the instances wrote in dir.
 func countReady(dir string) int {
 	files, _ := filepath.Glob(filepath.Join(dir, "ready.*"))
@@ -644,13 +724,19 @@ var scriptedSequences = []sigSequence{
 	{phase: "run", behaviour: "die", signals: []syscall.Signal{syscall.SIGUSR1}, gaps: []time.Duration{0}},
 	// the holder of a two-node queue stopped twice
 	{phase: "nodes", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGINT}, gaps: []time.Duration{0, 500 * time.Millisecond, 0}},
+	// issue 34's: Ctrl-C, twice, while an MPS daemon does not come up
+	{phase: "mps", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, gaps: []time.Duration{0, 0}},
+	// USR1 dropped, then scancel's TERM, while a node waits for its holder
+	{phase: "join", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM}, gaps: []time.Duration{0, 300 * time.Millisecond}},
 }
 
 // TestSignalSequences sends scripted and seeded-random sequences of 1 to 4
 // signals to real gpulaunch processes during start, a run, a restart
-// backoff, a queue and a queue over two nodes, with instances that
-// ignore, catch or die of them; each must end within its bound, leave no
-// process, and end with the status sigOracle allows.
+// backoff, a queue, a queue over two nodes, the wait for an MPS daemon
+// that never comes up and a node's wait for a holder that never comes,
+// with instances that ignore, catch or die of them; each must end within
+// its bound, leave no process (the daemon and its server included), and
+// end with the status sigOracle allows.
 //
 // GPULAUNCH_STRESS_SEQUENCES: how many random sequences (20; `make
 // stress` 500); GPULAUNCH_STRESS_PARALLEL: how many at once (5);
@@ -730,6 +816,9 @@ func TestSignalOracle(t *testing.T) {
 		{"5: a queue stopped: 255", seq("queue", "catch", QUIT), []int{255}, 0},
 		{"5: a queue drained by HUP: 255", seq("queue", "ignore", HUP, USR1), []int{255}, 0},
 		{"6: a queue with no stop: its failed tasks", seq("queue", "catch", USR1), []int{0}, -1},
+		{"8: a stop ends the MPS wait at once", seq("mps", "ignore", USR1, QUIT, INT), []int{131}, 1},
+		{"8: a node's wait stopped: 255, HUP too", seq("join", "die", HUP, TERM), []int{255}, 0},
+		{"8: USR1 is dropped: the wait runs out", seq("mps", "catch", USR1, USR1), []int{1}, -1},
 	} {
 		e := sigOracle(tc.q)
 		if !slices.Equal(e.statuses, tc.want) || e.stopAt != tc.stop {

@@ -4,6 +4,7 @@ package launcher
 
 import (
 	"io"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -98,4 +99,8 @@ type Spec struct {
 	// whatever the instances left behind, leaves them and their children
 	// alone.
 	Spare []int
+	// Signals are gpulaunch's signals, from a Waiting's hand-over: those
+	// that came while gpulaunch waited before the run, and were not read,
+	// are the run's first. Nil: Run catches its own from its start.
+	Signals chan os.Signal
 }

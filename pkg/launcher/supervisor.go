@@ -178,6 +178,9 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), wakeC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
 		stopped: make(chan struct{}),
 	}
+	if spec.Signals != nil {
+		s.signalC = spec.Signals
+	}
 	s.policy.KillWait = s.policy.killWait()
 	if s.log == nil {
 		s.log = zap.NewNop()

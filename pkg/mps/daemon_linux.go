@@ -10,11 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
 // PidFile is what a control daemon writes in its pipe directory once it
@@ -37,6 +38,10 @@ type Config struct {
 	// Wait is how long a daemon has to write its pid file (CSCS's
 	// wrapper waits 120 s).
 	Wait time.Duration
+	// Hurry is closed by a second Ctrl-C (README, "Signals"): daemons
+	// that a failed start is stopping are ended at once, not asked to
+	// quit first. Nil: never.
+	Hurry <-chan struct{}
 }
 
 // Daemons are the control daemons of one run, one per shared GPU.
@@ -58,33 +63,43 @@ type Daemon struct {
 	PID int
 	// out is where the daemon's own stdout and stderr go.
 	out string
-	// exited is closed once the daemon has exited and been waited for.
-	exited chan struct{}
+	// kept is the daemon under its keeper: it and what it forks (its
+	// servers) end with the run however the run ends.
+	kept *process.Kept
 }
 
-// Start starts one control daemon per GPU in the foreground (-f), each a
-// child of gpulaunch with a parent-death signal (TERM), so that none
-// outlives a gpulaunch that is SIGKILLed, and waits until each has
-// written its pid file. On any failure — a daemon that exits, or does
-// not come up within Wait, or ctx ending (a signal to gpulaunch) — the
+// Start starts one control daemon per GPU in the foreground (-f), each
+// under a keeper (process.StartKept) from the moment it is forked, so
+// that neither it nor the servers it forks outlives the run, gpulaunch
+// SIGKILLed included, and waits until each has written its pid file. On
+// any failure — a daemon that exits, or does not come up within Wait, or
+// ctx ending (a signal to gpulaunch; the error wraps ctx's cause) — the
 // daemons started are stopped, the directory removed, and the error
-// carries the daemon's log.
+// quotes what the daemon said (its directory is gone by then).
 func Start(ctx context.Context, c Config) (*Daemons, error) {
 	d := &Daemons{Dir: c.Dir, control: c.Control, env: daemonEnv(c.Env)}
 	for k, uuid := range c.GPUs {
+		if ctx.Err() != nil { // stopped already: no more daemons
+			d.Stop(failedStartGrace, c.Hurry)
+			return nil, fmt.Errorf("MPS: stopped while the control daemons started: %w", context.Cause(ctx))
+		}
 		dm, err := d.start(k, uuid)
 		if err != nil {
-			d.Stop(time.Second)
+			d.Stop(failedStartGrace, c.Hurry)
 			return nil, err
 		}
 		d.list = append(d.list, dm)
 	}
 	if err := d.awaitPidFiles(ctx, c.Wait); err != nil {
-		d.Stop(time.Second)
+		d.Stop(failedStartGrace, c.Hurry)
 		return nil, err
 	}
 	return d, nil
 }
+
+// failedStartGrace is how long daemons of a start that failed have to
+// quit before their keepers end them.
+const failedStartGrace = time.Second
 
 // daemonEnv is base without the variables a daemon is given its own of.
 func daemonEnv(base []string) []string {
@@ -100,7 +115,7 @@ func daemonEnv(base []string) []string {
 // start starts GPU k's daemon.
 func (d *Daemons) start(k int, uuid string) (*Daemon, error) {
 	base := filepath.Join(d.Dir, strconv.Itoa(k))
-	dm := &Daemon{GPU: uuid, PipeDir: filepath.Join(base, "pipe"), LogDir: filepath.Join(base, "log"), out: filepath.Join(base, "daemon.out"), exited: make(chan struct{})}
+	dm := &Daemon{GPU: uuid, PipeDir: filepath.Join(base, "pipe"), LogDir: filepath.Join(base, "log"), out: filepath.Join(base, "daemon.out")}
 	for _, dir := range []string{dm.PipeDir, dm.LogDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("MPS: %w", err)
@@ -112,29 +127,13 @@ func (d *Daemons) start(k int, uuid string) (*Daemon, error) {
 	}
 	defer out.Close()
 	env := append(append([]string{}, d.env...), "CUDA_VISIBLE_DEVICES="+uuid, "CUDA_MPS_PIPE_DIRECTORY="+dm.PipeDir, "CUDA_MPS_LOG_DIRECTORY="+dm.LogDir)
-	started := make(chan error, 1)
-	go func() {
-		// The parent-death signal is sent when the thread that forked
-		// the daemon ends, not the process: this thread stays locked,
-		// and so alive, until the daemon has exited.
-		runtime.LockOSThread()
-		defer close(dm.exited)
-		cmd := exec.Command(d.control, "-f")
-		cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = env, out, out, "/"
-		// Own process group: a Ctrl-C at the terminal reaches gpulaunch,
-		// which stops the daemons after the instances, not before.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		dm.PID = cmd.Process.Pid
-		started <- nil
-		_ = cmd.Wait() // an error too when the run's reaper took its status first
-	}()
-	if err := <-started; err != nil {
+	// The keeper and the daemon lead process groups of their own: a
+	// Ctrl-C at the terminal reaches gpulaunch's, which stops the daemons
+	// after the instances, not before.
+	if dm.kept, err = process.StartKept(d.control, []string{d.control, "-f"}, env, "/", out); err != nil {
 		return nil, fmt.Errorf("MPS: starting %s for GPU %s: %w", d.control, uuid, err)
 	}
+	dm.PID = dm.kept.PID
 	return dm, nil
 }
 
@@ -144,14 +143,14 @@ func (d *Daemons) awaitPidFiles(ctx context.Context, wait time.Duration) error {
 	for _, dm := range d.list {
 		for !dm.up() {
 			select {
-			case <-dm.exited:
+			case <-dm.kept.Exited():
 				return fmt.Errorf("MPS: the control daemon for GPU %s exited before it was up%s", dm.GPU, dm.tail())
 			case <-ctx.Done():
 				return fmt.Errorf("MPS: stopped while the control daemons started: %w", context.Cause(ctx))
 			case <-time.After(10 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("MPS: the control daemon for GPU %s (pid %d) wrote no %s in %s%s", dm.GPU, dm.PID, filepath.Join(dm.PipeDir, PidFile), wait, dm.tail())
+				return fmt.Errorf("MPS: the control daemon for GPU %s (pid %d) wrote no pid file (%s) in %s%s", dm.GPU, dm.PID, PidFile, wait, dm.tail())
 			}
 		}
 	}
@@ -164,7 +163,8 @@ func (dm *Daemon) up() bool {
 	return err == nil
 }
 
-// tail is the end of what the daemon said, for an error.
+// tail is the end of what the daemon said, for an error: quoted, for its
+// directory is removed before the error is read (Stop).
 func (dm *Daemon) tail() string {
 	var said []string
 	for _, f := range []string{dm.out, filepath.Join(dm.LogDir, "control.log")} {
@@ -177,7 +177,7 @@ func (dm *Daemon) tail() string {
 		}
 	}
 	if len(said) == 0 {
-		return ": it said nothing (see its log directory " + dm.LogDir + ")"
+		return ": it said nothing, on its output or in its control.log"
 	}
 	return "; its log ends: " + strings.Join(said, " | ")
 }
@@ -185,12 +185,22 @@ func (dm *Daemon) tail() string {
 // List is the daemons, in GPU order.
 func (d *Daemons) List() []*Daemon { return d.list }
 
-// PIDs are the daemons' pids: the run spares them and what they started
-// when it ends the processes its instances left behind.
+// PIDs are the daemons' pids.
 func (d *Daemons) PIDs() []int {
 	var pids []int
 	for _, dm := range d.list {
 		pids = append(pids, dm.PID)
+	}
+	return pids
+}
+
+// Keepers are the daemons' keepers' pids, each daemon and what it started
+// below its keeper: the run spares them when it ends the processes its
+// instances left behind.
+func (d *Daemons) Keepers() []int {
+	var pids []int
+	for _, dm := range d.list {
+		pids = append(pids, dm.kept.Keeper)
 	}
 	return pids
 }
@@ -206,44 +216,67 @@ func (d *Daemons) Of(uuid string) *Daemon {
 }
 
 // Stop asks each daemon to quit, as NVIDIA documents (`echo quit |
-// nvidia-cuda-mps-control`), waits up to grace for it to exit, KILLs the
-// process group of any still there, and removes the run's directory. It
-// says how many were killed.
-func (d *Daemons) Stop(grace time.Duration) (killed int) {
+// nvidia-cuda-mps-control`), waits up to grace for it to exit, then has
+// its keeper end whatever is left of it — the daemon, if it did not
+// quit, and anything it started (process.Keep) —, and removes the run's
+// directory. A hurry closed (a Ctrl-C meanwhile; nil: none) cuts the
+// grace short. It says how many daemons had to be killed.
+func (d *Daemons) Stop(grace time.Duration, hurry <-chan struct{}) (killed int) {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	for _, dm := range d.list {
-		select {
-		case <-dm.exited:
-			continue
-		default:
-		}
-		q := exec.CommandContext(ctx, d.control)
-		q.Env = append(append([]string{}, d.env...), "CUDA_MPS_PIPE_DIRECTORY="+dm.PipeDir, "CUDA_MPS_LOG_DIRECTORY="+dm.LogDir)
-		q.Stdin = bytes.NewBufferString("quit\n")
-		_ = q.Run()
+	if hurry != nil {
+		go func() {
+			select {
+			case <-hurry:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	for _, dm := range d.list {
 		select {
-		case <-dm.exited:
+		case <-dm.kept.Exited():
+			continue
+		default:
+		}
+		_ = client(ctx, d.control, append(append([]string{}, d.env...), "CUDA_MPS_PIPE_DIRECTORY="+dm.PipeDir, "CUDA_MPS_LOG_DIRECTORY="+dm.LogDir), "quit")
+	}
+	for _, dm := range d.list {
+		select {
+		case <-dm.kept.Exited():
 		case <-ctx.Done():
-			_ = syscall.Kill(-dm.PID, syscall.SIGKILL)
-			<-dm.exited
 			killed++
 		}
+	}
+	for _, dm := range d.list {
+		dm.kept.End(keeperWait)
 	}
 	_ = os.RemoveAll(d.Dir)
 	return killed
 }
 
-// Answers says whether a control daemon answers at pipeDir, asking it
-// with control's client (get_server_list) for at most a few seconds.
-func Answers(control, pipeDir string, env []string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// keeperWait bounds how long Stop waits for a keeper to have ended
+// everything below it with KILL: only a process stuck in the kernel
+// takes longer, and gpulaunch does not wait for that.
+const keeperWait = 10 * time.Second
+
+// client runs the control program as a client with one command, until
+// ctx ends. It leads its own process group, and dies with gpulaunch: a
+// client waiting on a daemon that does not answer must not outlive it.
+func client(ctx context.Context, control string, env []string, command string) error {
 	q := exec.CommandContext(ctx, control)
-	q.Env = append(daemonEnv(env), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
-	q.Stdin = bytes.NewBufferString("get_server_list\n")
-	err := q.Run()
+	q.Env = env
+	q.Stdin = bytes.NewBufferString(command + "\n")
+	q.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return q.Run()
+}
+
+// Answers says whether a control daemon answers at pipeDir, asking it
+// with control's client (get_server_list) for at most a few seconds, or
+// until ctx ends (a signal to gpulaunch).
+func Answers(ctx context.Context, control, pipeDir string, env []string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := client(ctx, control, append(daemonEnv(env), "CUDA_MPS_PIPE_DIRECTORY="+pipeDir), "get_server_list")
 	return err == nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 }

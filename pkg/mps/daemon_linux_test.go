@@ -10,12 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
 )
 
 // The test binary is also the MPS stand-in, when it is started by that
-// name (standIn links it).
+// name (standIn links it), and the daemons' keeper, as gpulaunch is.
 func TestMain(m *testing.M) {
+	if process.IsKeeper() {
+		os.Exit(process.Keep())
+	}
 	if filepath.Base(os.Args[0]) == "nvidia-cuda-mps-control" {
 		os.Exit(mpsstandin.Main(os.Args[1:]))
 	}
@@ -96,14 +100,14 @@ func TestDaemonsLifecycle(t *testing.T) {
 				t.Errorf("%s: %v %v, want a directory 0700", sub, fi, err)
 			}
 		}
-		if !Answers(control, dm.PipeDir, nil) {
+		if !Answers(context.Background(), control, dm.PipeDir, nil) {
 			t.Errorf("daemon %d does not answer at %s", k, dm.PipeDir)
 		}
 	}
 	if d.Of("GPU-bbb") == nil || d.Of("GPU-bbb").PipeDir == d.Of("GPU-aaa").PipeDir {
 		t.Fatal("the GPUs do not have a daemon each")
 	}
-	if killed := d.Stop(10 * time.Second); killed != 0 {
+	if killed := d.Stop(10*time.Second, nil); killed != 0 {
 		t.Errorf("%d daemons had to be killed; quit should stop them", killed)
 	}
 	for _, pid := range pids {
@@ -126,6 +130,10 @@ func TestDaemonsLifecycle(t *testing.T) {
 // and no directory.
 func TestDaemonsThatDoNotComeUp(t *testing.T) {
 	control := standIn(t)
+	silent := filepath.Join(t.TempDir(), "silent")
+	if err := os.WriteFile(silent, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		control string
@@ -140,6 +148,7 @@ func TestDaemonsThatDoNotComeUp(t *testing.T) {
 		{"exits at once", "/bin/false", nil, false, "exited before it was up", 300 * time.Millisecond},
 		{"never writes its pid file", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, false, "wrote no ", 5 * time.Second},
 		{"the run is stopped meanwhile", control, []string{"MPS_STANDIN_NO_PIDFILE=1"}, true, "stopped while the control daemons started", 300 * time.Millisecond},
+		{"says nothing and never writes its pid file", silent, nil, false, "it said nothing", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := runDir(t)
@@ -157,6 +166,13 @@ func TestDaemonsThatDoNotComeUp(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("the run's directory is still there: %v", err)
+			}
+			// what the error names must be there to be read: the run's
+			// directory is gone, so it names nothing in it
+			for _, word := range strings.Fields(err.Error()) {
+				if path := strings.Trim(word, "():;,"); strings.HasPrefix(path, dir) {
+					t.Errorf("the error points at %s, which is gone: %v", path, err)
+				}
 			}
 			if left := childrenOf(os.Getpid()); len(left) > 0 {
 				t.Errorf("left running: %v", left)
@@ -182,4 +198,51 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return out
+}
+
+// Each daemon here forks a server that leaves its process group (a
+// session of its own) and ignores TERM — the worst NVIDIA's
+// documentation leaves open. Stopped with time to quit, the daemon quits
+// and takes its server down; with none (grace 0, as a second Ctrl-C
+// asks), its keeper kills the daemon and then the server its death
+// leaves behind. Either way no daemon and no server is left.
+func TestDaemonsLeaveNoServer(t *testing.T) {
+	control := standIn(t)
+	for _, tc := range []struct {
+		name   string
+		grace  time.Duration
+		killed int
+	}{
+		{"quit", 10 * time.Second, 0},
+		{"no time to quit", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events := filepath.Join(t.TempDir(), "events")
+			d, err := Start(context.Background(), Config{Control: control, Dir: runDir(t), GPUs: []string{"GPU-aaa"},
+				Env: []string{"PATH=/bin:/usr/bin", "MPS_STANDIN_EVENTS=" + events, "MPS_STANDIN_SERVER=1", "MPS_STANDIN_TERM=ignore"}, Wait: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			server := 0
+			for deadline := time.Now().Add(30 * time.Second); server == 0; time.Sleep(20 * time.Millisecond) {
+				b, _ := os.ReadFile(events)
+				for _, line := range strings.Split(string(b), "\n") {
+					if f := strings.Fields(line); len(f) == 2 && f[0] == "server" {
+						server, _ = strconv.Atoi(f[1])
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon never started its server:\n%s", b)
+				}
+			}
+			if killed := d.Stop(tc.grace, nil); killed != tc.killed {
+				t.Errorf("%d daemons killed, want %d", killed, tc.killed)
+			}
+			for _, pid := range append(d.PIDs(), server) {
+				if alive(pid) {
+					t.Errorf("pid %d still runs after Stop (daemon %v, server %d)", pid, d.PIDs(), server)
+				}
+			}
+		})
+	}
 }

@@ -43,13 +43,21 @@ func Shares(p binding.Plan) []Share {
 }
 
 // Shared says whether any GPU has two slots or more.
-func Shared(shares []Share) bool {
+func Shared(shares []Share) bool { return len(SharedGPUs(shares)) > 0 }
+
+// SharedGPUs are the shares of GPUs that two slots or more share: those
+// that get a control daemon of the run's own. A slot alone on its GPU is
+// no MPS client: it has the GPU to itself, and a daemon would only put a
+// server between it and its GPU (and a client share of 100%, the
+// GPU's).
+func SharedGPUs(shares []Share) []Share {
+	var out []Share
 	for _, s := range shares {
 		if len(s.Slots) > 1 {
-			return true
+			out = append(out, s)
 		}
 	}
-	return false
+	return out
 }
 
 // Check says why a plan cannot run under MPS, with the fix; nil when it

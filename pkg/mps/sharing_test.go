@@ -53,6 +53,28 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// SharedGPUs: the GPUs of two slots or more, those that get a daemon;
+// 5 slots on 4 GPUs share GPU 0 alone.
+func TestSharedGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		plan binding.Plan
+		want []string
+	}{
+		{"5 on 4: GPU a alone is shared", plan(5, 4, 1), []string{"GPU-a"}},
+		{"8 on 4: every GPU", plan(8, 4, 1), []string{"GPU-a", "GPU-b", "GPU-c", "GPU-d"}},
+		{"4 on 4: none", plan(4, 4, 1), nil},
+	} {
+		var got []string
+		for _, s := range SharedGPUs(Shares(tc.plan)) {
+			got = append(got, s.GPU.UUID)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // Threads: the given percentage, else an even share rounded up; the
 // flags' bounds; what a client is told.
 func TestThreadsAndClientEnv(t *testing.T) {

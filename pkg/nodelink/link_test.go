@@ -1,6 +1,7 @@
 package nodelink
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -88,7 +89,7 @@ func TestWrongTokenGetsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.Token = strings.Repeat("0", 64)
-	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k, "job7.0")
+	_, err = dial(context.Background(), WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k, "job7.0")
 	if err == nil || !strings.Contains(err.Error(), "wrong token") {
 		t.Fatalf("a wrong token was not refused: %v", err)
 	}
@@ -138,7 +139,7 @@ func TestImpostorHolderLearnsNothing(t *testing.T) {
 		got <- string(buf[:n])
 	}()
 	k.Addr = ln.Addr().String()
-	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k, "job7.0")
+	_, err = dial(context.Background(), WorkerConfig{Run: "job7.0", Node: 1, Host: "x", Slots: 2, KeyDir: dir, Beat: testBeat}, k, "job7.0")
 	if err == nil || !strings.Contains(err.Error(), "not the one in the key file") {
 		t.Fatalf("the impostor was trusted: %v", err)
 	}
@@ -476,5 +477,28 @@ func TestPollAfter(t *testing.T) {
 		if got := pollAfter(c.tries, c.jitter); got != c.want {
 			t.Errorf("%s: pollAfter(%d, %v) = %v, want %v", c.name, c.tries, c.jitter, got, c.want)
 		}
+	}
+}
+
+// A node waiting for a holder that never comes gives the wait up as soon
+// as its context ends (a signal to gpulaunch), not when Wait is over: the
+// error wraps the context's cause.
+func TestJoinGivesUpWhenStopped(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("SIGINT to gpulaunch")
+	done := make(chan error, 1)
+	go func() {
+		_, err := JoinContext(ctx, WorkerConfig{Run: "job7.0", Node: 1, Host: "n1", Slots: 1, KeyDir: dir, Wait: time.Hour, Beat: testBeat})
+		done <- err
+	}()
+	cancel(stop)
+	select {
+	case err := <-done:
+		if !errors.Is(err, stop) {
+			t.Errorf("err = %v, want it to wrap %v", err, stop)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Join still waits for its holder after its context ended")
 	}
 }

@@ -3,6 +3,7 @@ package nodelink
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
@@ -238,7 +239,7 @@ func TestWelcomeOfAnotherWireIsRefused(t *testing.T) {
 		io.Copy(io.Discard, tc)
 	}()
 	k := Key{Run: "job7.0", State: StateOpen, Addr: ln.Addr().String(), CertHash: hash, Token: "t", Nodes: 2}
-	_, err = dial(WorkerConfig{Run: "job7.0", Node: 1, Host: "n1", Slots: 2, Beat: testBeat}, k, "job7.0")
+	_, err = dial(context.Background(), WorkerConfig{Run: "job7.0", Node: 1, Host: "n1", Slots: 2, Beat: testBeat}, k, "job7.0")
 	if !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "run the same gpulaunch on every node") {
 		t.Fatalf("a welcome of form 0: %v", err)
 	}

@@ -1,6 +1,7 @@
 package nodelink
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -60,11 +61,15 @@ type WorkerConfig struct {
 // checks the holder's certificate against it, and shows its token. It
 // tries again until cfg.Wait has passed: the holder may still be starting,
 // and a key file left from an earlier run is replaced by the new one.
-func Join(cfg WorkerConfig) (*Worker, error) {
+func Join(cfg WorkerConfig) (*Worker, error) { return JoinContext(context.Background(), cfg) }
+
+// JoinContext is Join, given up as soon as ctx ends (a signal to
+// gpulaunch: README, "Signals"); the error then wraps ctx's cause.
+func JoinContext(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if cfg.Beat == 0 {
 		cfg.Beat = Beat
 	}
-	w, err := tryJoin(cfg)
+	w, err := tryJoin(ctx, cfg)
 	if err != nil {
 		tellGroup(cfg, err)
 	}
@@ -87,7 +92,7 @@ func tellGroup(cfg WorkerConfig, err error) {
 	writeKey(KeyPath(cfg.KeyDir, gk.Run), gk)
 }
 
-func tryJoin(cfg WorkerConfig) (*Worker, error) {
+func tryJoin(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	path := KeyPath(cfg.KeyDir, cfg.Run)
 	deadline := time.Now().Add(cfg.Wait)
 	var last error
@@ -99,7 +104,7 @@ func tryJoin(cfg WorkerConfig) (*Worker, error) {
 		case err == nil && k.Token == refused:
 			return nil, last
 		case err == nil:
-			w, err := dial(cfg, k, run)
+			w, err := dial(ctx, cfg, k, run)
 			if err == nil {
 				return w, nil
 			}
@@ -119,7 +124,11 @@ func tryJoin(cfg WorkerConfig) (*Worker, error) {
 			return nil, fmt.Errorf("could not join the queue's holder (node 0) within %s: %v (is node 0's gpulaunch running, and %s on a filesystem both nodes see? GPULAUNCH_KEY_DIR sets another)",
 				cfg.Wait, last, cfg.KeyDir)
 		}
-		time.Sleep(pollAfter(tries, rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped while waiting for the queue's holder (node 0): %w", context.Cause(ctx))
+		case <-time.After(pollAfter(tries, rand.Float64())):
+		}
 		tries++
 	}
 }
@@ -195,12 +204,16 @@ func target(cfg WorkerConfig, path string) (Key, string, error) {
 	return gk, run, nil
 }
 
-// dial makes one attempt at the holder (or relay) k names.
-func dial(cfg WorkerConfig, k Key, run string) (*Worker, error) {
-	raw, err := net.DialTimeout("tcp", k.Addr, handshakeWait)
+// dial makes one attempt at the holder (or relay) k names; ctx ending
+// gives it up.
+func dial(ctx context.Context, cfg WorkerConfig, k Key, run string) (*Worker, error) {
+	raw, err := (&net.Dialer{Timeout: handshakeWait}).DialContext(ctx, "tcp", k.Addr)
 	if err != nil {
 		return nil, err
 	}
+	// the handshake's reads are bounded, not cancelled: closing the
+	// connection ends them
+	defer context.AfterFunc(ctx, func() { raw.Close() })()
 	tc := tls.Client(tcpConn(raw), pinned(k.CertHash))
 	tc.SetDeadline(time.Now().Add(handshakeWait))
 	if err := tc.Handshake(); err != nil {

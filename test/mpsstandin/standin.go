@@ -20,11 +20,23 @@
 //
 // What no document says and this stand-in chooses: the daemon and its
 // clients talk over a Unix socket "control" in the pipe directory (the
-// real one's protocol is private); TERM ends the daemon as quit does. Two
-// settings exist only for gpulaunch's tests: MPS_STANDIN_NO_PIDFILE=1
-// makes a daemon that never writes its pid file (one that does not come
-// up), and MPS_STANDIN_EVENTS=FILE appends "start PID PIPEDIR GPUS" and
-// "quit PID" lines to FILE.
+// real one's protocol is private); TERM ends the daemon as quit does.
+// Settings that exist only for gpulaunch's tests:
+//
+//   - MPS_STANDIN_NO_PIDFILE=1: a daemon that never writes its pid file
+//     (one that does not come up);
+//   - MPS_STANDIN_SERVER=1: the daemon forks its server at once, as the
+//     real one forks nvidia-cuda-mps-server for its first client (its
+//     log: "Starting new server N for user U"). What the real server does
+//     when its daemon dies is not documented; this one takes the worst:
+//     it runs in a session of its own, ignores INT and HUP, and only the
+//     daemon's quit (or its own TERM) ends it;
+//   - MPS_STANDIN_TERM=ignore: a daemon that does not end on TERM (NVIDIA
+//     documents quit, and nothing of what the daemon does with TERM);
+//   - MPS_STANDIN_QUIT=ignore: a daemon that does not quit when told
+//     (one stuck, as a daemon whose server waits on a GPU may be);
+//   - MPS_STANDIN_EVENTS=FILE appends "start PID PIPEDIR GPUS", "server
+//     PID", "server-exit PID" and "quit PID" lines to FILE.
 package mpsstandin
 
 import (
@@ -55,6 +67,8 @@ func Main(args []string) int {
 		return client(pipe, os.Stdin, os.Stdout, os.Stderr)
 	case args[0] == "-f":
 		return daemon(pipe, logDir)
+	case args[0] == "-server": // the daemon's server (MPS_STANDIN_SERVER)
+		return server()
 	case args[0] == "-d":
 		self, err := os.Executable()
 		if err != nil {
@@ -110,6 +124,7 @@ type state struct {
 	pinned  map[string]string
 	log     *os.File
 	quit    chan struct{}
+	server  *exec.Cmd // MPS_STANDIN_SERVER's; nil without
 }
 
 func daemon(pipe, logDir string) int {
@@ -139,6 +154,9 @@ func daemon(pipe, logDir string) int {
 	s := &state{threads: "100.0", pinned: map[string]string{}, log: logf, quit: make(chan struct{})}
 	s.logf("Startup (GPUs %q)", os.Getenv("CUDA_VISIBLE_DEVICES"))
 	event("start %d %s %s", os.Getpid(), pipe, os.Getenv("CUDA_VISIBLE_DEVICES"))
+	if os.Getenv("MPS_STANDIN_SERVER") == "1" {
+		s.startServer()
+	}
 	pidFile := filepath.Join(pipe, PidFile)
 	if os.Getenv("MPS_STANDIN_NO_PIDFILE") != "1" {
 		os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
@@ -154,16 +172,58 @@ func daemon(pipe, logDir string) int {
 			s.serve(c)
 		}
 	}()
-	select {
-	case <-s.quit:
-	case sig := <-term:
-		s.logf("Received signal %v", sig)
+	for stop := false; !stop; {
+		select {
+		case <-s.quit:
+			stop = true
+		case sig := <-term:
+			s.logf("Received signal %v", sig)
+			stop = os.Getenv("MPS_STANDIN_TERM") != "ignore"
+		}
 	}
+	s.stopServer()
 	l.Close()
 	os.Remove(sock)
 	os.Remove(pidFile)
 	s.logf("Exit")
 	event("quit %d", os.Getpid())
+	return 0
+}
+
+// startServer forks the daemon's server: this program again, by the
+// path it was started as (a test binary runs the stand-in by that name).
+func (s *state) startServer() {
+	c := exec.Command(os.Args[0], "-server")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		s.logf("Starting server failed: %v", err)
+		return
+	}
+	s.server = c
+	s.logf("Starting new server %d for user %d", c.Process.Pid, os.Getuid())
+}
+
+// stopServer ends the server, as the real daemon's quit shuts its
+// servers down, and waits for it.
+func (s *state) stopServer() {
+	if s.server == nil {
+		return
+	}
+	_ = s.server.Process.Signal(syscall.SIGTERM)
+	_ = s.server.Wait()
+}
+
+// server is the daemon's server: it runs until TERM.
+func server() int {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	event("server %d", os.Getpid())
+	for sig := range ch {
+		if sig == syscall.SIGTERM {
+			break
+		}
+	}
+	event("server-exit %d", os.Getpid())
 	return 0
 }
 
@@ -176,6 +236,8 @@ func (s *state) serve(c net.Conn) {
 	}
 	s.logf("Command %s", strings.Join(f, " "))
 	switch {
+	case f[0] == "quit" && os.Getenv("MPS_STANDIN_QUIT") == "ignore":
+		s.logf("Quit ignored")
 	case f[0] == "quit":
 		close(s.quit)
 	case f[0] == "get_server_list":
