@@ -77,7 +77,11 @@ func Check(p binding.Plan, vendor gpu.Vendor) error {
 	case oneGPUEach(p) != "":
 		return fmt.Errorf("--mps: %s, and an MPS client talks to one GPU's daemon: give -G 1", oneGPUEach(p))
 	case !Shared(shares):
-		return fmt.Errorf("--mps: no GPU is shared (%d instances on %d GPUs, one each): MPS runs several processes on one GPU; give -n above the GPU count, or drop --mps", len(p.Slots), len(shares))
+		each := fmt.Sprintf("%d instances on %d GPUs, one each", len(p.Slots), len(shares))
+		if len(p.Slots) == 1 {
+			each = "1 instance on 1 GPU"
+		}
+		return fmt.Errorf("--mps: no GPU is shared (%s): MPS runs several processes on one GPU; give -n above the GPU count, or drop --mps", each)
 	}
 	for _, s := range shares {
 		if len(s.Slots) > ClientLimit {

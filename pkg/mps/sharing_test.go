@@ -35,6 +35,7 @@ func TestCheck(t *testing.T) {
 		{"M2: a slot with two GPUs", plan(8, 4, 2), gpu.NVIDIA, "instance 0 has 2 GPUs, and an MPS client talks to one GPU's daemon: give -G 1"},
 		{"M2: a slot without a GPU", plan(2, 1, 0), gpu.NVIDIA, "instance 0 has 0 GPUs"},
 		{"M3: one instance per GPU", plan(4, 4, 1), gpu.NVIDIA, "no GPU is shared (4 instances on 4 GPUs, one each)"},
+		{"M3: one instance, counted in words", plan(1, 1, 1), gpu.NVIDIA, "no GPU is shared (1 instance on 1 GPU)"},
 		{"M4: 49 on one GPU", plan(49, 1, 1), gpu.NVIDIA, "49 instances on GPU 0 (GPU-a), and MPS serves at most 48"},
 		{"M4: 48 on one GPU", plan(48, 1, 1), gpu.NVIDIA, ""},
 		{"8 instances on 4 GPUs", plan(8, 4, 1), gpu.NVIDIA, ""},
