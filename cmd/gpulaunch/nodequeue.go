@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -229,6 +232,10 @@ type peers struct {
 	holder *nodelink.Holder
 	worker *nodelink.Worker
 	feed   *taskqueue.Feed // a node's: what it runs
+	// stopped is a relay's: closed at its first INT, TERM or QUIT from
+	// the start of its run (stopSignals), which its wait for its group at
+	// the end answers; nil elsewhere.
+	stopped *stopSignals
 }
 
 // runQueue is a run's queue: the one kept here (nil on a node that is
@@ -261,8 +268,40 @@ func (a *app) openPeers(ctx context.Context, o *runOptions, l *launch, log *zap.
 		l.nodes.opened = err == nil
 	case roleNode:
 		p.feed, p.worker, err = a.join(ctx, o, l, log)
+		if err == nil && p.worker.Relaying() {
+			p.stopped = catchStopSignals()
+		}
 	}
 	return p, err
+}
+
+// stopSignals is the first INT, TERM or QUIT to this gpulaunch, caught
+// beside the supervisor, which has them too.
+type stopSignals struct {
+	c    chan struct{} // closed at the first
+	by   string        // its name, set before c is closed
+	sigs chan os.Signal
+	done chan struct{}
+}
+
+func catchStopSignals() *stopSignals {
+	s := &stopSignals{c: make(chan struct{}), sigs: make(chan os.Signal, 1), done: make(chan struct{})}
+	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
+	go func() {
+		select {
+		case sig := <-s.sigs:
+			s.by = job.SignalName(sig.(syscall.Signal))
+			close(s.c)
+		case <-s.done:
+		}
+	}()
+	return s
+}
+
+// release stops catching them.
+func (s *stopSignals) release() {
+	signal.Stop(s.sigs)
+	close(s.done)
 }
 
 func (p peers) link() taskqueue.NodeLink {
@@ -280,10 +319,30 @@ func (p peers) close(log *zap.Logger) {
 	switch {
 	case p.holder != nil:
 		err = p.holder.Close()
+	case p.stopped != nil:
+		p.closeRelay(log)
 	case p.worker != nil:
 		err = p.worker.Close()
 	}
 	if err != nil {
 		log.Warn("closing the link to the other nodes: " + err.Error())
+	}
+}
+
+// closeRelay closes a relay's link, which first waits for its group's
+// nodes to be done (the queue ended, or the holder stops it) — during a
+// drain, as long as their longest task. That wait answers signals
+// (README's "Signals", rule 7): an INT, TERM or QUIT to the relay, then
+// or before it during its run, ends it, cutting the group off as the
+// relay's loss would (feed rule 7), and the node exits 255. HUP drains,
+// which the wait already is.
+func (p peers) closeRelay(log *zap.Logger) {
+	defer p.stopped.release()
+	first, last := p.worker.Relays()
+	log.Info(fmt.Sprintf("this node's share is done; it waits for the nodes it relays for (%d..%d) to be done", first, last))
+	if p.worker.CloseUnless(p.stopped.c) {
+		why := fmt.Sprintf("%s: stopped before the nodes it relays for (%d..%d) were done, which lost their holder", p.stopped.by, first, last)
+		p.feed.CutOffGroup(why)
+		log.Warn(why)
 	}
 }

@@ -47,8 +47,9 @@ func newQueueNodes(t *testing.T, nodes, tasks int) *queueNodes {
 	return qn
 }
 
-// nodeTaskScript: $0 the task's line (its number), $1 {%}, $2 the test's dir.
-const nodeTaskScript = `echo "$0 $SLURMD_NODENAME $1" >>"$2/mark.$0"; while [ ! -e "$2/go" ]; do sleep 0.01; done`
+// nodeTaskScript: $0 the task's line (its number), $1 {%}, $2 the test's
+// dir. A task ends at dir/go, or at dir/go.NODE for its node's alone.
+const nodeTaskScript = `echo "$0 $SLURMD_NODENAME $1" >>"$2/mark.$0"; while [ ! -e "$2/go" ] && [ ! -e "$2/go.$SLURMD_NODENAME" ]; do sleep 0.01; done`
 
 // env is node's environment in the step, keyed by GPULAUNCH_KEY_DIR dir.
 func (qn *queueNodes) env(node int, keyDir string) []string {
@@ -323,6 +324,68 @@ func TestQueueThroughRelaysTERMedEverywhere(t *testing.T) {
 	}
 	if recs := qn.records(); len(recs) > 0 {
 		t.Errorf("tasks ended by the TERM were recorded: %v", recs)
+	}
+}
+
+// A relay whose own share is done waits for its group's nodes — during
+// the holder's drain (HUP), as long as their longest task. That wait
+// answers a TERM (issue 34: every wait answers signals; it was a wait
+// after the run, whose signals were dropped): the relay cuts its group
+// off as its loss would and exits 255, its group's node ends as one whose
+// holder is lost, and the holder, draining, leaves their tasks unrecorded
+// for --resume.
+func TestQueueRelayStoppedWhileItWaitsForItsGroup(t *testing.T) {
+	qn := newQueueNodes(t, 5, 40)
+	qn.extra = []string{"GPULAUNCH_NODE_GROUP=2"}
+	cmds, outs := qn.startAll()
+	defer qn.release()
+	waitFor(t, "every node to start tasks", qn.everyNodeRuns)
+	cmds[0].Process.Signal(syscall.SIGHUP)
+	waitFor(t, "every node to stop starting tasks", func() bool { // before a task ends: none starts after it
+		for n := 1; n < 5; n++ {
+			if !strings.Contains(outs[n].String(), "the queue's holder stops the queue") {
+				return false
+			}
+		}
+		return strings.Contains(outs[0].String(), "SIGHUP: the running tasks finish")
+	})
+	for _, node := range []string{"node0", "node1", "node2", "node3"} { // all but node 4, behind relay 3
+		os.WriteFile(filepath.Join(qn.dir, "go."+node), nil, 0o644)
+	}
+	waitFor(t, "relay 3 to wait for its group", func() bool {
+		return strings.Contains(outs[3].String(), "it waits for the nodes it relays for (4..4)")
+	})
+	cmds[3].Process.Signal(syscall.SIGTERM)
+	relay := make(chan error, 1)
+	go func() { relay <- cmds[3].Wait() }()
+	var err error
+	waitFor(t, "relay 3 to end at its TERM, node 4's tasks still running", func() bool {
+		select {
+		case err = <-relay:
+			return true
+		default:
+			return false
+		}
+	})
+	if exitStatus(err) != 255 || !strings.Contains(outs[3].String(), "SIGTERM: stopped before the nodes it relays for (4..4) were done") {
+		t.Fatalf("relay 3: %v, want exit 255 and why\n%s", err, outs[3])
+	}
+	if err := cmds[4].Wait(); exitStatus(err) != 255 || !strings.Contains(outs[4].String(), "holder is lost") {
+		t.Fatalf("node 4: %v, want exit 255 and why\n%s", err, outs[4])
+	}
+	for _, n := range []int{1, 2} {
+		qn.succeeded(fmt.Sprint("node ", n), cmds[n], outs[n])
+	}
+	if err := cmds[0].Wait(); exitStatus(err) != 255 {
+		t.Errorf("holder: %v, want 255 (its drain left node 4's tasks unfinished)\n%s", err, outs[0])
+	}
+	for seq, recs := range qn.records() {
+		if len(recs) != 1 || recs[0] == "node4" {
+			t.Errorf("task %d recorded by %q: want once, never by node 4, whose tasks were ended", seq, recs)
+		}
+	}
+	if n := len(qn.records()); n != 8 {
+		t.Errorf("%d tasks recorded, want the 8 of nodes 0-3", n)
 	}
 }
 

@@ -133,20 +133,26 @@ func (r *relay) lost(why string) {
 // signal to it alone, a failure of its own) cuts its group off instead,
 // as its loss would (Groups, rule 5): waiting, it would leave the holder
 // sending it tasks that nobody runs, and its nodes waiting for an end
-// that the holder, counting those tasks held, would never send.
-func (r *relay) drain() {
+// that the holder, counting those tasks held, would never send. So does
+// one stopped (stop closed: a signal to it) while it waits, which may be
+// as long as its group's longest task during a drain; cut says so.
+func (r *relay) drain(stop <-chan struct{}) (cut bool) {
 	if !r.ended.Load() && !r.stopping.Load() {
 		r.group.abort(fmt.Sprintf("its group's relay, node %d, stopped before the queue's end", r.self))
-		return
+		return false
 	}
 	for r.present() > 0 {
 		select {
 		case <-r.changed:
 		case <-r.upLost:
-			return // lost closed the group's link
+			return false // lost closed the group's link
+		case <-stop:
+			r.group.abort(fmt.Sprintf("its group's relay, node %d, was stopped by a signal while it waited for them", r.self))
+			return true
 		}
 	}
 	r.group.Close()
+	return false
 }
 
 // present is how many of the group's nodes are there.

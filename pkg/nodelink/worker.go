@@ -325,11 +325,22 @@ func (w *Worker) Relays() (first, last int) {
 // Close sends what is queued and ends the connection; a relay first
 // waits until its group's nodes are gone, carrying their messages.
 func (w *Worker) Close() error {
+	w.CloseUnless(nil)
+	return nil
+}
+
+// CloseUnless is Close, but a relay's wait for its group ends when stop
+// is closed (a signal to the relay): its group is then cut off, as by
+// the relay's loss, and cut says so.
+func (w *Worker) CloseUnless(stop <-chan struct{}) (cut bool) {
 	close(w.closing)
 	if w.relay != nil {
-		w.relay.drain()
+		cut = w.relay.drain(stop)
 	}
 	w.c.close(3 * time.Second)
 	close(w.done)
-	return nil
+	return cut
 }
+
+// Relaying: this node relays for a group of others (Groups).
+func (w *Worker) Relaying() bool { return w.relay != nil }

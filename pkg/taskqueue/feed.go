@@ -29,6 +29,9 @@ import (
 //  6. The holder lost: nothing here can be recorded any more, so the tasks
 //     running here are ended and the run exits 255; the holder's
 //     joblog and --resume have the truth.
+//  7. A relay stopped by a signal while it waits for its group after its
+//     own share (nodelink's drain) cuts the group off, as its loss would:
+//     their tasks end unrecorded, and the relay exits 255 too.
 type Feed struct {
 	// Tries is --retries: how many times a task runs at most.
 	Tries int
@@ -45,6 +48,7 @@ type Feed struct {
 	// holder.
 	haltedHere bool
 	lost       string      // why the holder is gone
+	cutOff     string      // rule 7: why this relay cut its group off
 	status     QueueStatus // the whole queue's counts, as the holder last sent them
 	done       int         // tasks that finished here
 	failed     int
@@ -176,11 +180,15 @@ func (f *Feed) Counts(running int, elapsed time.Duration) QueueStatus {
 // queue's own status is the holder's, and srun exits with the highest of
 // its tasks'.
 func (f *Feed) ExitCode() int {
-	if f.lost != "" || f.haltedHere {
+	if f.lost != "" || f.haltedHere || f.cutOff != "" {
 		return 255
 	}
 	return 0
 }
+
+// CutOffGroup is rule 7: this relay, stopped (why) while it waited for
+// its group, cut them off.
+func (f *Feed) CutOffGroup(why string) { f.cutOff = why }
 
 // Summary says what this node did, for its summary line.
 func (f *Feed) Summary() string {
@@ -188,6 +196,8 @@ func (f *Feed) Summary() string {
 	switch {
 	case f.lost != "":
 		s += fmt.Sprintf("; the holder was lost (%s)", f.lost)
+	case f.cutOff != "":
+		s += fmt.Sprintf("; %s", f.cutOff)
 	case f.halted != "":
 		s += fmt.Sprintf("; stopped: %s", f.halted)
 	}
