@@ -254,6 +254,9 @@ func TestDetectLocalRank(t *testing.T) {
 		{name: "garbage rank", env: Env{"OMPI_COMM_WORLD_LOCAL_RANK": "x"}, wantErr: "not a local rank"},
 		{name: "garbage size", env: Env{"MV2_COMM_WORLD_LOCAL_RANK": "0", "MV2_COMM_WORLD_LOCAL_SIZE": "0"}, wantErr: "not a local size"},
 		{name: "slurm local id beyond tasks", env: Env{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "1", "SLURM_LOCALID": "3", "SLURM_STEP_TASKS_PER_NODE": "2"}, wantErr: "not below"},
+		// every rank plans the node's ranks (NewPlan's rule 11): G × 2^62 wrapped
+		{name: "a local size beyond a node's instances", env: Env{"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "4611686018427387904"}, wantErr: "more ranks on one node than gpulaunch places (8192)"},
+		{name: "slurm tasks beyond a node's instances", env: Env{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "1", "SLURM_LOCALID": "3", "SLURM_STEP_TASKS_PER_NODE": "99999999999"}, wantErr: "more ranks on one node"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -216,6 +216,11 @@ func DetectLocalRank(env Env, slurm Slurm) (LocalRank, bool, error) {
 		if lr.Size > 0 && lr.Rank >= lr.Size {
 			return LocalRank{}, false, fmt.Errorf("%s=%d is not below %s=%d", v.rank, lr.Rank, v.size, lr.Size)
 		}
+		// every rank plans the node's ranks as instances (NewPlan's rule
+		// 11): G × a size of 2^62 wrapped to a small count of GPUs
+		if lr.Size > MaxInstances {
+			return LocalRank{}, false, fmt.Errorf("%s=%d: more ranks on one node than gpulaunch places (%d)", v.size, lr.Size, MaxInstances)
+		}
 		return lr, true, nil
 	}
 	if slurm.InStep() {
@@ -223,6 +228,9 @@ func DetectLocalRank(env Env, slurm Slurm) (LocalRank, bool, error) {
 			lr := LocalRank{Rank: slurm.LocalID, Size: slurm.TasksOnThisNode(), Source: "SLURM_LOCALID"}
 			if lr.Size > 0 && lr.Rank >= lr.Size {
 				return LocalRank{}, false, fmt.Errorf("SLURM_LOCALID=%d is not below the %d tasks SLURM_STEP_TASKS_PER_NODE gives this node", lr.Rank, lr.Size)
+			}
+			if lr.Size > MaxInstances {
+				return LocalRank{}, false, fmt.Errorf("SLURM_STEP_TASKS_PER_NODE gives this node %d tasks: more ranks on one node than gpulaunch places (%d)", lr.Size, MaxInstances)
 			}
 			return lr, true, nil
 		}

@@ -83,6 +83,13 @@ func TestTopologyFileErrors(t *testing.T) {
 		`{"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0}, {"cpu": 0, "core": 0, "socket": 0, "numa": 0}], "gpus": []}`:                                    "listed twice",
 		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [], "colour": 1}`:                               "unknown field",
 		`{"cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 2, "threads_per_core": 1}, "gpus": [{"pci": "01:00.0", "local_cpus": "3-1"}]}`:     "local_cpus",
+		// numbers that would be allocated by (issue 34: a panic or out of memory, never an error line)
+		`{"cpus": [{"cpu": 9223372036854775807, "core": 9223372036854775807, "socket": 0, "numa": 0}], "gpus": []}`:                                                          "ids are 0..65535",
+		`{"cpus": [{"cpu": 99999999999, "core": 0, "socket": 0, "numa": 0}], "gpus": []}`:                                                                                    "ids are 0..65535",
+		`{"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 1099511627776}], "gpus": []}`:                                                                                  "ids are 0..65535",
+		`{"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0}], "gpus": [{"pci": "01:00.0", "numa": 9223372036854775807}]}`:                                               "numa 9223372036854775807: a NUMA node is 0..65535",
+		`{"cpu_layout": {"sockets": 9223372036854775807, "numa_per_socket": 9223372036854775807, "cores_per_numa": 9223372036854775807, "threads_per_core": 2}, "gpus": []}`: "more than 65536 CPUs",
+		`{"cpu_layout": {"sockets": 4294967296, "numa_per_socket": 4294967296, "cores_per_numa": 1, "threads_per_core": 1}, "gpus": []}`:                                     "more than 65536 CPUs",
 	}
 	for doc, want := range cases {
 		if _, err := ParseTopology([]byte(doc), "t.json"); err == nil || !strings.Contains(err.Error(), want) {

@@ -206,6 +206,11 @@ func (t Topology) cpus() ([]CPU, error) {
 			if c.ID < 0 || c.Core < 0 || c.Socket < 0 || c.NUMA < 0 {
 				return nil, fmt.Errorf("cpu %d: ids must be >= 0", c.ID)
 			}
+			// a set of CPUs or NUMA nodes is a bitmap as long as its
+			// largest id: cpu 99999999999 asked for 12 GB (issue 34)
+			if c.ID >= cpuset.MaxID || c.Core >= cpuset.MaxID || c.Socket >= cpuset.MaxID || c.NUMA >= cpuset.MaxID {
+				return nil, fmt.Errorf("cpu %d: its cpu, core, socket and numa ids are 0..%d", c.ID, cpuset.MaxID-1)
+			}
 			if seen[c.ID] {
 				return nil, fmt.Errorf("cpu %d listed twice", c.ID)
 			}
@@ -224,10 +229,16 @@ func (l CPULayout) expand() ([]CPU, error) {
 	if l.Sockets < 1 || l.NUMAPerSocket < 1 || l.CoresPerNUMA < 1 || l.ThreadsPerCore < 1 {
 		return nil, fmt.Errorf("cpu_layout: sockets, numa_per_socket, cores_per_numa and threads_per_core must all be >= 1")
 	}
-	cores := l.Sockets * l.NUMAPerSocket * l.CoresPerNUMA
-	if cores*l.ThreadsPerCore > cpuset.MaxID {
-		return nil, fmt.Errorf("cpu_layout: %d CPUs is more than %d", cores*l.ThreadsPerCore, cpuset.MaxID)
+	// multiplied one at a time, each product bounded: four counts of
+	// 2^63-1 would wrap to a small one
+	all := 1
+	for _, n := range []int{l.Sockets, l.NUMAPerSocket, l.CoresPerNUMA, l.ThreadsPerCore} {
+		if n > cpuset.MaxID || all*n > cpuset.MaxID {
+			return nil, fmt.Errorf("cpu_layout: more than %d CPUs (sockets × numa_per_socket × cores_per_numa × threads_per_core)", cpuset.MaxID)
+		}
+		all *= n
 	}
+	cores := l.Sockets * l.NUMAPerSocket * l.CoresPerNUMA
 	var out []CPU
 	for c := 0; c < cores; c++ {
 		numa := c / l.CoresPerNUMA
@@ -285,6 +296,9 @@ func (t Topology) gpus() ([]GPU, error) {
 		}
 		if err := t.identify(&g, tg, i); err != nil {
 			return nil, fmt.Errorf("gpu %d: %w", i, err)
+		}
+		if tg.NUMA != nil && *tg.NUMA >= cpuset.MaxID {
+			return nil, fmt.Errorf("gpu %d: numa %d: a NUMA node is 0..%d (or -1: unknown)", i, *tg.NUMA, cpuset.MaxID-1)
 		}
 		if tg.NUMA != nil && *tg.NUMA >= 0 {
 			if _, ok := numaCPUs[*tg.NUMA]; !ok && described {
