@@ -302,6 +302,45 @@ func TestQueueJoblogLock(t *testing.T) {
 	}
 }
 
+// A dry run refuses what the run would (issue 34): a joblog another sweep
+// holds and a metrics file another run writes; its probes of their locks
+// leave nothing behind, and a dry run that passes makes no joblog.
+func TestDryRunRefusesLockedFiles(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "in", "1\n2\n")
+	log, prom := filepath.Join(dir, "joblog"), filepath.Join(dir, "m.prom")
+	started := filepath.Join(dir, "started")
+	owner := gpulaunch(t, "-n", "1", "-G", "0", "--joblog", log, "--metrics-file", prom, "--each-line", in, "--", "sh", "-c", `touch "$0"; exec sleep 60`, started)
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Process.Kill()
+	waitFor(t, "the first task to start", func() bool { _, err := os.Stat(started); return err == nil })
+	env := binding.Env{"PATH": os.Getenv("PATH")}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the joblog", []string{"--joblog", log}, "--joblog " + log + " is locked by host "},
+		{"the joblog, resumed", []string{"--joblog", log, "--resume"}, "is locked by host "},
+		{"the metrics file", []string{"--metrics-file", prom}, "another gpulaunch on this node is writing it"},
+	} {
+		args := append(append([]string{"-n", "1", "-G", "0", "--dry-run", "--each-line", in}, tc.args...), "--", "true")
+		_, stderr, code := runCLI(t, env, args...)
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("a dry run on %s: exit %d, stderr %q; want the run's refusal %q", tc.name, code, stderr, tc.want)
+		}
+	}
+	fresh := filepath.Join(dir, "fresh.log")
+	if _, stderr, code := runCLI(t, env, "-n", "1", "-G", "0", "--dry-run", "--each-line", in, "--joblog", fresh, "--", "true"); code != 0 {
+		t.Fatalf("a dry run with a joblog of its own: exit %d, %s", code, stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "fresh.log*")); len(left) > 0 {
+		t.Errorf("a dry run left %v", left)
+	}
+}
+
 // --resume with a joblog whose commands are not this sweep's goes by task
 // number, as GNU parallel does: one warning names the file, counts the
 // records that differ and shows the first; nothing is refused. Written by

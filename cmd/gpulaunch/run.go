@@ -320,10 +320,18 @@ func (a *app) run(args []string) error {
 		}
 	}
 	if o.flags.dryRun {
-		// a dry run refuses what the run would refuse
-		if _, err := a.checkStart(o, l, tasks, log, nil, func() error { return nil }); err != nil {
+		// a dry run refuses what the run would refuse: its locks are
+		// taken and let go at once (a joblog or metrics file another run
+		// holds), the metrics port listened on and closed
+		probeJoblog := func() error { lock, err := a.lockJoblog(o, l, log); lock.Release(false); return err }
+		if _, err := a.checkStart(o, l, tasks, log, nil, probeJoblog); err != nil {
 			return err
 		}
+		unlock, err := lockMetricsFile(l.metricsFile, log)
+		if err != nil {
+			return err
+		}
+		unlock()
 		if err := checkListen(o.flags.metricsListen); err != nil {
 			return err
 		}
