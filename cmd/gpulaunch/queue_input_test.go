@@ -464,3 +464,27 @@ func TestQueueJoblogOnStdout(t *testing.T) {
 		t.Errorf("owner files in /dev: %q", owners)
 	}
 }
+
+// --joblog - into a pipe whose reader has gone (`… | head`): the records
+// are dropped with one warning, as the tasks' output is, and the run's
+// status stays its tasks' (JoblogStream's rule 4; it was 255, with an
+// error per record and "a --resume would run those tasks again", which
+// no stream can).
+func TestQueueJoblogStreamReaderGone(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "in", "1\n2\n3\n4\n5\n6\n7\n8\n")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader is gone before the first record
+	cmd := gpulaunch(t, "-n", "2", "-G", "0", "--each-line", in, "--joblog", "-", "--", "echo")
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	err = cmd.Run()
+	w.Close()
+	if code := exitStatus(err); code != 0 || strings.Count(stderr.String(), "--joblog") != 1 ||
+		!strings.Contains(stderr.String(), "--joblog: -: its reader has gone") || strings.Contains(stderr.String(), "could not be written") {
+		t.Errorf("exit %d, want 0 and one warning of the joblog:\n%s", code, stderr.String())
+	}
+}

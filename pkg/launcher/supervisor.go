@@ -566,9 +566,19 @@ func (s *supervisor) recordTask(i int, rec job.Record) {
 	case i < 0:
 		s.joblog.Add(rec) // written when fromNode's turn ends, before it answers
 	default:
-		if err := s.joblog.Record(rec); err != nil {
-			s.log.Error("--joblog: " + err.Error())
-		}
+		s.sayJoblogError(s.joblog.Record(rec))
+	}
+}
+
+// sayJoblogError says why a record was not written: an error (a --resume
+// would run its task again), or a warning for a stream whose reader has
+// gone (JoblogStream's rule 4).
+func (s *supervisor) sayJoblogError(err error) {
+	switch {
+	case errors.Is(err, taskqueue.ErrReaderGone):
+		s.log.Warn("--joblog: " + err.Error())
+	case err != nil:
+		s.log.Error("--joblog: " + err.Error())
 	}
 }
 

@@ -35,9 +35,7 @@ func (s *supervisor) fromNode(m taskqueue.NodeMessage) {
 		}
 	}
 	if s.joblog != nil {
-		if err := s.joblog.Flush(); err != nil {
-			s.log.Error("--joblog: " + err.Error())
-		}
+		s.sayJoblogError(s.joblog.Flush())
 	}
 	s.publishCounts()
 	s.flushNodes()

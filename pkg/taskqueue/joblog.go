@@ -44,6 +44,11 @@ type Joblog struct {
 	// first reason: a --resume would run those tasks again.
 	lost int
 	err  error
+	// stream: a JoblogStream, which no --resume reads back. readerGone:
+	// its reader has gone (a pipe to `head`); its records are dropped
+	// from then on, as the tasks' output to it is, with one error and no
+	// loss counted (JoblogStream's rule 4).
+	stream, readerGone, goneUnsaid bool
 }
 
 // OpenJoblog opens path for new records: appending when resuming (with a
@@ -59,15 +64,27 @@ func OpenJoblog(path string, resume bool) (*Joblog, error) {
 	if err != nil {
 		return nil, err
 	}
+	j := &Joblog{f: f, path: path, stream: stream}
 	fi, err := f.Stat()
 	if err == nil && (stream || fi.Size() == 0) {
 		_, err = f.WriteString(joblogHeader)
 	}
-	if err != nil {
+	if err = j.readerGoneAt(err); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Joblog{f: f, path: path}, nil
+	return j, nil
+}
+
+// readerGoneAt is rule 4 of JoblogStream for a write's err: a stream's
+// reader gone drops the joblog from then on; the first record's write
+// says so (goneUnsaid), once.
+func (j *Joblog) readerGoneAt(err error) error {
+	if err == nil || !j.stream || !errors.Is(err, syscall.EPIPE) {
+		return err
+	}
+	j.readerGone, j.goneUnsaid = true, true
+	return nil
 }
 
 // openJoblogFile opens path; "-" is gpulaunch's own stdout, written where
@@ -106,6 +123,10 @@ var ownDescriptor = sync.OnceValue(func() *regexp.Regexp {
 //     held), after a header; it is not locked and gets no owner file
 //     beside it (there is no "beside" in /proc/self/fd, and no second
 //     sweep can resume it); and --resume refuses it.
+//  4. A stream whose reader has gone (`--joblog - | head`) drops the
+//     records after that, with one error: they are not lost to a
+//     --resume, which no stream has, and the run's status stays its
+//     tasks' (it was 255 with an error per record).
 func JoblogStream(path string) bool {
 	if path == "-" || ownDescriptor().MatchString(filepath.Clean(path)) {
 		return true
@@ -130,6 +151,10 @@ func recordLine(r job.Record) string {
 		float64(r.Start.UnixMilli())/1000, float64(r.Runtime.Milliseconds())/1000, r.Exit, r.Signal, cmd)
 }
 
+// ErrReaderGone is a stream joblog's reader gone (JoblogStream's rule 4):
+// said once, as a warning, not a loss.
+var ErrReaderGone = errors.New("its reader has gone")
+
 // Record appends one record now (with any that Add buffered before it).
 func (j *Joblog) Record(r job.Record) error {
 	j.Add(r)
@@ -151,8 +176,16 @@ func (j *Joblog) Flush() error {
 	if j.adds == 0 {
 		return nil
 	}
-	_, err := j.f.Write(j.added)
-	if err != nil {
+	var err error
+	if !j.readerGone {
+		_, err = j.f.Write(j.added)
+		err = j.readerGoneAt(err)
+	}
+	switch {
+	case j.goneUnsaid:
+		j.goneUnsaid = false
+		err = fmt.Errorf("%s: %w: the rest of the joblog is dropped, as output to it is", j.path, ErrReaderGone)
+	case err != nil:
 		if j.lost += j.adds; j.err == nil {
 			j.err = err
 		}
