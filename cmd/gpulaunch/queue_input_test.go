@@ -488,3 +488,22 @@ func TestQueueJoblogStreamReaderGone(t *testing.T) {
 		t.Errorf("exit %d, want 0 and one warning of the joblog:\n%s", code, stderr.String())
 	}
 }
+
+// A replacement string inside the script a shell runs (sh -c 'echo {}')
+// is filled shell-quoted, as GNU parallel quotes what its shell runs: a
+// line that holds a command is printed, not run (issue 34's sweep: it ran).
+func TestQueueShellScriptGetsQuotedValues(t *testing.T) {
+	dir := t.TempDir()
+	pwned := filepath.Join(dir, "pwned")
+	in := writeFile(t, dir, "in", "x; touch "+pwned+"\nit's $(id)\n")
+	out, err := gpulaunch(t, "-q", "-n", "1", "-G", "0", "--each-line", in, "--", "sh", "-c", "echo {}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("a line's text ran as a command of the shell")
+	}
+	if want := "x; touch " + pwned + "\nit's $(id)\n"; string(out) != want {
+		t.Errorf("output %q, want each line as it is, %q", out, want)
+	}
+}

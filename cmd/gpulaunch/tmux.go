@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // maxTmuxPanes: more panes than this do not fit a window readably;
@@ -129,6 +131,4 @@ func tmuxGrid(n int, pane0 string, split func(target, dir, size, cmd, title stri
 }
 
 // shellQuote quotes s for the shell tmux runs pane commands with.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return taskqueue.ShellQuote(s) }

@@ -3,6 +3,7 @@ package taskqueue
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,14 +57,24 @@ func (e *TemplateError) Error() string { return e.Text + ": " + e.Why }
 //     (typed {= s/,/_/g =}, given as `{=` `s/,/_/g` `=}`) is read as
 //     parallel reads it — the words joined by blanks — and refused as
 //     rule 4 refuses it in one word.
+//  8. In the script a shell is given to run (sh -c SCRIPT, bash -lc …:
+//     shellScript), a replacement writes its value shell-quoted, as GNU
+//     parallel quotes what it writes into the command its shell runs: a
+//     line `x; rm -rf ~` is one word there, not a second command. Every
+//     other argument is an argument, never read by a shell, and gets the
+//     value as it is.
 func FillTemplate(argv []string, in job.Input) ([]string, error) {
 	if err := splitPerl(argv); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(argv)+len(in.Cols)+1)
 	used := false
-	f := filler{in: in, quote: asIs}
-	for _, a := range argv {
+	script := shellScript(argv)
+	for i, a := range argv {
+		f := filler{in: in, quote: asIs}
+		if i == script {
+			f.quote = ShellQuote
+		}
 		filled, any, err := f.word(a)
 		if err != nil {
 			return nil, err
@@ -100,6 +111,33 @@ func FillFileName(pattern string, in job.Input, noLine bool, quote func(string) 
 
 // asIs is FillTemplate's quote: a command's argument is not read again.
 func asIs(s string) string { return s }
+
+// shells are the programs whose -c script rule 8 quotes in.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "tcsh", "csh"}
+
+// shellScript is the index in argv of the script a shell is given to run
+// — the word after its first option that holds c (-c, -lc, -ec) — or -1
+// when argv is no shell with a script (rule 8).
+func shellScript(argv []string) int {
+	if len(argv) < 3 || !slices.Contains(shells, argv[0][strings.LastIndexByte(argv[0], '/')+1:]) {
+		return -1
+	}
+	for i, a := range argv[1 : len(argv)-1] {
+		switch {
+		case !strings.HasPrefix(a, "-") || a == "--":
+			return -1 // an operand before any -c: a script file, not a string
+		case !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'c'):
+			return i + 2
+		}
+	}
+	return -1
+}
+
+// ShellQuote quotes s as one word for a POSIX shell: in single quotes,
+// each ' written '\”.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // filler fills the replacement strings of one task.
 type filler struct {

@@ -42,6 +42,13 @@ func TestFillTemplate(t *testing.T) {
 		{rule: "3: // of /a is /", argv: []string{"{//}"}, in: job.Input{Line: "/a"}, want: []string{"/"}},
 		{rule: "3: /. of a dot file is empty", argv: []string{"x{/.}y"}, in: job.Input{Line: "a/.x"}, want: []string{"xy"}},
 		{rule: "4: a Perl expression refused", argv: []string{"app", "{= s/a/b/ =}"}, in: line, bad: "{= s/a/b/ =}: a Perl expression"},
+		// issue 34's sweep: a line `x; touch pwned` ran touch inside sh -c 'echo {}'
+		{rule: "8: a shell's -c script gets the value quoted", argv: []string{"sh", "-c", "echo {} > {#}.out", "sh", "{}"}, in: job.Input{Line: "x; touch it's", Seq: 3},
+			want: []string{"sh", "-c", `echo 'x; touch it'\''s' > 3.out`, "sh", "x; touch it's"}},
+		{rule: "8: bash -lc, by its path", argv: []string{"/bin/bash", "-lc", "run {1}"}, in: job.Input{Line: "a b"}, want: []string{"/bin/bash", "-lc", "run 'a b'"}},
+		{rule: "8: sh -e -c: the option that holds c", argv: []string{"sh", "-e", "-c", "run {}"}, in: job.Input{Line: "$(id)"}, want: []string{"sh", "-e", "-c", "run '$(id)'"}},
+		{rule: "8: a script file is no -c script", argv: []string{"sh", "job.sh", "{}"}, in: job.Input{Line: "a b"}, want: []string{"sh", "job.sh", "a b"}},
+		{rule: "8: another program's -c", argv: []string{"python3", "-c", "print('{}')"}, in: job.Input{Line: "a b"}, want: []string{"python3", "-c", "print('a b')"}},
 		{rule: "4: a positional Perl expression refused", argv: []string{"app", "x{2= $_ =}y"}, in: line, bad: "{2= $_ =}: a Perl expression"},
 		{rule: "4: --plus strings refused", argv: []string{"app", "{+/}"}, in: line, bad: "{+/}: not a replacement string gpulaunch knows"},
 		{rule: "4: {..} refused", argv: []string{"{..}"}, in: line, bad: "{..}"},
