@@ -39,11 +39,15 @@ func ParseHalt(s string) (Halt, error) {
 	case "-2":
 		return Halt{When: "now", Kind: "success", Count: 1}, nil
 	}
-	if strings.HasSuffix(s, "%") && !strings.Contains(s, ",") {
+	given := s // what messages quote: the user's words, not the shorthand's
+	if strings.HasSuffix(s, "%") && !strings.ContainsAny(s, ",=") {
 		s = "soon,fail=" + s
 	}
-	bad := fmt.Errorf("--halt %q: use never, now,fail=N, soon,fail=N, now,fail=P%%, or success=/done= instead of fail= (as GNU parallel)", s)
+	bad := fmt.Errorf("--halt %q: use never, now,fail=N, soon,fail=N, now,fail=P%%, or success=/done= instead of fail= (as GNU parallel)", given)
 	when, cond, ok := strings.Cut(s, ",")
+	if !ok && strings.Contains(s, "=") { // fail=50%: parallel wants the when too
+		return Halt{}, fmt.Errorf("--halt %q: say when too, now,%s or soon,%s (as GNU parallel, which refuses it without)", given, s, s)
+	}
 	if !ok || (when != "now" && when != "soon") {
 		return Halt{}, bad
 	}
@@ -55,14 +59,14 @@ func ParseHalt(s string) (Halt, error) {
 	if p, isPct := strings.CutSuffix(val, "%"); isPct {
 		f, err := strconv.ParseFloat(p, 64)
 		if err != nil || f <= 0 || f > 100 {
-			return Halt{}, fmt.Errorf("--halt %q: the share must be above 0%% and at most 100%%", s)
+			return Halt{}, fmt.Errorf("--halt %q: the share must be above 0%% and at most 100%%", given)
 		}
 		h.Percent = f
 		return h, nil
 	}
 	n, err := strconv.Atoi(val)
 	if err != nil || n < 1 {
-		return Halt{}, fmt.Errorf("--halt %q: the count must be a whole number from 1", s)
+		return Halt{}, fmt.Errorf("--halt %q: the count must be a whole number from 1", given)
 	}
 	h.Count = n
 	return h, nil

@@ -40,6 +40,18 @@ func TestParseHalt(t *testing.T) {
 			t.Errorf("ParseHalt(%q) accepted", bad)
 		}
 	}
+	// the user's words, and the when parallel asks for (issue 34's sweep:
+	// "--halt fail=50%" was quoted as "soon,fail=fail=50%", out of range)
+	for bad, want := range map[string]string{
+		"fail=50%":    `--halt "fail=50%": say when too, now,fail=50% or soon,fail=50%`,
+		"success=50%": `--halt "success=50%": say when too`,
+		"fail=1":      `--halt "fail=1": say when too`,
+		"200%":        `--halt "200%": the share must be above 0% and at most 100%`,
+	} {
+		if _, err := ParseHalt(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseHalt(%q) = %v, want %q", bad, err, want)
+		}
+	}
 }
 
 // The exit status of a queue, as GNU parallel computes it (checked
