@@ -367,7 +367,7 @@ func percent(x *float64) string {
 	if x == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f%%", 100**x)
+	return scaling.Pct(*x) // rounded as the verdict rounds it
 }
 
 func spread(p scaling.Point) string {

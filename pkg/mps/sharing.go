@@ -64,7 +64,7 @@ func SharedGPUs(shares []Share) []Share {
 // can. The rules, in order:
 //
 //	M1. MPS is NVIDIA's: AMD and Intel GPUs are shared by taking turns
-//	    (--share-gpus).
+//	    (--share-gpus). A node of no GPU (no vendor) is M2's.
 //	M2. A client talks to the one GPU of its daemon: every slot has
 //	    exactly one GPU (-G 1).
 //	M3. MPS is for sharing: at least one GPU has two instances or more.
@@ -72,7 +72,7 @@ func SharedGPUs(shares []Share) []Share {
 func Check(p binding.Plan, vendor gpu.Vendor) error {
 	shares := Shares(p)
 	switch {
-	case vendor != gpu.NVIDIA:
+	case vendor != gpu.NVIDIA && vendor != "":
 		return fmt.Errorf("--mps: MPS is NVIDIA's, and these GPUs are %s: drop --mps (--share-gpus lets instances take turns on a GPU)", vendor)
 	case oneGPUEach(p) != "":
 		return fmt.Errorf("--mps: %s, and an MPS client talks to one GPU's daemon: give -G 1", oneGPUEach(p))

@@ -32,6 +32,7 @@ func TestCheck(t *testing.T) {
 		want   string // "" : accepted
 	}{
 		{"M1: AMD GPUs take turns", plan(8, 4, 1), gpu.AMD, "MPS is NVIDIA's, and these GPUs are amd"},
+		{"M1: no GPU at all is M2's (it said \"these GPUs are :\")", plan(2, 0, 0), "", "instance 0 has 0 GPUs, and an MPS client talks to one GPU's daemon: give -G 1"},
 		{"M2: a slot with two GPUs", plan(8, 4, 2), gpu.NVIDIA, "instance 0 has 2 GPUs, and an MPS client talks to one GPU's daemon: give -G 1"},
 		{"M2: a slot without a GPU", plan(2, 1, 0), gpu.NVIDIA, "instance 0 has 0 GPUs"},
 		{"M3: one instance per GPU", plan(4, 4, 1), gpu.NVIDIA, "no GPU is shared (4 instances on 4 GPUs, one each)"},

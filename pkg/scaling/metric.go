@@ -22,6 +22,9 @@ import (
 //     (independent instances, each printing its own throughput).
 //  3. No match, or a match that is not a number: no figure — never 0,
 //     which would read as "infinitely slow".
+//  4. A figure of 0 or less is none either: a rate or a time that small
+//     measures nothing, and the speedups of a study divide by it (a 0
+//     was "ok" with no speedup, a negative one gave -30% efficiency).
 type Metric struct {
 	re *regexp.Regexp
 	Of string // "last", "mean", "sum"
@@ -82,8 +85,17 @@ func (r *Reading) Line(i int, line string) {
 	t.last, t.sum, t.n = x, t.sum+x, t.n+1
 }
 
-// Figure is the run's figure (rule 2), or why there is none (rule 3).
+// Figure is the run's figure (rule 2), or why there is none (rules 3, 4).
 func (r *Reading) Figure() (float64, string) {
+	fig, why := r.figure()
+	if why == "" && !(fig > 0) {
+		return 0, fmt.Sprintf("its figure was %g: a figure of merit is a rate or a time above 0", fig)
+	}
+	return fig, why
+}
+
+// figure is Figure by rules 2 and 3.
+func (r *Reading) figure() (float64, string) {
 	first, byInst0 := r.matches[0]
 	switch {
 	case r.m.Of == "sum" && len(r.matches) > 0:

@@ -113,10 +113,13 @@ type Run struct {
 //     are what is measured.
 //  4. Efficiency is the speedup over the ideal.
 //  5. The verdict names the efficient size: the largest point before the
-//     efficiency first drops below Threshold. It says when a larger point
+//     efficiency first drops below Threshold, or before a point slower
+//     than a smaller one (a size past which more is slower is not
+//     efficient, whatever its efficiency). It says when a larger point
 //     is slower than a smaller one: by more than slowerBy, and, where
 //     both ran several times, with spreads that do not overlap — a
-//     difference within the runs' noise is not a slowdown.
+//     difference within the runs' noise is not a slowdown. Percentages
+//     are rounded as the table rounds them (pct).
 func (s *Study) Analyse() {
 	base := -1
 	for i := range s.Points {
@@ -229,25 +232,31 @@ func (s *Study) verdict() string {
 		}
 	}
 	word := s.sizeWord()
-	switch len(ok) {
-	case 0:
+	switch {
+	case len(ok) == 0:
 		return "no point gave a figure: nothing to compare (see each point's status)"
-	case 1:
+	case len(ok) == 1 && len(s.Points) == 1:
+		return fmt.Sprintf("one size, %d %s: nothing to compare", s.Size(ok[0]), word)
+	case len(ok) == 1:
 		return fmt.Sprintf("only %d %s gave a figure: nothing to compare", s.Size(ok[0]), word)
 	}
 	var out string
 	last := ok[len(ok)-1]
 	efficient := ok[0]
-	for _, p := range ok[1:] {
+	for i, p := range ok[1:] {
 		if *p.Efficiency < s.Threshold {
 			out = fmt.Sprintf("beyond %d %s efficiency drops below %s (%s at %d): %d %s is the efficient size",
-				s.Size(efficient), word, pct(s.Threshold), pct(*p.Efficiency), s.Size(p), s.Size(efficient), word)
+				s.Size(efficient), word, Pct(s.Threshold), Pct(*p.Efficiency), s.Size(p), s.Size(efficient), word)
+			break
+		}
+		if slower := s.slowerThanAny(p, ok[:i+1]); slower != nil {
+			out = fmt.Sprintf("beyond %d %s more is slower: %d %s is the efficient size", s.Size(efficient), word, s.Size(efficient), word)
 			break
 		}
 		efficient = p
 	}
 	if out == "" {
-		out = fmt.Sprintf("scales to %d %s: efficiency %s at %d (at least %s at every size)", s.Size(last), word, pct(*last.Efficiency), s.Size(last), pct(s.Threshold))
+		out = fmt.Sprintf("scales to %d %s: efficiency %s at %d (at least %s at every size)", s.Size(last), word, Pct(*last.Efficiency), s.Size(last), Pct(s.Threshold))
 	}
 	if slow := s.slower(ok); slow != "" {
 		out += "; " + slow
@@ -267,20 +276,30 @@ const slowerBy = 0.05
 // both speedups and the difference.
 func (s *Study) slower(ok []Point) string {
 	for i := 1; i < len(ok); i++ {
-		for j := 0; j < i; j++ {
-			if s.isSlower(ok[i], ok[j]) {
-				return fmt.Sprintf("%d %s are slower than %d (speedup %.2f against %.2f), %.0f%% less",
-					s.Size(ok[i]), s.sizeWord(), s.Size(ok[j]), *ok[i].Speedup, *ok[j].Speedup, 100*(1 - *ok[i].Speedup / *ok[j].Speedup))
-			}
+		if j := s.slowerThanAny(ok[i], ok[:i]); j != nil {
+			return fmt.Sprintf("%d %s are slower than %d (speedup %.2f against %.2f), %s less",
+				s.Size(ok[i]), s.sizeWord(), s.Size(*j), *ok[i].Speedup, *j.Speedup, Pct(1 - *ok[i].Speedup / *j.Speedup))
 		}
 	}
 	return ""
 }
 
+// slowerThanAny is the first of smaller that p is slower than; nil if none.
+func (s *Study) slowerThanAny(p Point, smaller []Point) *Point {
+	for j := range smaller {
+		if s.isSlower(p, smaller[j]) {
+			return &smaller[j]
+		}
+	}
+	return nil
+}
+
 // isSlower: big's speedup is below small's by more than slowerBy, and
-// their spreads (where both ran several times) do not overlap.
+// their spreads (where both ran several times) do not overlap. Where the
+// ideal is flat (weak scaling of the wall time: more GPUs, more work, the
+// same time at best) a lower speedup is the efficiency's to judge.
 func (s *Study) isSlower(big, small Point) bool {
-	if *big.Speedup >= *small.Speedup*(1-slowerBy) {
+	if !s.idealGrows() || *big.Speedup >= *small.Speedup*(1-slowerBy) {
 		return false
 	}
 	if big.Min == nil || small.Min == nil || *big.Min == *big.Max || *small.Min == *small.Max {
@@ -314,7 +333,15 @@ func median(xs []float64) float64 {
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
-func pct(x float64) string { return fmt.Sprintf("%.0f%%", math.Round(100*x)) }
+// Pct is a share as the study's table and verdict write it: whole
+// percents, but one decimal under 10% ("5.1%", not the "5%" that hides
+// why 5.1% passed a 5% bound).
+func Pct(x float64) string {
+	if p := math.Round(1000*x) / 10; math.Abs(p) < 10 && math.Round(p) != p {
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", math.Round(100*x))
+}
 
 // Sizes parses a list of GPU or instance counts ("1,2,4,8"): whole
 // numbers from 1 to most, each once; they come back in increasing order.

@@ -52,7 +52,7 @@ func TestAnalyse(t *testing.T) {
 			[]float64{1, 3.333}, []float64{1, .833}, []string{"ok", "ok"}, "scales to 4"},
 		{"weak scaling of the wall time: the ideal is flat",
 			Study{Threshold: 0.6, Weak: true, Points: []Point{{GPUs: 1, Runs: runs(1 / 10.0)}, {GPUs: 8, Runs: runs(1 / 12.5)}}},
-			[]float64{1, .8}, []float64{1, .8}, []string{"ok", "ok"}, "scales to 8"},
+			[]float64{1, .8}, []float64{1, .8}, []string{"ok", "ok"}, "scales to 8 GPU(s): efficiency 80% at 8 (at least 60% at every size)"},
 		{"weak scaling of a throughput: the ideal grows",
 			Study{Threshold: 0.6, Weak: true, Metric: &MetricInfo{}, Points: []Point{{GPUs: 1, Runs: runs(100)}, {GPUs: 8, Runs: runs(720)}}},
 			[]float64{1, 7.2}, []float64{1, .9}, []string{"ok", "ok"}, "scales to 8"},
@@ -184,6 +184,41 @@ func TestSizes(t *testing.T) {
 		"99999999999999999999": "99999999999999999999 is too large", "1025": "too large"} {
 		if _, err := Sizes("-G", list, 1024); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", list, err, want)
+		}
+	}
+}
+
+// Rule 5: a size past which more is slower is not the efficient one,
+// whatever its efficiency, and the verdict's percents are the table's
+// (issue 34's sweep: "4 GPU(s) is the efficient size; 4 GPU(s) are
+// slower than 2", and 44% in the table beside "45%" in the verdict).
+func TestVerdictNeverContradictsItself(t *testing.T) {
+	s := Study{Threshold: 0.4, Metric: &MetricInfo{}, Points: []Point{{GPUs: 1, Runs: runs(100)}, {GPUs: 2, Runs: runs(190)},
+		{GPUs: 4, Runs: runs(178)}, {GPUs: 8, Runs: runs(170)}}}
+	s.Analyse()
+	if want := "beyond 2 GPU(s) more is slower: 2 GPU(s) is the efficient size; 4 GPU(s) are slower than 2"; !strings.HasPrefix(s.Verdict, want) {
+		t.Errorf("verdict %q, want %q…", s.Verdict, want)
+	}
+	for x, want := range map[float64]string{0.445: "45%", 0.0999999: "10%", 0.051: "5.1%", 0.05: "5%", 0.999999: "100%", 1.9: "190%", -0.3: "-30%"} {
+		if got := Pct(x); got != want {
+			t.Errorf("Pct(%v) = %q, want %q", x, got, want)
+		}
+	}
+	one := Study{Threshold: 0.6, Points: []Point{{GPUs: 2, Runs: runs(1)}}}
+	if one.Analyse(); one.Verdict != "one size, 2 GPU(s): nothing to compare" {
+		t.Errorf("one size: %q", one.Verdict)
+	}
+}
+
+// Metric's rule 4: a figure of 0 or less is none, with the reason (it was
+// "ok" with no speedup, or gave a negative efficiency).
+func TestFigureAboveZero(t *testing.T) {
+	m, _ := NewMetric(`rate: (-?[0-9.]+)`, "last")
+	for line, want := range map[string]string{"rate: 0": "its figure was 0", "rate: -3": "its figure was -3", "rate: 2.5": ""} {
+		r := m.NewReading()
+		r.Line(0, line)
+		if _, why := r.Figure(); !strings.Contains(why, want) || (want == "") != (why == "") {
+			t.Errorf("%q: %q, want %q", line, why, want)
 		}
 	}
 }
