@@ -3,6 +3,7 @@ package taskqueue
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -56,8 +57,10 @@ func (e *LineError) Error() string {
 //     redirections, lists and subshells (| & ; < > ( )), expansions ($
 //     and `, also inside double quotes), globs (* ? [), ~ at a word's
 //     start, ! as a word, # starting a word (a comment), braces that a
-//     shell expands ({a,b} {1..3} within one word), and a first word
-//     NAME=VALUE (a variable set for the command: VAR=1 app).
+//     shell expands ({a,b} {1..3} within one word), a first word
+//     NAME=VALUE (a variable set for the command: VAR=1 app), and a first
+//     word that only a shell runs (shellOnly: cd, export, if, …), which
+//     as a program is "command not found" or does nothing.
 //  3. An unclosed quote is a syntax error (Syntax): a shell refuses it
 //     too.
 //  4. A last backslash continues the line in a script (Continued): the
@@ -128,8 +131,21 @@ func SplitWords(line string) ([]string, error) {
 	if inWord {
 		words = append(words, cur.String())
 	}
+	if len(words) > 0 && slices.Contains(shellOnly, words[0]) {
+		return nil, &LineError{Kind: NeedsShell, What: fmt.Sprintf("%s (a shell's own command, which no program runs)", words[0]),
+			Else: "run it in a script of your own"}
+	}
 	return words, nil
 }
+
+// shellOnly are the builtins that work on the shell's own state, and its
+// keywords: run as a program, each is "command not found" (127) or, where
+// a system ships one (cd), changes nothing. Builtins that are programs
+// too (echo, test, printf, kill, true) are not here.
+var shellOnly = []string{"cd", "export", "source", ".", "alias", "unalias", "unset", "set", "ulimit", "umask", "eval", "exec",
+	"exit", "return", "shift", "trap", "wait", "read", "readonly", "declare", "local", "typeset", "let", "shopt", "builtin",
+	"pushd", "popd", "dirs", "hash", "jobs", "fg", "bg", "disown", "if", "then", "else", "elif", "fi", "for", "while", "until",
+	"case", "esac", "do", "done", "function", "select", "{", "}", "[[", "]]", "!"}
 
 // isShellName: s is a shell variable's name, so that s=… as a command's
 // first word is an assignment (rule 2).

@@ -30,6 +30,12 @@ func TestSplitWords(t *testing.T) {
 		{rule: "1: {..} is no range", line: "echo {..} {a..} {1..x}", want: []string{"echo", "{..}", "{a..}", "{1..x}"}},
 		{rule: "1: every replacement string is text", line: "echo {} {.} {/} {//} {/.} {#} {%} {1} {-1} {2.} {+/} {0} {##}", want: []string{"echo", "{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}", "{1}", "{-1}", "{2.}", "{+/}", "{0}", "{##}"}},
 		{rule: "2", line: "app | tee out", kind: NeedsShell, bad: `'|'`},
+		// issue 34's sweep: these were "command not found in PATH" (127)
+		{rule: "2: a shell's own command", line: "cd /tmp", kind: NeedsShell, bad: "cd (a shell's own command"},
+		{rule: "2: a shell's own command", line: "export X=1", kind: NeedsShell, bad: "export (a shell's own command"},
+		{rule: "2: a shell's own command", line: "exec echo hi", kind: NeedsShell, bad: "exec (a shell's own command"},
+		{rule: "2: a keyword", line: "if true", kind: NeedsShell, bad: "if (a shell's own command"},
+		{rule: "1: a builtin that is a program too", line: "echo cd export", want: []string{"echo", "cd", "export"}},
 		{rule: "2", line: "app > out", kind: NeedsShell, bad: `'>'`},
 		{rule: "2", line: "a; b", kind: NeedsShell, bad: `';'`},
 		{rule: "2", line: "app &", kind: NeedsShell, bad: `'&'`},
