@@ -113,6 +113,7 @@ func TestRefusedNotIgnored(t *testing.T) {
 		{"an infinite duration", append([]string{"-n", "1", "-G", "0", "--timeout", "inf"}, app...), []string{`--timeout "inf": too long`}},
 		{"NaN seconds", append([]string{"-n", "1", "-G", "0", "--wait", "NaN"}, app...), []string{`--wait "NaN": not a duration`}},
 		{"NaN MiB", append([]string{"-n", "1", "-G", "0", "--mem-per-task", "nan"}, app...), []string{`--mem-per-task "nan": not a memory size`}},
+		{"a memory size past 4 EiB says its bound", append([]string{"-n", "1", "-G", "0", "--mem-per-task", "8796093022207"}, app...), []string{`--mem-per-task "8796093022207": too large: a memory size is at most 4194304T`}},
 		{"--share-gpus with -G 0", []string{"plan", "--simulate", "dgx-h100", "-n", "2", "-G", "0", "--share-gpus"}, []string{"--share-gpus with -G 0: slots without a GPU have none to share"}},
 		{"a number beyond float64", []string{"scale", "-G", "1,2", "--efficiency", "1e999", "--", "true"}, []string{`--efficiency 1e999: out of range: a number here is between`}},
 		{"NaN for a number flag", []string{"scale", "-G", "1,2", "--efficiency", "NaN", "--", "true"}, []string{`--efficiency: invalid argument "NaN": not a number`}},

@@ -360,7 +360,10 @@ func parseSize(flag, s string) (uint64, error) {
 	if err == nil && n == 0 {
 		return 0, nil
 	}
-	if err != nil || math.IsNaN(n) || n < 0 || n*mult > 1<<62 || n*mult < 1 {
+	if err == nil && n*mult > 1<<62 {
+		return 0, usagef("%s %q: too large: a memory size is at most %dT (4 EiB)", flag, s, (1<<62)>>40)
+	}
+	if err != nil || math.IsNaN(n) || n < 0 || n*mult < 1 {
 		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
 	}
 	return uint64(n * mult), nil

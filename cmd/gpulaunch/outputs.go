@@ -92,7 +92,7 @@ func outputName(flag, name string, queue bool) error {
 	}
 	if !kind.srun {
 		if p := srunPatternIn(name); p != "" {
-			return usagef("%s %s: %s is a pattern of -o, -e, --report and --metrics-file; %s's file is named as given: give the name itself (e.g. with $SLURM_JOB_ID)", flag, name, p, flag)
+			return usagef("%s %s: %s is an srun pattern (%%t %%j %%s %%N %%n), which only -o, -e, --report and --metrics-file read; %s's file is named as given: give the name itself (e.g. with $SLURM_JOB_ID)", flag, name, p, flag)
 		}
 	}
 	if r := taskqueue.ReplacementIn(name); r != "" && !(kind.tasks && queue) {

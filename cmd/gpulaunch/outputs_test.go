@@ -139,9 +139,9 @@ func TestEveryOutputAgainstEveryPatternKind(t *testing.T) {
 	want := map[string]map[string]string{
 		"-o":             {"a line": "{} is a replacement string", "a column": "{1} is a replacement string", "a task": "{#} is a replacement string", "Perl": "is a replacement string"},
 		"--report":       {"stdout": "- is stdout, which carries the instances' output", "a line": "{} is a replacement string", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement string"},
-		"--joblog":       {"an instance": "%t is a pattern of -o", "a width": "%3t is a pattern", "the job": "%j is a pattern", "the host": "%N is a pattern", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement string"},
-		"scale --json":   {"stdout": "carries the study's table", "an instance": "%t is a pattern", "a width": "%3t is", "the job": "%j is", "the host": "%N is", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
-		"report --svg":   {"an instance": "%t is a pattern", "a width": "%3t is", "the job": "%j is", "the host": "%N is", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
+		"--joblog":       {"an instance": "%t is an srun pattern", "a width": "%3t is an srun pattern", "the job": "%j is an srun pattern", "the host": "%N is an srun pattern", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement string"},
+		"scale --json":   {"stdout": "carries the study's table", "an instance": "%t is an srun pattern", "a width": "%3t is", "the job": "%j is", "the host": "%N is", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
+		"report --svg":   {"an instance": "%t is an srun pattern", "a width": "%3t is", "the job": "%j is", "the host": "%N is", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
 		"--metrics-file": {"stdout": "carries the instances' output", "a line": "{} is", "a column": "{1} is", "a task": "{#} is", "Perl": "is a replacement"},
 	}
 	want["-e"], want["scale --svg"], want["report --html"] = want["-o"], want["scale --json"], want["report --svg"]
