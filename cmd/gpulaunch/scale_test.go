@@ -128,20 +128,20 @@ func TestScaleInterrupted(t *testing.T) {
 	}
 }
 
-// Ctrl-C in round 2 of --repeat 2 (issue 34): the size whose run was
-// stopped is "interrupted" though round 1 gave it a figure, which it
-// keeps; the verdict says the study was interrupted; exit 130.
-func TestScaleInterruptedInRound2(t *testing.T) {
-	dir := t.TempDir()
+// interruptedStudy runs a study of sizes on a simulated DGX H100 with
+// app, sends Ctrl-C once the app has made dir/mark, and reads the --json
+// the study wrote: the study, its output and its end.
+func interruptedStudy(t *testing.T, dir string, sizes, app []string, mark string) (scaling.Study, string, error) {
+	t.Helper()
 	jsonFile := filepath.Join(dir, "scale.json")
-	cmd := gpulaunch(t, append([]string{"scale", "--simulate", "dgx-h100", "-G", "1,2", "--repeat", "2", "--metric", `throughput: ([0-9]+)`, "--json", jsonFile, "--"},
-		helperArgs("scale-round-app", dir, "1", "2")[1:]...)...)
+	args := append(append([]string{"scale", "--simulate", "dgx-h100"}, sizes...), "--metric", `throughput: ([0-9]+)`, "--json", jsonFile, "--")
+	cmd := gpulaunch(t, append(args, app...)...)
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "round 2 of the 1-GPU size", func() bool { _, err := os.Stat(filepath.Join(dir, "run.1.2")); return err == nil })
+	waitFor(t, mark, func() bool { _, err := os.Stat(filepath.Join(dir, mark)); return err == nil })
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	b, rerr := os.ReadFile(jsonFile)
@@ -151,12 +151,21 @@ func TestScaleInterruptedInRound2(t *testing.T) {
 	validateAgainstSchema(t, "scale", b)
 	var st scaling.Study
 	json.Unmarshal(b, &st)
+	return st, out.String(), err
+}
+
+// Ctrl-C in round 2 of --repeat 2 (issue 34): the size whose run was
+// stopped is "interrupted" though round 1 gave it a figure, which it
+// keeps; the verdict says the study was interrupted; exit 130.
+func TestScaleInterruptedInRound2(t *testing.T) {
+	dir := t.TempDir()
+	st, out, err := interruptedStudy(t, dir, []string{"-G", "1,2", "--repeat", "2"}, helperArgs("scale-round-app", dir, "1", "2")[1:], "run.1.2")
 	if exitStatus(err) != 130 || !st.Interrupted || len(st.Points) != 2 || st.Points[0].Status != "interrupted" || st.Points[0].Median == nil ||
 		*st.Points[0].Median != 100 || len(st.Points[0].Runs) != 2 || st.Points[1].Status != "ok" || len(st.Points[1].Runs) != 1 {
-		t.Fatalf("exit %v, study %+v\n%s", err, st, out.String())
+		t.Fatalf("exit %v, study %+v\n%s", err, st, out)
 	}
-	if !strings.Contains(st.Verdict, "interrupted") || !regexp.MustCompile(`(?m)^1 .*interrupted$`).MatchString(out.String()) {
-		t.Errorf("verdict %q; table:\n%s", st.Verdict, out.String())
+	if !strings.Contains(st.Verdict, "interrupted") || !regexp.MustCompile(`(?m)^1 .*interrupted$`).MatchString(out) {
+		t.Errorf("verdict %q; table:\n%s", st.Verdict, out)
 	}
 }
 
@@ -192,34 +201,17 @@ func TestScaleShareGPUs(t *testing.T) {
 // the JSON is valid.
 func TestScaleInterruptedInItsFirstSize(t *testing.T) {
 	dir := t.TempDir()
-	jsonFile := filepath.Join(dir, "scale.json")
-	cmd := gpulaunch(t, append([]string{"scale", "--simulate", "dgx-h100", "-G", "1,2,4", "--metric", `throughput: ([0-9]+)`, "--json", jsonFile, "--"},
-		helperArgs("scale-app", dir, "1")[1:]...)...)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the 1-GPU run to start", func() bool { _, err := os.Stat(filepath.Join(dir, "started.1")); return err == nil })
-	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
-	b, rerr := os.ReadFile(jsonFile)
-	if rerr != nil {
-		t.Fatalf("no --json: %v\n%s", rerr, out.String())
-	}
-	validateAgainstSchema(t, "scale", b)
-	var st scaling.Study
-	json.Unmarshal(b, &st)
+	st, out, err := interruptedStudy(t, dir, []string{"-G", "1,2,4"}, helperArgs("scale-app", dir, "1")[1:], "started.1")
 	if exitStatus(err) != 130 || len(st.Points) != 3 || st.Points[0].Status != "interrupted" {
-		t.Fatalf("exit %v, study %+v\n%s", err, st, out.String())
+		t.Fatalf("exit %v, study %+v\n%s", err, st, out)
 	}
 	for _, p := range st.Points[1:] {
 		if p.Status != "not run" || p.Runs == nil || len(p.Runs) != 0 {
 			t.Errorf("%d GPUs: %q, runs %v; want \"not run\", []", p.GPUs, p.Status, p.Runs)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^2 .*not run$`).MatchString(out.String()) || strings.Contains(out.String(), "failed") {
-		t.Errorf("the table shows the sizes never run as failed:\n%s", out.String())
+	if !regexp.MustCompile(`(?m)^2 .*not run$`).MatchString(out) || strings.Contains(out, "failed") {
+		t.Errorf("the table shows the sizes never run as failed:\n%s", out)
 	}
 }
 
