@@ -484,21 +484,9 @@ func resumeWarning(r taskqueue.Resumed, tf taskFlags) string {
 		tf.joblog, strings.Join(what, "; "), tf.resumeFlag(), then)
 }
 
-// shellJoin writes argv as a shell would read it back: a first word
-// with "=" is quoted, or the shell would read it as an assignment.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && !(i == 0 && strings.Contains(a, "=")) && strings.IndexFunc(a, func(r rune) bool {
-			return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", r)
-		}) < 0 {
-			out[i] = a
-		} else {
-			out[i] = shellQuote(a)
-		}
-	}
-	return strings.Join(out, " ")
-}
+// shellJoin is taskqueue.ShellJoin: argv as the joblog's Command column
+// writes it.
+func shellJoin(args []string) string { return taskqueue.ShellJoin(args) }
 
 // progressLine keeps one line of queue progress at the bottom of a
 // terminal. Everything else written to the terminal goes through its

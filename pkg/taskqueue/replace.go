@@ -133,10 +133,36 @@ func shellScript(argv []string) int {
 	return -1
 }
 
-// ShellQuote quotes s as one word for a POSIX shell: in single quotes,
-// each ' written '\”.
+// ShellQuote writes s as one word for a POSIX shell: as it is when no
+// character of it is special to a shell, else in single quotes (each
+// quote in s closed, escaped and reopened) — as GNU parallel quotes a
+// replacement string: `exit {}` of 0 is `exit 0`, as parallel's joblog
+// records it, not `exit '0'`.
 func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, notShellPlain) < 0 {
+		return s
+	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ShellJoin writes argv as a shell would read it back, each word by
+// ShellQuote, but a first word with "=" quoted too, or the shell would
+// read it as an assignment: the joblog's Command column.
+func ShellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = ShellQuote(a)
+		if i == 0 && out[i] == a && strings.Contains(a, "=") {
+			out[i] = "'" + a + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// notShellPlain: r may mean something to a shell in a word; only the
+// plain set is written unquoted.
+func notShellPlain(r rune) bool {
+	return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", r)
 }
 
 // filler fills the replacement strings of one task.

@@ -45,6 +45,7 @@ func TestFillTemplate(t *testing.T) {
 		// issue 34's sweep: a line `x; touch pwned` ran touch inside sh -c 'echo {}'
 		{rule: "8: a shell's -c script gets the value quoted", argv: []string{"sh", "-c", "echo {} > {#}.out", "sh", "{}"}, in: job.Input{Line: "x; touch it's", Seq: 3},
 			want: []string{"sh", "-c", `echo 'x; touch it'\''s' > 3.out`, "sh", "x; touch it's"}},
+		{rule: "8: a plain value as it is, as parallel's joblog records it", argv: []string{"sh", "-c", "exit {}"}, in: job.Input{Line: "0"}, want: []string{"sh", "-c", "exit 0"}},
 		{rule: "8: bash -lc, by its path", argv: []string{"/bin/bash", "-lc", "run {1}"}, in: job.Input{Line: "a b"}, want: []string{"/bin/bash", "-lc", "run 'a b'"}},
 		{rule: "8: sh -e -c: the option that holds c", argv: []string{"sh", "-e", "-c", "run {}"}, in: job.Input{Line: "$(id)"}, want: []string{"sh", "-e", "-c", "run '$(id)'"}},
 		{rule: "8: a script file is no -c script", argv: []string{"sh", "job.sh", "{}"}, in: job.Input{Line: "a b"}, want: []string{"sh", "job.sh", "a b"}},
