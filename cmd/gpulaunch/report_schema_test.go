@@ -329,7 +329,8 @@ func TestReportOfEveryShapeMatchesSchema(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
 			cmd := gpulaunch(t, append([]string{"--report", file}, tc.args...)...)
-			cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir())
+			// TMPDIR of its own: a failed group's error files are kept there
+			cmd.Env = append(withoutSlurm(cmd.Env), "XDG_RUNTIME_DIR="+t.TempDir(), "TMPDIR="+t.TempDir())
 			out, err := cmd.CombinedOutput()
 			if exitStatus(err) != tc.exit {
 				t.Fatalf("exit %v, want %d\n%s", err, tc.exit, out)
