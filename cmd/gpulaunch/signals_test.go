@@ -66,21 +66,23 @@ type signalRun struct {
 // signal to it is the test's alone) and the marker in its environment.
 func startSignalRun(t *testing.T, marker, dir string, args ...string) *signalRun {
 	t.Helper()
-	return startSignalRunTo(t, marker, dir, nil, args...)
+	return startSignalRunTo(t, marker, dir, nil, nil, args...)
 }
 
 // startSignalRunApart is startSignalRun with stderr kept apart from
 // stdout, in r.errOut.
 func startSignalRunApart(t *testing.T, marker, dir string, args ...string) *signalRun {
 	t.Helper()
-	return startSignalRunTo(t, marker, dir, &lockedBuffer{}, args...)
+	return startSignalRunTo(t, marker, dir, &lockedBuffer{}, nil, args...)
 }
 
-func startSignalRunTo(t *testing.T, marker, dir string, errOut *lockedBuffer, args ...string) *signalRun {
+// startSignalRunTo is startSignalRun with stderr to errOut (nil: with
+// stdout) and env added to gpulaunch's.
+func startSignalRunTo(t *testing.T, marker, dir string, errOut *lockedBuffer, env []string, args ...string) *signalRun {
 	t.Helper()
 	r := &signalRun{marker: marker, dir: dir, out: &lockedBuffer{}, errOut: errOut, done: make(chan struct{})}
 	r.cmd = exec.Command(os.Args[0], args...)
-	r.cmd.Env = append(withoutSlurm(os.Environ()), "GLTEST_MAIN=1", markerVar+"="+marker, "XDG_RUNTIME_DIR="+dir)
+	r.cmd.Env = append(append(withoutSlurm(os.Environ()), "GLTEST_MAIN=1", markerVar+"="+marker, "XDG_RUNTIME_DIR="+dir), env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if errOut != nil {
 		r.cmd.Stderr = errOut

@@ -123,26 +123,11 @@ func nodeOfTwo(n int, run, dir string) []string {
 		"GPULAUNCH_KEY_DIR=" + filepath.Join(dir, "keys"), "GPULAUNCH_RUN_ID=" + run}
 }
 
-// startSignalRunEnv is startSignalRun with env added to gpulaunch's.
+// startSignalRunEnv is startSignalRun with env added to gpulaunch's, and
+// dir its temp root (GLTEST_TMP).
 func startSignalRunEnv(t *testing.T, marker, dir string, env []string, args ...string) *signalRun {
 	t.Helper()
-	r := &signalRun{marker: marker, dir: dir, out: &lockedBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(os.Args[0], args...)
-	r.cmd.Env = append(append(withoutSlurm(os.Environ()), "GLTEST_MAIN=1", markerVar+"="+marker, "XDG_RUNTIME_DIR="+dir, "GLTEST_TMP="+dir), env...)
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.err = r.cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() {
-		_ = r.cmd.Process.Kill()
-		<-r.done
-		for _, pid := range survivors(marker) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	return r
+	return startSignalRunTo(t, marker, dir, nil, append([]string{"GLTEST_TMP=" + dir}, env...), args...)
 }
 
 // noSurvivors waits (generously: a loaded machine is slow, not wrong)
