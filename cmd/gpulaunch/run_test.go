@@ -264,7 +264,7 @@ func liveWithMarker(marker string) []int {
 		}
 		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && dead(stat[i+2]) {
 			continue
 		}
 		if bytes.Contains(cmdline, []byte(marker)) {

@@ -28,6 +28,13 @@ import (
 // markerVar is the environment variable that marks a test's processes.
 const markerVar = "GLTEST_SIGNAL_MARK"
 
+// dead: a process state in /proc/PID/stat that is an end, not a process
+// left behind: a zombie (Z), or one the kernel is releasing (X, x) — a
+// killed grandchild that was still a zombie when gpulaunch exited is
+// reaped by init an instant later, and shows X while it is (make test
+// once counted two as survivors).
+func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
+
 // survivors lists the living (not zombie) processes whose environment
 // holds marker: instances, their children, their daemons.
 func survivors(marker string) []int {
@@ -40,7 +47,7 @@ func survivors(marker string) []int {
 			continue
 		}
 		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' {
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || dead(stat[i+2]) {
 			continue
 		}
 		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")

@@ -37,6 +37,13 @@ func keptParent(script, pidFile string) int {
 	return 0
 }
 
+// dead: a process state in /proc/PID/stat that is an end, not a process
+// left behind: a zombie (Z), or one the kernel is releasing (X, x) — a
+// killed grandchild that was still a zombie when gpulaunch exited is
+// reaped by init an instant later, and shows X while it is (make test
+// once counted two as survivors).
+func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
+
 // markedLiving are the living (not zombie) processes whose environment
 // holds KEEPTEST=mark.
 func markedLiving(mark string) []int {
@@ -49,7 +56,7 @@ func markedLiving(mark string) []int {
 			continue
 		}
 		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' {
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || dead(stat[i+2]) {
 			continue
 		}
 		if env, _ := os.ReadFile("/proc/" + e.Name() + "/environ"); bytes.Contains(env, want) {

@@ -280,6 +280,13 @@ func containsInt(list string, n int) bool {
 	return false
 }
 
+// dead: a process state in /proc/PID/stat that is an end, not a process
+// left behind: a zombie (Z), or one the kernel is releasing (X, x) — a
+// killed grandchild that was still a zombie when gpulaunch exited is
+// reaped by init an instant later, and shows X while it is (make test
+// once counted two as survivors).
+func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
+
 // liveWith lists living processes whose command line holds s.
 func liveWith(s string) []string {
 	var out []string
@@ -290,7 +297,7 @@ func liveWith(s string) []string {
 		}
 		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && dead(stat[i+2]) {
 			continue
 		}
 		if bytes.Contains(cmdline, []byte(s)) {
