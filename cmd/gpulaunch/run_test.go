@@ -25,6 +25,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
+	"github.com/gpulaunch/gpulaunch/test/procs"
 )
 
 // The test binary is two programs: the gpulaunch CLI (GLTEST_MAIN=1), and
@@ -254,25 +255,7 @@ func exitStatus(err error) int {
 
 // liveWithMarker lists living (not zombie) processes whose command line
 // holds marker: the truth, whatever gpulaunch believes.
-func liveWithMarker(marker string) []int {
-	var out []int
-	dir, _ := os.ReadDir("/proc")
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && dead(stat[i+2]) {
-			continue
-		}
-		if bytes.Contains(cmdline, []byte(marker)) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+func liveWithMarker(marker string) []int { return procs.Living("cmdline", []byte(marker)) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpulaunch/gpulaunch/test/procs"
 )
 
 // Signals to a real gpulaunch process, with instances that are real
@@ -28,34 +29,10 @@ import (
 // markerVar is the environment variable that marks a test's processes.
 const markerVar = "GLTEST_SIGNAL_MARK"
 
-// dead: a process state in /proc/PID/stat that is an end, not a process
-// left behind: a zombie (Z), or one the kernel is releasing (X, x) — a
-// killed grandchild that was still a zombie when gpulaunch exited is
-// reaped by init an instant later, and shows X while it is (make test
-// once counted two as survivors).
-func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
-
 // survivors lists the living (not zombie) processes whose environment
 // holds marker: instances, their children, their daemons.
 func survivors(marker string) []int {
-	want := []byte(markerVar + "=" + marker + "\x00")
-	var out []int
-	dir, _ := os.ReadDir("/proc")
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || dead(stat[i+2]) {
-			continue
-		}
-		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if bytes.Contains(env, want) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return procs.Living("environ", []byte(markerVar+"="+marker+"\x00"))
 }
 
 // signalRun is one gpulaunch under test.

@@ -1,16 +1,16 @@
 package process
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/test/procs"
 )
 
 // The test binary is also the keeper (started as KeeperName), and the
@@ -37,34 +37,9 @@ func keptParent(script, pidFile string) int {
 	return 0
 }
 
-// dead: a process state in /proc/PID/stat that is an end, not a process
-// left behind: a zombie (Z), or one the kernel is releasing (X, x) — a
-// killed grandchild that was still a zombie when gpulaunch exited is
-// reaped by init an instant later, and shows X while it is (make test
-// once counted two as survivors).
-func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
-
 // markedLiving are the living (not zombie) processes whose environment
 // holds KEEPTEST=mark.
-func markedLiving(mark string) []int {
-	want := []byte("KEEPTEST=" + mark + "\x00")
-	var out []int
-	dir, _ := os.ReadDir("/proc")
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || dead(stat[i+2]) {
-			continue
-		}
-		if env, _ := os.ReadFile("/proc/" + e.Name() + "/environ"); bytes.Contains(env, want) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+func markedLiving(mark string) []int { return procs.Living("environ", []byte("KEEPTEST="+mark+"\x00")) }
 
 // noneLeft waits (a loaded machine is slow, never wrong) until no marked
 // process lives.

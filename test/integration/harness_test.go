@@ -8,7 +8,6 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/test/procs"
 )
 
 var (
@@ -280,29 +281,12 @@ func containsInt(list string, n int) bool {
 	return false
 }
 
-// dead: a process state in /proc/PID/stat that is an end, not a process
-// left behind: a zombie (Z), or one the kernel is releasing (X, x) — a
-// killed grandchild that was still a zombie when gpulaunch exited is
-// reaped by init an instant later, and shows X while it is (make test
-// once counted two as survivors).
-func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
-
 // liveWith lists living processes whose command line holds s.
 func liveWith(s string) []string {
 	var out []string
-	dir, _ := os.ReadDir("/proc")
-	for _, e := range dir {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && dead(stat[i+2]) {
-			continue
-		}
-		if bytes.Contains(cmdline, []byte(s)) {
-			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
+	for _, pid := range procs.Living("cmdline", []byte(s)) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		out = append(out, strconv.Itoa(pid)+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	return out
 }
