@@ -199,7 +199,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		fmt.Fprintf(a.stdout, "rank %d of %d on this node (%s)\nGPUs: %s\nCPUs: %s\nmemory: %s %s\n",
 			slot.Index, size, source, strings.Join(gpus, ","), slot.CPUs, slot.MemPolicy, slot.MemNodes)
 		for _, kv := range env {
-			if k, _, _ := strings.Cut(kv, "="); isContractVar(k) {
+			if k, _, _ := strings.Cut(kv, "="); instance.IsContract(k) {
 				fmt.Fprintln(a.stdout, kv)
 			}
 		}
@@ -209,14 +209,4 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		return commandError{126, err.Error() + ": nothing was started"}
 	}
 	return nil
-}
-
-// isContractVar: the variables gpulaunch sets for an instance or rank.
-func isContractVar(k string) bool {
-	switch k {
-	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ZE_ENABLE_PCI_ID_DEVICE_ORDER", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "OMP_NUM_THREADS",
-		"GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID":
-		return true
-	}
-	return strings.HasPrefix(k, "GPULAUNCH_") || strings.HasPrefix(k, "TORCHELASTIC_")
 }

@@ -203,7 +203,7 @@ func (a *app) discoverFor(c commonFlags, bindOnly bool) (binding.Allocation, err
 // driver's /proc and sysfs (gpu.Options.BindOnly), unless its launcher
 // named MIG devices, which only NVML knows.
 func bindsWithoutNVML(env binding.Env) bool {
-	return !strings.Contains(env["CUDA_VISIBLE_DEVICES"], "MIG-")
+	return !gpu.NamesMIG(env["CUDA_VISIBLE_DEVICES"])
 }
 
 // discoverToRun discovers the allocation for runs that will start: on a

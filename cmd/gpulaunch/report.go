@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 )
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
@@ -40,7 +41,7 @@ func (a *app) info(args []string) error {
 	}
 	log.Debug("allocation", zap.String("backend", alloc.Backend), zap.Int("gpus", len(alloc.GPUs)), zap.Stringer("cpus", alloc.CPUs))
 	doc := infoJSON(alloc)
-	if alloc.Vendor == gpu.NVIDIA && len(alloc.GPUs) > 0 {
+	if gpuvendor.Of(alloc.Vendor).MPS && len(alloc.GPUs) > 0 {
 		doc.MPS = a.mpsInfo()
 	}
 	if c.json {
@@ -135,13 +136,8 @@ func writeInfo(w io.Writer, a binding.Allocation) {
 
 // vendorWord names the vendor before "GPUs", "" for a node without any.
 func vendorWord(v gpu.Vendor) string {
-	switch v {
-	case gpu.NVIDIA:
-		return "NVIDIA "
-	case gpu.AMD:
-		return "AMD "
-	case gpu.Intel:
-		return "Intel "
+	if w := gpuvendor.Of(v).Word; w != "" {
+		return w + " "
 	}
 	return ""
 }
@@ -151,15 +147,7 @@ func vendorWord(v gpu.Vendor) string {
 // Level Zero's are FLAT ordinals (a tile each) unless the hierarchy is
 // COMPOSITE, where the app sees cards.
 func ordinalHeader(a binding.Allocation) string {
-	switch {
-	case a.Vendor == gpu.AMD:
-		return "HIP"
-	case a.Vendor == gpu.Intel && a.ZEHierarchy == binding.ZEComposite:
-		return "ZE TILE"
-	case a.Vendor == gpu.Intel:
-		return "ZE"
-	}
-	return "CUDA"
+	return gpuvendor.Of(a.Vendor).OrdinalName(a.ZEHierarchy)
 }
 
 func writeWarnings(w io.Writer, warnings []string) {

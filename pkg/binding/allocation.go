@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 )
 
 // World is everything Reconcile reads from outside, gathered once by
@@ -115,7 +116,7 @@ func Reconcile(w World) (Allocation, error) {
 		}
 		openable = append(openable, g)
 	}
-	a.Ordinal, a.CardOrdinal = ordinals(openable)
+	a.Ordinal, a.CardOrdinal = gpuvendor.Ordinals(openable)
 	vis := a.visibilityOf(w.Env)
 	a.GPUs, a.GPUReason = a.chooseGPUs(w, openable, vis)
 	if a.Vendor == gpu.AMD {
@@ -193,17 +194,17 @@ type visibility struct {
 func (a *Allocation) visibilityOf(env Env) visibility {
 	switch a.Vendor {
 	case gpu.AMD:
-		return visibility{"ROCR_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return ParseAMDVisible(v).Resolve(open) }}
+		return visibility{"ROCR_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return gpuvendor.ParseAMDVisible(v).Resolve(open) }}
 	case gpu.Intel:
-		h, ok := ZEHierarchy(env["ZE_FLAT_DEVICE_HIERARCHY"])
+		h, ok := gpuvendor.ZEHierarchy(env["ZE_FLAT_DEVICE_HIERARCHY"])
 		if !ok {
 			a.warn("ZE_FLAT_DEVICE_HIERARCHY=%s is not FLAT, COMPOSITE or COMBINED: reading ZE_AFFINITY_MASK as FLAT", env["ZE_FLAT_DEVICE_HIERARCHY"])
 		}
 		a.ZEHierarchy = h
-		return visibility{"ZE_AFFINITY_MASK", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return ParseZEMask(v).Resolve(open, h) }}
+		return visibility{"ZE_AFFINITY_MASK", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return gpuvendor.ParseZEMask(v).Resolve(open, h) }}
 	}
 	return visibility{"CUDA_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) {
-		return ParseVisibleDevices(v, true).Resolve(open)
+		return gpuvendor.ParseVisibleDevices(v, true).Resolve(open)
 	}}
 }
 
@@ -276,30 +277,13 @@ func (a *Allocation) amdInner(env Env, gpus []gpu.GPU, reason string) ([]gpu.GPU
 		a.warn("%s and ROCR_VISIBLE_DEVICES are both %s, as Slurm writes one list into every vendor's variable: taken as one selection (HIP would apply it again inside ROCR's); each instance gets ROCR_VISIBLE_DEVICES alone", name, val)
 		return gpus, reason
 	}
-	inner, stop := ParseAMDVisible(val).Resolve(gpus)
+	inner, stop := gpuvendor.ParseAMDVisible(val).Resolve(gpus)
 	reason += fmt.Sprintf("; then %s=%s among those, as HIP applies it", name, val)
 	if stop != "" {
 		a.warn("%s=%s: the list ends early: %s; using %d GPU(s)", name, val, stop, len(inner))
 		reason += ": " + stop
 	}
 	return inner, reason
-}
-
-// ordinals numbers the devices this process can open as their runtimes
-// do: each device's ordinal (CUDA's and ROCR's index of a GPU; Level
-// Zero's FLAT ordinal of a tile), and the ordinal of the GPU it is, or is
-// part of (Level Zero's COMPOSITE device).
-func ordinals(openable []gpu.GPU) (ordinal, card map[string]int) {
-	ordinal, card = map[string]int{}, map[string]int{}
-	n := 0
-	for c, g := range openable {
-		card[g.UUID] = c
-		for _, d := range tilesOf(g) {
-			ordinal[d.UUID], card[d.UUID] = n, c
-			n++
-		}
-	}
-	return ordinal, card
 }
 
 // crossCheckSlurm compares the GPUs the vendor's variable (told) resolved

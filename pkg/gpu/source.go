@@ -165,10 +165,10 @@ const nvmlNotLoaded = "rank mode did not load NVML"
 //     in sysfs (NVML's affinity is the same node's; where sysfs has none,
 //     NVML may still tell);
 //  3. no GPU this process may open has MIG instances (the driver's
-//     capabilities/gpu<minor>/mig/gi*): only NVML names MIG devices, which
-//     then stand for their GPU. Where the driver's capabilities are not
-//     there at all (a container that mounts /proc/driver/nvidia/gpus
-//     only), MIG cannot be ruled out: NVML.
+//     capabilities/gpu<minor>/mig/gi*): MIG needs NVML (NamesMIG's rule
+//     2), and MIG devices then stand for their GPU. Where the driver's
+//     capabilities are not there at all (a container that mounts
+//     /proc/driver/nvidia/gpus only), MIG cannot be ruled out: NVML.
 //
 // Devices a cgroup hides are never bound, so rules 2 and 3 skip them.
 func sysfsBinds(root fs.FS, node Node) bool {
@@ -200,6 +200,18 @@ func hasMIGInstances(root fs.FS, minor int) bool {
 	gis, _ := fs.Glob(root, fmt.Sprintf("proc/driver/nvidia/capabilities/gpu%d/mig/gi*", minor))
 	return len(gis) > 0
 }
+
+// NamesMIG says whether a CUDA_VISIBLE_DEVICES value names MIG devices.
+// MIG needs NVML: only NVML names MIG devices (the MIG-… UUIDs that
+// CUDA_VISIBLE_DEVICES takes); the driver's /proc and sysfs tell at most
+// that a GPU has MIG instances. So a caller that only binds
+// (Options.BindOnly) reads the GPUs without NVML only where no MIG device
+// is in play:
+//  1. its launcher named none (NamesMIG false): the CLI asks before it
+//     opens a backend;
+//  2. no GPU it may open has MIG instances (hasMIGInstances, sysfsBinds'
+//     rule 3).
+func NamesMIG(visible string) bool { return strings.Contains(visible, "MIG-") }
 
 // nvmlAbsent says why NVIDIA's GPUs are read without NVML.
 func nvmlAbsent(o Options) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 )
 
 // GPUIDs is how an instance's visibility variable (CUDA_VISIBLE_DEVICES,
@@ -71,11 +72,8 @@ var replaced = []string{
 // it.
 func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]string, error) {
 	drop := map[string]bool{}
-	for _, k := range append(replaced, visibilityVars...) {
+	for _, k := range append(replaced, gpuvendor.Of(o.Vendor).NotInherited()...) {
 		drop[k] = true
-	}
-	if o.Vendor == gpu.Intel {
-		drop["ZE_ENABLE_PCI_ID_DEVICE_ORDER"] = true
 	}
 	if o.Rendezvous != nil {
 		// NewRendezvous has honoured inherited values already; the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 )
 
 // GPUUsage samples GPUs; an gpu.Source is one.
@@ -124,7 +125,7 @@ func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 // selects its GPUs.
 func toldBy(env []string) string {
 	for _, kv := range env {
-		for _, name := range []string{"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"} {
+		for _, name := range gpuvendor.VisibleVars() {
 			if strings.HasPrefix(kv, name+"=") {
 				return name
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 )
 
 // ClientLimit is the most MPS clients one GPU serves: 48 on Volta and
@@ -72,7 +73,7 @@ func SharedGPUs(shares []Share) []Share {
 func Check(p binding.Plan, vendor gpu.Vendor) error {
 	shares := Shares(p)
 	switch {
-	case vendor != gpu.NVIDIA && vendor != "":
+	case vendor != "" && !gpuvendor.Of(vendor).MPS:
 		return fmt.Errorf("--mps: MPS is NVIDIA's, and these GPUs are %s: drop --mps (--share-gpus lets instances take turns on a GPU)", vendor)
 	case oneGPUEach(p) != "":
 		return fmt.Errorf("--mps: %s, and an MPS client talks to one GPU's daemon: give -G 1", oneGPUEach(p))
