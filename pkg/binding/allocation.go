@@ -73,8 +73,8 @@ type Allocation struct {
 // same Allocation, which is what lets every rank of a node agree.
 //
 // GPUs, in this order of evidence, with the variable of the node's vendor
-// (visibilityOf: CUDA_VISIBLE_DEVICES for NVIDIA, ROCR_VISIBLE_DEVICES for
-// AMD, ZE_AFFINITY_MASK for Intel):
+// (visibilityOf asks its gpuvendor value: CUDA_VISIBLE_DEVICES for NVIDIA,
+// ROCR_VISIBLE_DEVICES for AMD, ZE_AFFINITY_MASK for Intel):
 //  1. The variable set: its entries resolved against the GPUs this process
 //     can open, in the order the vendor's runtime numbers them. With
 //     ConstrainDevices the device cgroup hides the job's other GPUs and
@@ -90,8 +90,8 @@ type Allocation struct {
 //  4. Unset outside Slurm: every GPU this process can open.
 //  5. AMD: HIP_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, then selects
 //     among the GPUs ROCR left, numbering them from 0, as HIP does
-//     (amdInner) — except the same list Slurm writes into both, which is
-//     one selection, not two.
+//     (innerList, for a vendor whose value has an inner list) — except the
+//     same list Slurm writes into both, which is one selection, not two.
 //
 // A GPU with MIG mode on stands for its MIG devices, an Intel GPU for its
 // tiles (ZE_FLAT_DEVICE_HIERARCHY's FLAT, Level Zero's default).
@@ -119,8 +119,8 @@ func Reconcile(w World) (Allocation, error) {
 	a.Ordinal, a.CardOrdinal = gpuvendor.Ordinals(openable)
 	vis := a.visibilityOf(w.Env)
 	a.GPUs, a.GPUReason = a.chooseGPUs(w, openable, vis)
-	if a.Vendor == gpu.AMD {
-		a.GPUs, a.GPUReason = a.amdInner(w.Env, a.GPUs, a.GPUReason)
+	if len(vis.inner) > 0 {
+		a.GPUs, a.GPUReason = a.innerList(w.Env, vis, a.GPUs, a.GPUReason)
 	}
 	if len(w.Node.GPUs) == 0 {
 		a.GPUReason, a.NoGPUFix = nodeWithoutGPU(w.Node)
@@ -182,30 +182,26 @@ func nodeWithoutGPU(n gpu.Node) (reason, fix string) {
 		"GPUs the driver cannot show (fake devices, a container without the driver) are described with --node-file FILE (docs/topology.md)"
 }
 
-// visibility is how a vendor's runtime is told its GPUs: a variable, and
-// how its value picks among the GPUs a process can open.
+// visibility is how a vendor's runtime is told its GPUs: a variable, how
+// its value picks among the GPUs a process can open, and the runtime's
+// lists inside it (gpuvendor.Vendor.Inner).
 type visibility struct {
 	name    string
 	resolve func(value string, openable []gpu.GPU) (gpus []gpu.GPU, stop string)
+	inner   []string
 }
 
-// visibilityOf is the variable of the node's vendor. For Intel it reads
-// the hierarchy the value is written in (ZE_FLAT_DEVICE_HIERARCHY).
+// visibilityOf is the variable of the node's vendor, read as its value
+// says (gpuvendor.Vendor.Read): for Intel in the hierarchy the value is
+// written in (ZE_FLAT_DEVICE_HIERARCHY).
 func (a *Allocation) visibilityOf(env Env) visibility {
-	switch a.Vendor {
-	case gpu.AMD:
-		return visibility{"ROCR_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return gpuvendor.ParseAMDVisible(v).Resolve(open) }}
-	case gpu.Intel:
-		h, ok := gpuvendor.ZEHierarchy(env["ZE_FLAT_DEVICE_HIERARCHY"])
-		if !ok {
-			a.warn("ZE_FLAT_DEVICE_HIERARCHY=%s is not FLAT, COMPOSITE or COMBINED: reading ZE_AFFINITY_MASK as FLAT", env["ZE_FLAT_DEVICE_HIERARCHY"])
-		}
-		a.ZEHierarchy = h
-		return visibility{"ZE_AFFINITY_MASK", func(v string, open []gpu.GPU) ([]gpu.GPU, string) { return gpuvendor.ParseZEMask(v).Resolve(open, h) }}
+	v := gpuvendor.Of(a.Vendor)
+	r := v.Read(env)
+	if r.Warning != "" {
+		a.warn("%s", r.Warning)
 	}
-	return visibility{"CUDA_VISIBLE_DEVICES", func(v string, open []gpu.GPU) ([]gpu.GPU, string) {
-		return gpuvendor.ParseVisibleDevices(v, true).Resolve(open)
-	}}
+	a.ZEHierarchy = r.Model
+	return visibility{r.Name, r.Resolve, v.Inner}
 }
 
 func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]gpu.GPU, string) {
@@ -259,25 +255,29 @@ func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]
 	return openable, vis.name + " unset and no Slurm job: every GPU this process can open"
 }
 
-// amdInner applies HIP's own list to the GPUs ROCR left (rule 5):
-// HIP_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, numbering those GPUs
-// from 0. Inside a Slurm job whose gres sets every vendor's variable to the
-// same list (gres.conf without env flags), the two are one selection:
-// applying it twice would leave HIP the wrong GPUs, or none.
-func (a *Allocation) amdInner(env Env, gpus []gpu.GPU, reason string) ([]gpu.GPU, string) {
-	name := "HIP_VISIBLE_DEVICES"
-	val, set := env.Lookup(name)
-	if !set {
-		name = "CUDA_VISIBLE_DEVICES"
-		if val, set = env.Lookup(name); !set {
-			return gpus, reason
+// innerList applies the runtime's own list to the GPUs its variable left
+// (rule 5; only AMD has one, whose words the messages use: HIP's list
+// inside ROCR's): the first of vis.inner set (HIP_VISIBLE_DEVICES, else
+// CUDA_VISIBLE_DEVICES), numbering those GPUs from 0. Inside a Slurm job
+// whose gres sets every vendor's variable to the same list (gres.conf
+// without env flags), the two are one selection: applying it twice would
+// leave HIP the wrong GPUs, or none.
+func (a *Allocation) innerList(env Env, vis visibility, gpus []gpu.GPU, reason string) ([]gpu.GPU, string) {
+	var name, val string
+	set := false
+	for _, name = range vis.inner {
+		if val, set = env.Lookup(name); set {
+			break
 		}
 	}
-	if rocr, ok := env.Lookup("ROCR_VISIBLE_DEVICES"); ok && a.Slurm.InJob() && strings.TrimSpace(rocr) == strings.TrimSpace(val) {
-		a.warn("%s and ROCR_VISIBLE_DEVICES are both %s, as Slurm writes one list into every vendor's variable: taken as one selection (HIP would apply it again inside ROCR's); each instance gets ROCR_VISIBLE_DEVICES alone", name, val)
+	if !set {
 		return gpus, reason
 	}
-	inner, stop := gpuvendor.ParseAMDVisible(val).Resolve(gpus)
+	if outer, ok := env.Lookup(vis.name); ok && a.Slurm.InJob() && strings.TrimSpace(outer) == strings.TrimSpace(val) {
+		a.warn("%s and %s are both %s, as Slurm writes one list into every vendor's variable: taken as one selection (HIP would apply it again inside ROCR's); each instance gets %s alone", name, vis.name, val, vis.name)
+		return gpus, reason
+	}
+	inner, stop := vis.resolve(val, gpus)
 	reason += fmt.Sprintf("; then %s=%s among those, as HIP applies it", name, val)
 	if stop != "" {
 		a.warn("%s=%s: the list ends early: %s; using %d GPU(s)", name, val, stop, len(inner))
