@@ -251,3 +251,18 @@ func (a *amdKFD) Usage(uuids []string) ([]Usage, error) {
 }
 
 func (a *amdKFD) Close() error { return nil }
+
+// openAMD is AMD's backend: the KFD topology.
+func openAMD(o Options) (Source, error) { return &amdKFD{root: o.Root, probe: o.ProbeDevice}, nil }
+
+// identifyAMD checks a described AMD GPU and gives it its id
+// (Topology.identify).
+func identifyAMD(t Topology, g *GPU, tg TopologyGPU, i int) error {
+	if tg.MIG != nil || tg.Tiles > 0 {
+		return fmt.Errorf("an AMD GPU has no MIG devices or tiles: describe each partition (GCD) as a GPU of its own")
+	}
+	if g.UUID == "" {
+		g.UUID = "GPU-" + strings.ReplaceAll(strings.TrimPrefix(DeterministicUUID(t.Name, i), "GPU-"), "-", "")[:16]
+	}
+	return uuidOfGPU(g.UUID)
+}

@@ -17,15 +17,6 @@ const (
 	Intel  Vendor = "intel"  // ZE_AFFINITY_MASK
 )
 
-// ParseVendor reads a vendor's name.
-func ParseVendor(s string) (Vendor, bool) {
-	switch v := Vendor(s); v {
-	case NVIDIA, AMD, Intel:
-		return v, true
-	}
-	return "", false
-}
-
 // Node is one machine's inventory.
 type Node struct {
 	// Backend names where the inventory came from: "nvml", "sysfs",
@@ -145,7 +136,7 @@ var (
 // share the card's address. A MIG device shows its GPU's address (its
 // UUID names it).
 func (g GPU) Address() string {
-	if g.Vendor == Intel && g.Parent != "" {
+	if g.Parent != "" && backendOf(g.Vendor).tiles {
 		return fmt.Sprintf("%s/%d", g.BusID, g.Tile)
 	}
 	return g.BusID

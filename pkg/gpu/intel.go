@@ -160,3 +160,18 @@ func (d intelDRM) Usage([]string) ([]Usage, error) {
 	return nil, fmt.Errorf("%w: Intel's i915 and xe drivers publish no GPU utilisation or per-process GPU memory in sysfs (xpu-smi reads them through Level Zero's Sysman, which gpulaunch does not load), so GPU%% and GPU memory are not reported and launch verification cannot run", ErrNoTelemetry)
 }
 func (d intelDRM) Close() error { return nil }
+
+// openIntel is Intel's backend: its DRM devices.
+func openIntel(o Options) (Source, error) { return intelDRM{root: o.Root, probe: o.ProbeDevice}, nil }
+
+// identifyIntel checks a described Intel GPU and gives it its id, derived
+// from its address (Topology.identify).
+func identifyIntel(_ Topology, g *GPU, tg TopologyGPU, _ int) error {
+	if tg.MIG != nil {
+		return fmt.Errorf("MIG devices are NVIDIA's; an Intel GPU has tiles")
+	}
+	if g.UUID == "" {
+		g.UUID = "ZE-" + g.BusID
+	}
+	return nil
+}

@@ -125,3 +125,15 @@ func countNvidiaPCI(root fs.FS) int {
 	}
 	return n
 }
+
+// identifyNVIDIA checks a described NVIDIA GPU and gives it its id
+// (Topology.identify).
+func identifyNVIDIA(t Topology, g *GPU, tg TopologyGPU, i int) error {
+	if tg.Tiles > 0 {
+		return fmt.Errorf("tiles are Intel's; an NVIDIA GPU has MIG devices")
+	}
+	if g.UUID == "" {
+		g.UUID = DeterministicUUID(t.Name, i)
+	}
+	return uuidOfGPU(g.UUID)
+}

@@ -88,11 +88,12 @@ func Open(o Options) (Source, error) {
 	}
 	var found []Source
 	var absent []string
-	for _, v := range []Vendor{NVIDIA, AMD, Intel} {
+	for _, b := range backends {
+		v := b.vendor
 		if o.Vendor != "" && v != o.Vendor {
 			continue
 		}
-		src, node, err := openVendor(v, o)
+		src, node, err := openVendor(b, o)
 		switch {
 		case err != nil:
 			closeAll(found)
@@ -116,31 +117,11 @@ func Open(o Options) (Source, error) {
 	return nil, mixedVendors(found)
 }
 
-// openVendor opens vendor v's backend on this machine and reads it once.
-func openVendor(v Vendor, o Options) (Source, Node, error) {
-	var src Source
-	switch v {
-	case NVIDIA:
-		src = nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlAbsent(o)}
-		if o.BindOnly && o.NVML != nil {
-			sys := nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlNotLoaded}
-			if node, err := sys.Inventory(); err == nil && sysfsBinds(o.Root, node) {
-				return sys, node, nil
-			}
-		}
-		if o.NVML != nil {
-			lib, err := o.NVML.Open(o.Root)
-			switch {
-			case err == nil:
-				src = lib
-			case !errors.Is(err, ErrNoLibrary):
-				return nil, Node{}, err
-			}
-		}
-	case AMD:
-		src = &amdKFD{root: o.Root, probe: o.ProbeDevice}
-	case Intel:
-		src = intelDRM{root: o.Root, probe: o.ProbeDevice}
+// openVendor opens a vendor's backend on this machine and reads it once.
+func openVendor(b backend, o Options) (Source, Node, error) {
+	src, err := b.open(o)
+	if err != nil {
+		return nil, Node{}, err
 	}
 	node, err := src.Inventory()
 	if err != nil {
@@ -148,6 +129,27 @@ func openVendor(v Vendor, o Options) (Source, Node, error) {
 		return nil, Node{}, err
 	}
 	return src, node, nil
+}
+
+// openNVIDIA is NVIDIA's backend: NVML, else the driver's /proc and
+// sysfs — for a caller that only binds, those first (sysfsBinds).
+func openNVIDIA(o Options) (Source, error) {
+	if o.BindOnly && o.NVML != nil {
+		sys := nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlNotLoaded}
+		if node, err := sys.Inventory(); err == nil && sysfsBinds(o.Root, node) {
+			return inventoried{sys, node}, nil
+		}
+	}
+	if o.NVML != nil {
+		lib, err := o.NVML.Open(o.Root)
+		switch {
+		case err == nil:
+			return lib, nil
+		case !errors.Is(err, ErrNoLibrary):
+			return nil, err
+		}
+	}
+	return nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlAbsent(o)}, nil
 }
 
 // nvmlNotLoaded says why a caller that only binds read NVIDIA's GPUs

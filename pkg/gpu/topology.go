@@ -262,7 +262,7 @@ func (l CPULayout) expand() ([]CPU, error) {
 
 func (t Topology) gpus() ([]GPU, error) {
 	if _, ok := ParseVendor(string(t.vendor())); !ok {
-		return nil, fmt.Errorf("vendor %q: use nvidia, amd or intel", t.Vendor)
+		return nil, fmt.Errorf("vendor %q: use %s", t.Vendor, VendorNames())
 	}
 	if _, err := cpuset.Parse(t.ReservedCPUs); err != nil {
 		return nil, fmt.Errorf("reserved_cpus: %w", err)
@@ -325,7 +325,7 @@ func (t Topology) gpus() ([]GPU, error) {
 				MemoryBytes: m.MemoryMiB << 20, NUMANode: g.NUMANode, LocalCPUs: g.LocalCPUs, Parent: g.UUID})
 		}
 		for _, id := range append([]string{g.UUID, g.BusID}, migUUIDs(g)...) {
-			if id == g.BusID && g.Vendor == AMD {
+			if id == g.BusID && backendOf(g.Vendor).sharedBus {
 				continue // the partitions of one AMD GPU share its address
 			}
 			if seen[id] {
@@ -340,39 +340,18 @@ func (t Topology) gpus() ([]GPU, error) {
 }
 
 // identify gives a described GPU its id and device file, as its vendor's
-// backend would: NVIDIA's and AMD's ids start GPU- (default: derived from
-// the node's name and the GPU's position, in the vendor's shape), Intel's
-// are derived from the PCI address (Level Zero names devices by ordinal
-// only); an AMD or Intel GPU's device file is its render node.
+// backend would (backend.identify): NVIDIA's and AMD's ids start GPU-
+// (default: derived from the node's name and the GPU's position, in the
+// vendor's shape), Intel's are derived from the PCI address (Level Zero
+// names devices by ordinal only); an AMD or Intel GPU's device file is its
+// render node.
 func (t Topology) identify(g *GPU, tg TopologyGPU, i int) error {
-	switch g.Vendor {
-	case Intel:
-		if tg.MIG != nil {
-			return fmt.Errorf("MIG devices are NVIDIA's; an Intel GPU has tiles")
-		}
-		if g.UUID == "" {
-			g.UUID = "ZE-" + g.BusID
-		}
-	case AMD:
-		if tg.MIG != nil || tg.Tiles > 0 {
-			return fmt.Errorf("an AMD GPU has no MIG devices or tiles: describe each partition (GCD) as a GPU of its own")
-		}
-		if g.UUID == "" {
-			g.UUID = "GPU-" + strings.ReplaceAll(strings.TrimPrefix(DeterministicUUID(t.Name, i), "GPU-"), "-", "")[:16]
-		}
-	default:
-		if tg.Tiles > 0 {
-			return fmt.Errorf("tiles are Intel's; an NVIDIA GPU has MIG devices")
-		}
-		if g.UUID == "" {
-			g.UUID = DeterministicUUID(t.Name, i)
-		}
-	}
-	if g.Vendor != Intel && !strings.HasPrefix(g.UUID, "GPU-") {
-		return fmt.Errorf("uuid %q does not start with GPU-", g.UUID)
+	b := backendOf(g.Vendor)
+	if err := b.identify(t, g, tg, i); err != nil {
+		return err
 	}
 	g.Device = tg.Device
-	if g.Device == "" && g.Vendor != NVIDIA {
+	if g.Device == "" && b.renderNode {
 		g.Device = fmt.Sprintf("/dev/dri/renderD%d", 128+g.Minor)
 	}
 	return nil
