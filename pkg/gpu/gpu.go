@@ -7,14 +7,16 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 )
 
-// Vendor is who made a GPU, which decides how a process is told its GPUs.
+// Vendor is who made a GPU, by name: which backend finds it (backends)
+// and, in pkg/gpuvendor's value of that name, how a process is told its
+// GPUs.
 type Vendor string
 
 // Vendors.
 const (
-	NVIDIA Vendor = "nvidia" // CUDA_VISIBLE_DEVICES
-	AMD    Vendor = "amd"    // ROCR_VISIBLE_DEVICES
-	Intel  Vendor = "intel"  // ZE_AFFINITY_MASK
+	NVIDIA Vendor = "nvidia"
+	AMD    Vendor = "amd"
+	Intel  Vendor = "intel"
 )
 
 // Node is one machine's inventory.
