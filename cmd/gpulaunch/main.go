@@ -299,7 +299,7 @@ func (a *app) gpuVendor(c commonFlags) (v gpu.Vendor, from string, err error) {
 	}
 	v, ok := gpu.ParseVendor(name)
 	if !ok {
-		return "", "", usagef("%s %q: use nvidia, amd or intel", from, name)
+		return "", "", usagef("%s %q: use %s", from, name, gpu.VendorNames())
 	}
 	return v, from, nil
 }

@@ -1,6 +1,7 @@
 // Package instance is what one instance is told, in rank mode (gpulaunch
 // exec) and in a run alike: its environment (ranks, its GPUs under the
-// vendor's visible-devices variable, the instance contract of the README)
+// vendor's visible-devices variable as its gpuvendor value writes it, the
+// instance contract of the README and which variables are its own: IsContract)
 // and the file names its patterns expand to; under --ddp, where a rank
 // reports its exception (TORCHELASTIC_ERROR_FILE) and how that report
 // reads. Pure: it reads the plan's slot and writes strings, touching no
