@@ -20,7 +20,7 @@ import (
 //   - the list ends at the first entry that is neither, as CUDA's does.
 //
 // ROCR applies its list first; HIP then applies its own list to the GPUs
-// ROCR left, numbering them from 0 (AllocationRules, chooseAMD).
+// ROCR left, numbering them from 0 (AMD's value's Inner; binding.Reconcile's rule 5).
 type AMDVisible struct {
 	Entries []string // indices in decimal, UUIDs with their GPU- prefix, lower case
 	// Stop is the entry that ended the list early and why; "" when every

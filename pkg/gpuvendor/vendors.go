@@ -126,24 +126,23 @@ func Of(name gpu.Vendor) Vendor {
 func All() []Vendor { return append([]Vendor(nil), vendors...) }
 
 // VisibleVars are every vendor's Visible: the variables that say which
-// GPUs a process was told.
-func VisibleVars() []string {
-	names := make([]string, len(vendors))
-	for i, v := range vendors {
-		names[i] = v.Visible
-	}
-	return names
-}
+// GPUs a process was told. The slice is shared: callers only read it.
+func VisibleVars() []string { return visibleVars }
 
 // ToldVars are the variable names an instance of some vendor is told (Tell
-// writes them): every vendor's Visible and Order.
-func ToldVars() []string {
-	var names []string
+// writes them): every vendor's Visible and Order. The slice is shared:
+// callers only read it.
+func ToldVars() []string { return toldVars }
+
+// visibleVars and toldVars are made once: the launcher asks at every
+// instance's start, and `exec --dry-run` for every variable.
+var visibleVars, toldVars = func() (visible, told []string) {
 	for _, v := range vendors {
-		names = append(names, v.toldVars()...)
+		visible = append(visible, v.Visible)
+		told = append(told, v.toldVars()...)
 	}
-	return names
-}
+	return visible, told
+}()
 
 // toldVars are the names of the variables Tell writes for v.
 func (v Vendor) toldVars() []string {
