@@ -17,6 +17,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; without
@@ -41,7 +42,7 @@ func main() {
 func newApp() *app {
 	a := &app{
 		stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin,
-		env:  binding.EnvFromList(os.Environ()),
+		env:  sched.EnvFromList(os.Environ()),
 		root: os.DirFS("/"),
 		nvml: nvml.Library,
 		probeDevice: func(path string) error {
@@ -62,7 +63,7 @@ func newApp() *app {
 type app struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
-	env            binding.Env
+	env            sched.Env
 	root           fs.FS
 	nvml           gpu.NVML // NVIDIA's library (pkg/nvml); nil without cgo
 	hostname       string
