@@ -85,3 +85,38 @@ func TestGPUsPerNodeGranted(t *testing.T) {
 		}
 	}
 }
+
+// ChildOfBatchShell: the batch step's task (SLURM_TASK_PID) forked
+// gpulaunch, rather than exec'ing it.
+func TestChildOfBatchShell(t *testing.T) {
+	batch := Env{"SLURM_JOB_ID": "5", "SLURM_TASK_PID": "100"}
+	for _, tc := range []struct {
+		name      string
+		env       Env
+		pid, ppid int
+		want      bool
+	}{
+		{"rule: forked by the batch shell", batch, 200, 100, true},
+		{"rule: exec'd by it (the shell's own pid)", batch, 100, 50, false},
+		{"rule: inside a step the task is srun's", Env{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_TASK_PID": "100"}, 200, 100, false},
+		{"rule: outside a job", Env{"SLURM_TASK_PID": "100"}, 200, 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := Detect(tc.env)
+			if got := a.ChildOfBatchShell(tc.env, tc.pid, tc.ppid); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// ManyLaunchersFix is srun's words for srun's tasks, mpirun's otherwise.
+func TestManyLaunchersFix(t *testing.T) {
+	step, _ := Detect(Env{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_GPUS_ON_NODE": "8"})
+	if fix := ManyLaunchersFix(step, LocalRank{Source: "SLURM_LOCALID"}, 4); !strings.Contains(fix, "srun --ntasks-per-node=1 gpulaunch -n 4") || !strings.Contains(fix, "--gres=gpu:8") {
+		t.Errorf("srun's ranks: %q", fix)
+	}
+	if fix := ManyLaunchersFix(step, LocalRank{Source: "OMPI_COMM_WORLD_LOCAL_RANK"}, 4); !strings.Contains(fix, "mpirun --map-by ppr:1:node gpulaunch -n 4") {
+		t.Errorf("mpirun's ranks: %q", fix)
+	}
+}
