@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
@@ -145,7 +146,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		}
 	}
 	if alloc == nil {
-		al, err := a.discoverFor(c, bindsWithoutNVML(a.env))
+		al, err := a.discoverFor(c, discover.BindsWithoutNVML(a.env))
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/control"
+	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
@@ -361,7 +362,7 @@ func (a *app) run(args []string) error {
 // ranks on this node — told from the environment before anything is
 // discovered, so that a rank only binds (discoverFor).
 func (a *app) mayBeRank(o *runOptions) bool {
-	if !o.auto() || o.common.simulate != "" || !bindsWithoutNVML(a.env) {
+	if !o.auto() || o.common.simulate != "" || !discover.BindsWithoutNVML(a.env) {
 		return false
 	}
 	job, _ := sched.Detect(a.env)
