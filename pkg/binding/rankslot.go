@@ -31,7 +31,7 @@ func (a Allocation) GPUsBoundPerRank() bool {
 //  4. Without a local size (`gpulaunch exec` with no launcher, or a
 //     launcher variable without its size) the process is a node's only
 //     rank; a local rank above 0 without a size is an error. Flux's local
-//     size is derived (fluxLocalSize).
+//     size is derived (sched's fluxLocalSize).
 //  5. A node too small for the ranks is said in rank mode's words
 //     (rankShortage): the launcher decided the count, so the fix is fewer
 //     GPUs or CPUs per rank, or fewer ranks per node from the launcher —
