@@ -81,7 +81,7 @@ func NewRendezvous(env sched.Env, s sched.Allocation, g NodeGroup, addr string, 
 		rv.Port, rv.PortDerived = rendezvousPortBase+int(h.Sum32()%rendezvousPorts), true
 	}
 	if rv.Port == 0 && g.MultiNode() {
-		return Rendezvous{}, fmt.Errorf("--ddp: %d nodes outside a Slurm job: give --master-port so that every node uses the same one", g.Size)
+		return Rendezvous{}, fmt.Errorf("--ddp: %d nodes, and no Slurm step or Flux job names this launch (docs/schedulers.md): give --master-port so that every node uses the same one", g.Size)
 	}
 	rv.RunID = env["TORCHELASTIC_RUN_ID"]
 	if rv.RunID == "" {

@@ -54,7 +54,7 @@ func TestFluxRunTask(t *testing.T) {
 // unset CUDA_VISIBLE_DEVICES (gpu-affinity=off) leaves every GPU.
 func TestFluxCannotTell(t *testing.T) {
 	a, _ := Detect(fluxRunTask())
-	if a.Nodes != nil || a.NodeID != -1 || a.GPUsOnNode != -1 || a.NumNodes() != 2 {
+	if a.Nodes != nil || a.NodeID != -1 || a.GPUsOnNode != -1 || a.NodeCount != 2 {
 		t.Fatalf("got %+v", a)
 	}
 	open := []gpu.GPU{{UUID: "GPU-a"}, {UUID: "GPU-b"}}

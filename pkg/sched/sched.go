@@ -139,16 +139,7 @@ func (a Allocation) TasksOnThisNode() int {
 	return 0
 }
 
-// NumNodes is the number of nodes of the step (else the job), 0 when the
-// environment does not say.
-func (a Allocation) NumNodes() int {
-	if len(a.Nodes) > 0 {
-		return len(a.Nodes)
-	}
-	return a.NodeCount
-}
-
-// rules is the implementation whose job this is; noRules outside any.
+// rules is the implementation whose job this is; none outside any.
 func (a Allocation) rules() Scheduler {
 	for _, s := range schedulers {
 		if s.Name() == a.Scheduler {
