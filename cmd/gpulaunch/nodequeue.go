@@ -115,7 +115,7 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 	if host == "" {
 		host = g.Host
 	}
-	if port == 0 && l.alloc.Sched.LaunchKey() != "" {
+	if port == 0 && l.alloc.Sched.LaunchKey != "" {
 		// the rendezvous port of the step, free or not: a taken one is
 		// left for any free one, which the key file names
 		if rv, err := nodegroup.NewRendezvous(nil, l.alloc.Sched, g, host, 0, a.pid); err == nil && nodegroup.PortFree(rv.Port) == nil {

@@ -611,7 +611,7 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
-	if l.alloc.Sched.ChildOfBatchShell(a.env, a.pid, a.ppid) {
+	if l.alloc.Sched.ChildOfBatchShell(a.pid, a.ppid) {
 		log.Warn("gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
 	}
 	if !l.bind {

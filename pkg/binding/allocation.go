@@ -218,7 +218,7 @@ func (a *Allocation) amdInner(env Env, gpus []gpu.GPU, reason string) ([]gpu.GPU
 			return gpus, reason
 		}
 	}
-	if rocr, ok := env.Lookup("ROCR_VISIBLE_DEVICES"); ok && a.Sched.SameListInEveryVendorVar() && strings.TrimSpace(rocr) == strings.TrimSpace(val) {
+	if rocr, ok := env.Lookup("ROCR_VISIBLE_DEVICES"); ok && a.Sched.SameListInEveryVendorVar && strings.TrimSpace(rocr) == strings.TrimSpace(val) {
 		a.warn("%s and ROCR_VISIBLE_DEVICES are both %s, as Slurm writes one list into every vendor's variable: taken as one selection (HIP would apply it again inside ROCR's); each instance gets ROCR_VISIBLE_DEVICES alone", name, val)
 		return gpus, reason
 	}

@@ -74,7 +74,7 @@ func NewRendezvous(env sched.Env, s sched.Allocation, g NodeGroup, addr string, 
 			rv.Port = p
 		}
 	}
-	key := s.LaunchKey()
+	key := s.LaunchKey
 	if rv.Port == 0 && key != "" {
 		h := fnv.New32a()
 		h.Write([]byte(key))

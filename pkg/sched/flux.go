@@ -31,6 +31,9 @@ func (flux) Read(env Env) (Allocation, []string, bool) {
 	if a.JobID == "" {
 		return Allocation{}, nil, false
 	}
+	// a `flux run` is a job of its own, whose id every task on every node
+	// shares and no other launch has, not even a resubmitted job
+	a.LaunchKey, a.QueueKey = a.JobID, a.JobID
 	var warn []string
 	count := func(name string) int {
 		v, ok := env[name]
@@ -89,13 +92,6 @@ func fluxLocalSize(env Env) (int, error) {
 func (flux) UnsetGPUs(a Allocation, _ Env, told string, n NodeGPUs) (GPUChoice, bool) {
 	return GPUChoice{GPUs: n.Openable, Reason: told + " unset in Flux job " + a.JobID + " (flux-shell's gpu-affinity sets it; -o gpu-affinity=off leaves it unset): every GPU this process can open"}, true
 }
-
-// LaunchKey: a `flux run` is a job of its own, whose id every task on
-// every node shares and no other launch has.
-func (flux) LaunchKey(a Allocation) string { return a.JobID }
-
-// QueueKey: a Flux job id is never reused, not even by a resubmitted job.
-func (flux) QueueKey(a Allocation, _ Env) string { return a.JobID }
 
 func (flux) Words(a Allocation) string {
 	w := fmt.Sprintf("Flux:      job %s, %d node(s)", a.JobID, a.NodeCount)

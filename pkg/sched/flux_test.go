@@ -25,7 +25,7 @@ func TestFluxRunTask(t *testing.T) {
 	env := fluxRunTask()
 	a, warn := Detect(env)
 	want := Allocation{Scheduler: "flux", JobID: "ƒ2Zqa8J7oT", NodeID: -1, NodeCount: 2, TasksPerNode: []int{4, 4},
-		ProcID: 5, LocalID: 1, GPUsOnNode: -1, GPUsPerNode: -1}
+		ProcID: 5, LocalID: 1, GPUsOnNode: -1, GPUsPerNode: -1, LaunchKey: "ƒ2Zqa8J7oT", QueueKey: "ƒ2Zqa8J7oT"}
 	if len(warn) > 0 || !reflect.DeepEqual(a, want) {
 		t.Fatalf("got %+v, warnings %q; want %+v", a, warn, want)
 	}
@@ -39,8 +39,8 @@ func TestFluxRunTask(t *testing.T) {
 	}
 	// a `flux run` is a job of its own: its id names the launch on every
 	// node, for the rendezvous port and a queue over nodes
-	if a.LaunchKey() != "ƒ2Zqa8J7oT" || a.InStep() {
-		t.Errorf("launch key %q, step %q", a.LaunchKey(), a.StepID)
+	if a.LaunchKey != "ƒ2Zqa8J7oT" || a.InStep() {
+		t.Errorf("launch key %q, step %q", a.LaunchKey, a.StepID)
 	}
 	if id, err := QueueRunID(env, "PMI_RANK"); err != nil || id != "flux-ƒ2Zqa8J7oT" {
 		t.Errorf("queue run id %q, %v", id, err)
@@ -62,7 +62,7 @@ func TestFluxCannotTell(t *testing.T) {
 	if !ok || len(c.GPUs) != 2 || !strings.Contains(c.Reason, "Flux job ƒ2Zqa8J7oT") {
 		t.Fatalf("unset CUDA_VISIBLE_DEVICES: %+v %v", c, ok)
 	}
-	if a.ChildOfBatchShell(fluxRunTask(), 10, 9) || a.SameListInEveryVendorVar() || a.OnePerNode(4) != nil {
+	if a.ChildOfBatchShell(10, 9) || a.SameListInEveryVendorVar || a.OnePerNode(4) != nil {
 		t.Error("a Slurm rule applied to a Flux job")
 	}
 }

@@ -27,8 +27,8 @@ func QueueRunID(env Env, source string) (string, error) {
 		return env["GPULAUNCH_RUN_ID"], nil
 	case strings.HasPrefix(source, "OMPI_") && env["PMIX_NAMESPACE"] != "":
 		return "pmix-" + env["PMIX_NAMESPACE"], nil
-	case job.QueueKey(env) != "":
-		return job.Scheduler + "-" + job.QueueKey(env), nil
+	case job.QueueKey != "":
+		return job.Scheduler + "-" + job.QueueKey, nil
 	case env["PMIX_NAMESPACE"] != "":
 		return "pmix-" + env["PMIX_NAMESPACE"], nil
 	}

@@ -44,8 +44,8 @@ func TestPBSMpiexecRank(t *testing.T) {
 func TestPBSCannotTell(t *testing.T) {
 	env := palsRank()
 	a, _ := Detect(env)
-	if a.LaunchKey() != "" || a.Nodes != nil || a.NodeCount != 0 || a.GPUsOnNode != -1 {
-		t.Fatalf("got %+v, launch key %q", a, a.LaunchKey())
+	if a.LaunchKey != "" || a.Nodes != nil || a.NodeCount != 0 || a.GPUsOnNode != -1 {
+		t.Fatalf("got %+v, launch key %q", a, a.LaunchKey)
 	}
 	if _, err := QueueRunID(env, "PMI_RANK"); err == nil || !strings.Contains(err.Error(), "GPULAUNCH_RUN_ID") {
 		t.Errorf("a queue over nodes under PBS: %v, want the GPULAUNCH_RUN_ID fix", err)

@@ -42,12 +42,30 @@ type Allocation struct {
 	GPUsPerNode int `json:"-"`
 	// Scheduler is whose job this is (a Scheduler's Name); "" outside any.
 	Scheduler string `json:"scheduler,omitempty"`
+
+	// LaunchKey names this launch (job and step) the same on every node
+	// and differently from the job's other launches: Slurm's "JOB.STEP"
+	// ("batch" outside a step), Flux's job id; "" where the environment
+	// cannot (PBS: two mpiexec of one job look alike).
+	LaunchKey string `json:"-"`
+	// QueueKey is LaunchKey for a task queue over nodes, which must also
+	// differ from a requeued job's rerun: an srun step's job, step and
+	// srun's own address; Flux's job id (never reused); "" otherwise.
+	QueueKey string `json:"-"`
+	// BatchShellPID is the batch script's shell outside a step
+	// (SLURM_TASK_PID), 0 where none is known (ChildOfBatchShell).
+	BatchShellPID int `json:"-"`
+	// SameListInEveryVendorVar: the scheduler writes one GPU list into
+	// every vendor's variable (Slurm's gres without env flags), so that two
+	// equal lists are one selection.
+	SameListInEveryVendorVar bool `json:"-"`
 }
 
-// Scheduler is one batch system: how its environment is read, and the
-// rules in which that environment decides something beyond the reading.
-// A scheduler whose environment decides none of them embeds noRules;
-// adding one is a file with its type and a line in Detect's list.
+// Scheduler is one batch system: how its environment is read (Read, into
+// an Allocation: what it granted and what names the launch), and the rules
+// in which that environment decides something beyond the reading. A
+// scheduler whose environment decides none of them embeds noRules; adding
+// one is a file with its type and a line in Detect's list (detect.go).
 type Scheduler interface {
 	// Name is the scheduler's word in run ids and `info` ("slurm").
 	Name() string
@@ -63,9 +81,10 @@ type Scheduler interface {
 	// BoundCPUs warns when the scheduler bound this task to fewer CPUs
 	// than its cgroup allows; "" when not.
 	BoundCPUs(env Env, cpus, cgroup cpuset.Set) string
-	// StepRanks are the scheduler's own launcher's ranks (srun's), read
-	// after every MPI launcher's since its variables leak into what
-	// those start; ok false when it says none.
+	// StepLocalRank and StepGlobalRank are the scheduler's own
+	// launcher's ranks (srun's), read after every MPI launcher's since
+	// its variables leak into what those start; ok false when it says
+	// none.
 	StepLocalRank(a Allocation, env Env, maxRanks int) (LocalRank, bool, error)
 	StepGlobalRank(a Allocation, env Env) (GlobalRank, bool)
 	// FromStep reports whether a rank's variable (source) is the
@@ -77,20 +96,6 @@ type Scheduler interface {
 	// OnePerNodeFix is how to start one gpulaunch of n instances per node
 	// with the scheduler's launcher, "" for an MPI launcher's words.
 	OnePerNodeFix(a Allocation, n int) string
-	// LaunchKey names this launch (job and step) the same on every node,
-	// and differently from the job's other launches; "" when the
-	// environment cannot (PBS: two mpiexec of one job look alike).
-	LaunchKey(a Allocation) string
-	// QueueKey is LaunchKey for a task queue over nodes, which must also
-	// differ from a requeued job's rerun; "" when the environment cannot.
-	QueueKey(a Allocation, env Env) string
-	// ChildOfBatchShell reports whether process pid, child of ppid, was
-	// forked by the batch script rather than exec'd by it.
-	ChildOfBatchShell(a Allocation, env Env, pid, ppid int) bool
-	// SameListInEveryVendorVar reports whether the scheduler writes one
-	// GPU list into every vendor's variable (Slurm's gres without env
-	// flags), so that two equal lists are one selection.
-	SameListInEveryVendorVar(a Allocation) bool
 	// Words is the line `info` prints for the allocation.
 	Words(a Allocation) string
 }
@@ -181,19 +186,11 @@ func (a Allocation) OnePerNode(n int) error { return a.rules().OnePerNode(a, n) 
 // OnePerNodeFix: see Scheduler.
 func (a Allocation) OnePerNodeFix(n int) string { return a.rules().OnePerNodeFix(a, n) }
 
-// LaunchKey: see Scheduler.
-func (a Allocation) LaunchKey() string { return a.rules().LaunchKey(a) }
-
-// QueueKey: see Scheduler.
-func (a Allocation) QueueKey(env Env) string { return a.rules().QueueKey(a, env) }
-
-// ChildOfBatchShell: see Scheduler.
-func (a Allocation) ChildOfBatchShell(env Env, pid, ppid int) bool {
-	return a.rules().ChildOfBatchShell(a, env, pid, ppid)
+// ChildOfBatchShell reports whether process pid, child of ppid, was
+// forked by the batch script's shell rather than exec'd by it.
+func (a Allocation) ChildOfBatchShell(pid, ppid int) bool {
+	return a.BatchShellPID > 0 && a.BatchShellPID == ppid && a.BatchShellPID != pid
 }
-
-// SameListInEveryVendorVar: see Scheduler.
-func (a Allocation) SameListInEveryVendorVar() bool { return a.rules().SameListInEveryVendorVar(a) }
 
 // Words: see Scheduler.
 func (a Allocation) Words() string { return a.rules().Words(a) }
@@ -214,7 +211,3 @@ func (noRules) StepGlobalRank(Allocation, Env) (GlobalRank, bool) { return Globa
 func (noRules) FromStep(string) bool                              { return false }
 func (noRules) OnePerNode(Allocation, int) error                  { return nil }
 func (noRules) OnePerNodeFix(Allocation, int) string              { return "" }
-func (noRules) LaunchKey(Allocation) string                       { return "" }
-func (noRules) QueueKey(Allocation, Env) string                   { return "" }
-func (noRules) ChildOfBatchShell(Allocation, Env, int, int) bool  { return false }
-func (noRules) SameListInEveryVendorVar(Allocation) bool          { return false }

@@ -84,7 +84,29 @@ func parseSlurm(env Env) (Allocation, []string) {
 		}
 		s.TasksPerNode = counts
 	}
+	readLaunch(env, &s)
 	return s, warn
+}
+
+// readLaunch reads what names the launch and the batch shell:
+//
+//  1. The launch is the job and step ("batch" outside a step).
+//  2. A queue over nodes is an srun step's job, step and srun's own
+//     address (which a requeued job's rerun does not share); none
+//     outside a step.
+//  3. Outside a step the batch step's task, SLURM_TASK_PID, is the batch
+//     script's shell.
+//  4. Slurm's gres (gres.conf without env flags) writes one GPU list into
+//     every vendor's variable.
+func readLaunch(env Env, s *Allocation) {
+	s.LaunchKey = s.JobID + "." + s.StepName()
+	if env["SLURM_JOB_ID"] != "" && env["SLURM_STEP_ID"] != "" {
+		s.QueueKey = fmt.Sprintf("%s.%s-%s-%s", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"], env["SLURM_SRUN_COMM_HOST"], env["SLURM_SRUN_COMM_PORT"])
+	}
+	if task, err := strconv.Atoi(env["SLURM_TASK_PID"]); err == nil && task > 0 && !s.InStep() {
+		s.BatchShellPID = task
+	}
+	s.SameListInEveryVendorVar = true
 }
 
 // gpusPerNode is the per-node GPU count of Slurm's SLURM_GPUS_PER_NODE
@@ -229,32 +251,6 @@ func (slurm) OnePerNodeFix(s Allocation, n int) string {
 	return fmt.Sprintf("start one gpulaunch per node (`srun --ntasks-per-node=1 gpulaunch -n %d -- …`; srun inherits --ntasks and --gpus-per-task from the job, so in such a job say `srun -n 1 --gres=gpu:%d -c CPUS gpulaunch -n %d -- …`)",
 		n, max(s.GPUsOnNode, n), n)
 }
-
-// LaunchKey is the job and step ids ("batch" outside a step).
-func (slurm) LaunchKey(s Allocation) string { return s.JobID + "." + s.StepName() }
-
-// QueueKey is an srun step's job, step and srun's own address (which a
-// requeued job's rerun does not share); "" outside a step.
-func (slurm) QueueKey(s Allocation, env Env) string {
-	if env["SLURM_JOB_ID"] == "" || env["SLURM_STEP_ID"] == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s.%s-%s-%s", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"], env["SLURM_SRUN_COMM_HOST"], env["SLURM_SRUN_COMM_PORT"])
-}
-
-// ChildOfBatchShell: the batch step's task, SLURM_TASK_PID, is the
-// parent of gpulaunch.
-func (slurm) ChildOfBatchShell(s Allocation, env Env, pid, ppid int) bool {
-	if !s.InJob() || s.InStep() {
-		return false
-	}
-	task, err := strconv.Atoi(env["SLURM_TASK_PID"])
-	return err == nil && task > 0 && task == ppid && task != pid
-}
-
-// SameListInEveryVendorVar: Slurm's gres (gres.conf without env flags)
-// writes one list into every vendor's variable.
-func (slurm) SameListInEveryVendorVar(s Allocation) bool { return s.InJob() }
 
 func (slurm) Words(s Allocation) string {
 	if s.InStep() {

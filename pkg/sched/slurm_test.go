@@ -103,7 +103,7 @@ func TestChildOfBatchShell(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, _ := Detect(tc.env)
-			if got := a.ChildOfBatchShell(tc.env, tc.pid, tc.ppid); got != tc.want {
+			if got := a.ChildOfBatchShell(tc.pid, tc.ppid); got != tc.want {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})
