@@ -23,8 +23,9 @@ import (
 //	PALS_NODEID        this node's index among the launch's nodes
 //	PALS_DEPTH         the CPUs each rank was given (--depth)
 //
-// The launch's size is read from PALS_SIZE where it is set, else from the
-// PMI_RANK/PMI_SIZE that Cray PMI sets beside PALS's. PBS says no count of
+// The launch's size is PMI_SIZE, which Cray PMI sets beside PALS's
+// variables (PMI_RANK is read first, as for any PMI launcher), or
+// PALS_SIZE where a site sets it. PBS says no count of
 // GPUs and no node list in a variable (only the file PBS_NODEFILE, which
 // gpulaunch does not read), and there is no step id: two mpiexec of one
 // job look alike (docs/schedulers.md).

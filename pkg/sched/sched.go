@@ -67,7 +67,8 @@ type Allocation struct {
 // scheduler whose environment decides none of them embeds noRules; adding
 // one is a file with its type and a line in Detect's list (detect.go).
 type Scheduler interface {
-	// Name is the scheduler's word in run ids and `info` ("slurm").
+	// Name is the scheduler's word in run ids and in `info --json`'s
+	// "scheduler" ("slurm").
 	Name() string
 	// Read reads env; ok is false when env is no job of this scheduler.
 	Read(env Env) (a Allocation, warnings []string, ok bool)
