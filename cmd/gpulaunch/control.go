@@ -21,6 +21,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
@@ -151,7 +152,8 @@ func (a *app) findRun(cf clientFlags) (control.Client, error) {
 		}
 		return control.Client{}, fmt.Errorf("no control socket of pid %d in %s: is that a running gpulaunch of yours on this node (%s)?", cf.pid, strings.Join(dirs, ", "), a.hostname)
 	}
-	job := a.env["SLURM_JOB_ID"]
+	alloc, _ := sched.Detect(a.env)
+	job := alloc.JobID
 	runs, err := control.Find(dirs, a.hostname, job)
 	if err != nil {
 		return control.Client{}, err

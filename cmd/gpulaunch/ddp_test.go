@@ -12,6 +12,8 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // nodeOfStep is what srun --nodes=2 --ntasks-per-node=1 gives the task on
@@ -57,12 +59,12 @@ func TestDistributedBadInput(t *testing.T) {
 // Rank 0's node checks the derived port before anything starts.
 func TestDerivedPortTaken(t *testing.T) {
 	env := nodeOfStep("0")
-	s, _ := binding.ParseSlurm(env)
-	g, err := binding.FindNodeGroup(env, s, "h", 2, true, false)
+	s, _ := sched.Detect(env)
+	g, err := nodegroup.Find(env, s, "h", 2, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv, err := binding.NewRendezvous(env, s, g, "", 0, 1)
+	rv, err := nodegroup.NewRendezvous(env, s, g, "", 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 const execUsage = `Usage: gpulaunch exec [flags] [--] COMMAND [ARGS…]
@@ -143,7 +146,7 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		}
 	}
 	if alloc == nil {
-		al, err := a.discoverFor(c, bindsWithoutNVML(a.env))
+		al, err := a.discoverFor(c, discover.BindsWithoutNVML(a.env))
 		if err != nil {
 			return err
 		}
@@ -157,13 +160,13 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if alloc.LocalRank != nil && alloc.LocalRank.Size > 0 {
 		size = alloc.LocalRank.Size
 	}
-	global, ok, err := binding.DetectGlobalRank(a.env, alloc.Slurm)
+	global, ok, err := sched.DetectGlobalRank(a.env, alloc.Sched)
 	if err != nil {
 		return usageError{err}
 	}
-	group := binding.WrapperNodeGroup(global, ok, size, alloc.Slurm, a.hostname)
-	ranks := binding.WrapperRanks(global, ok, slot.Index, group)
-	rdv, err := a.rendezvous(e.ddp, alloc.Slurm, group, ranks.Rank == 0)
+	group := nodegroup.Wrapper(global, ok, size, alloc.Sched, a.hostname)
+	ranks := nodegroup.WrapperRanks(global, ok, slot.Index, group)
+	rdv, err := a.rendezvous(e.ddp, alloc.Sched, group, ranks.Rank == 0)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
@@ -26,11 +28,11 @@ type launch struct {
 	src   gpu.Source // the GPU backend, for telemetry
 	req   binding.Request
 	plan  binding.Plan
-	group binding.NodeGroup
-	rdv   *binding.Rendezvous // --ddp's; nil without
-	argv  []string            // COMMAND [ARGS…]
-	path  string              // argv[0] resolved; "" for a task queue
-	names instance.Names      // what output patterns expand to
+	group nodegroup.NodeGroup
+	rdv   *nodegroup.Rendezvous // --ddp's; nil without
+	argv  []string              // COMMAND [ARGS…]
+	path  string                // argv[0] resolved; "" for a task queue
+	names instance.Names        // what output patterns expand to
 	// report is --report's file for this node; "" without.
 	report string
 	// metricsFile is --metrics-file's file for this node; "" without.
@@ -71,7 +73,7 @@ type found struct {
 func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*launch, error) {
 	alloc := f.alloc
 	l := &launch{alloc: alloc, src: f.src, usageDir: f.usageDir, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
-		names: instance.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}}
+		names: instance.Names{JobID: alloc.Sched.JobID, StepID: alloc.Sched.StepID, Host: a.hostname}}
 	if o.auto() {
 		if l.req.GPUsPerInstance == 0 || len(alloc.GPUs) < l.req.GPUsPerInstance {
 			return nil, usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
@@ -87,8 +89,8 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	// node the GPUs that made this node's N.
 	// A queue's nodes check it themselves: the holder refuses a node with
 	// another number of slots (nodelink.Holder), since {%} counts node × N.
-	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
-	if l.group, err = binding.FindNodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
+	sameN := !o.auto() || alloc.Sched.GPUsPerNode == len(alloc.GPUs) || o.tasks.queueMode()
+	if l.group, err = nodegroup.Find(a.env, alloc.Sched, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
 		return nil, usageError{err}
 	}
 	g := l.group
@@ -104,7 +106,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		log.Debug(fmt.Sprintf("node %d of %d (%s): ranks %d..%d of %d", g.Rank, g.Size, g.Source,
 			g.Ranks(0).Rank, g.Ranks(len(l.plan.Slots)-1).Rank, g.Ranks(0).WorldSize))
 	}
-	if l.rdv, err = a.rendezvous(o.flags.ddp, alloc.Slurm, g, g.Rank == 0); err != nil {
+	if l.rdv, err = a.rendezvous(o.flags.ddp, alloc.Sched, g, g.Rank == 0); err != nil {
 		return nil, err
 	}
 	if l.report, err = a.reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
@@ -174,7 +176,7 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 
 // runInfo says which run this is, for `gpulaunch status`.
 func (l *launch) runInfo(a *app, started time.Time) launcher.RunInfo {
-	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
+	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: l.alloc.Sched.JobID, StepID: l.alloc.Sched.StepID,
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
 		Sharing: l.sharing.lines()}
 }
@@ -186,7 +188,7 @@ func (a *app) hasCPUs(plan binding.Plan) bool {
 	if err != nil {
 		return false
 	}
-	mine, _, err := binding.ParseProcStatus(string(status))
+	mine, _, err := cgroup.ParseProcStatus(string(status))
 	if err != nil {
 		return false
 	}
@@ -200,7 +202,7 @@ func (a *app) hasCPUs(plan binding.Plan) bool {
 
 // labelHost: with several nodes, labels name the node too (node3:2: …),
 // as the instance numbers repeat on every node.
-func labelHost(g binding.NodeGroup) string {
+func labelHost(g nodegroup.NodeGroup) string {
 	if g.MultiNode() {
 		return g.Host
 	}
@@ -216,7 +218,7 @@ func uuids(gpus []gpu.GPU) []string {
 }
 
 // envOptions shape the instances' environment for an allocation.
-func envOptions(a binding.Allocation, ids instance.GPUIDs, vis instance.Visibility, rdv *binding.Rendezvous) instance.EnvOptions {
+func envOptions(a binding.Allocation, ids instance.GPUIDs, vis instance.Visibility, rdv *nodegroup.Rendezvous) instance.EnvOptions {
 	return instance.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: a.GPUs, Vendor: a.Vendor, Ordinal: a.Ordinal, CardOrdinal: a.CardOrdinal,
 		ZEHierarchy: a.ZEHierarchy, Rendezvous: rdv}
 }

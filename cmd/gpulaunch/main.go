@@ -14,9 +14,11 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; without
@@ -41,7 +43,7 @@ func main() {
 func newApp() *app {
 	a := &app{
 		stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin,
-		env:  binding.EnvFromList(os.Environ()),
+		env:  sched.EnvFromList(os.Environ()),
 		root: os.DirFS("/"),
 		nvml: nvml.Library,
 		probeDevice: func(path string) error {
@@ -62,7 +64,7 @@ func newApp() *app {
 type app struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
-	env            binding.Env
+	env            sched.Env
 	root           fs.FS
 	nvml           gpu.NVML // NVIDIA's library (pkg/nvml); nil without cgo
 	hostname       string
@@ -189,119 +191,33 @@ func (a *app) baseEnv() []string {
 func (a *app) discover(c commonFlags) (binding.Allocation, error) { return a.discoverFor(c, false) }
 
 // discoverFor is discover for a caller that, with bindOnly, only binds and
-// execs (rank mode): NVML is loaded only where the driver's /proc and
-// sysfs do not say what binding needs (gpu.Options.BindOnly).
+// execs (rank mode: discover.Request's BindOnly).
 func (a *app) discoverFor(c commonFlags, bindOnly bool) (binding.Allocation, error) {
-	alloc, src, err := a.discoverWith(c, "", bindOnly)
-	if src != nil {
-		src.Close()
-	}
-	return alloc, err
+	alloc, err := discover.Allocation(a.discoverRequest(c, bindOnly))
+	return alloc, asUsage(err)
 }
 
-// bindsWithoutNVML: a rank in this environment may be bound from the
-// driver's /proc and sysfs (gpu.Options.BindOnly), unless its launcher
-// named MIG devices, which only NVML knows.
-func bindsWithoutNVML(env binding.Env) bool {
-	return !gpu.NamesMIG(env["CUDA_VISIBLE_DEVICES"])
-}
-
-// discoverToRun discovers the allocation for runs that will start: on a
-// simulated node (running), apps declare their GPU use in usageDir
-// (gpu.SimulatedUsageEnv), made here. done closes the backend and removes
-// the directory.
-// bindOnly: the run may turn out one rank of several (rank mode), which
-// only binds (discoverFor).
+// discoverToRun discovers the allocation for runs that will start
+// (running; discover.ForRun). done closes the backend and removes the
+// directory of a simulated node's GPU use.
 func (a *app) discoverToRun(c commonFlags, running, bindOnly bool) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
-	if c.simulate != "" && running {
-		if usageDir, err = os.MkdirTemp("", "gpulaunch-usage-"); err != nil {
-			return alloc, nil, "", nil, err
-		}
-	}
-	removeDir := func() {
-		if usageDir != "" {
-			os.RemoveAll(usageDir)
-		}
-	}
-	if alloc, src, err = a.discoverWith(c, usageDir, bindOnly); err != nil {
-		removeDir()
-		return alloc, nil, "", nil, err
-	}
-	return alloc, src, usageDir, func() { src.Close(); removeDir() }, nil
+	f, err := discover.ForRun(a.discoverRequest(c, bindOnly), running)
+	return f.Alloc, f.Source, f.UsageDir, f.Done, asUsage(err)
 }
 
-// discoverWith also hands back the open backend, for telemetry; usageDir
-// is where apps on a simulated node declare their GPU use; bindOnly as in
-// discoverFor.
-func (a *app) discoverWith(c commonFlags, usageDir string, bindOnly bool) (binding.Allocation, gpu.Source, error) {
-	nodeFile := c.nodeFile
-	if nodeFile == "" && c.simulate == "" {
-		nodeFile = a.env["GPULAUNCH_NODE_FILE"]
-	}
-	if c.simulate != "" && c.nodeFile != "" {
-		return binding.Allocation{}, nil, usagef("--simulate and --node-file both describe the node: --simulate is another machine, --node-file this one; give one")
-	}
-	vendor, from, err := a.gpuVendor(c)
-	if err != nil {
-		return binding.Allocation{}, nil, err
-	}
-	if c.simulate != "" && from != "--gpu-vendor" {
-		// the environment's vendor is this machine's: --simulate is another
-		vendor = ""
-	}
-	src, err := gpu.Open(gpu.Options{Simulate: c.simulate, NodeFile: nodeFile, Vendor: vendor, SimulatedUsage: usageDir, Root: a.root,
-		ProbeDevice: a.probeDevice, NVML: a.nvml, BindOnly: bindOnly})
-	var other *gpu.OtherVendorError
-	if err != nil {
-		switch {
-		case errors.As(err, &other) && from == "--gpu-vendor":
-			return binding.Allocation{}, nil, usagef("--gpu-vendor %s: %v; nothing was started", vendor, err)
-		case errors.As(err, &other):
-			return binding.Allocation{}, nil, usagef("%s=%s: %v; nothing was started", from, vendor, err)
-		case c.simulate != "" && strings.Contains(err.Error(), c.simulate):
-			return binding.Allocation{}, nil, usagef("--simulate: %v", err)
-		case c.simulate != "":
-			return binding.Allocation{}, nil, usagef("--simulate %s: %v", c.simulate, err)
-		case c.nodeFile != "":
-			return binding.Allocation{}, nil, usagef("--node-file: %v", err)
-		case nodeFile != "":
-			return binding.Allocation{}, nil, usagef("GPULAUNCH_NODE_FILE=%s: %v", nodeFile, err)
-		}
-		return binding.Allocation{}, nil, usagef("%v", err)
-	}
-	node, err := src.Inventory()
-	if err != nil {
-		src.Close()
-		return binding.Allocation{}, nil, err
-	}
-	world, err := binding.ReadWorld(a.root, node, a.env, a.hostname)
-	if err != nil {
-		src.Close()
-		return binding.Allocation{}, nil, err
-	}
-	alloc, err := binding.Reconcile(world)
-	if err != nil {
-		src.Close()
-		return binding.Allocation{}, nil, usagef("%v", err)
-	}
-	return alloc, src, nil
+// discoverRequest is the node the flags name, as this process sees it.
+func (a *app) discoverRequest(c commonFlags, bindOnly bool) discover.Request {
+	return discover.Request{Simulate: c.simulate, NodeFile: c.nodeFile, Vendor: c.gpuVendor, Env: a.env, Hostname: a.hostname,
+		Machine: gpu.Options{Root: a.root, ProbeDevice: a.probeDevice, NVML: a.nvml}, BindOnly: bindOnly}
 }
 
-// gpuVendor is --gpu-vendor, else GPULAUNCH_GPU_VENDOR: the only vendor
-// whose GPUs are looked for ("": every vendor's), and where it was given.
-func (a *app) gpuVendor(c commonFlags) (v gpu.Vendor, from string, err error) {
-	name, from := c.gpuVendor, "--gpu-vendor"
-	if name == "" {
-		name, from = a.env["GPULAUNCH_GPU_VENDOR"], "GPULAUNCH_GPU_VENDOR"
+// asUsage is discover's bad input as a usage error (exit 2).
+func asUsage(err error) error {
+	var bad discover.InputError
+	if errors.As(err, &bad) {
+		return usageError{bad.Err}
 	}
-	if name == "" {
-		return "", "", nil
-	}
-	v, ok := gpu.ParseVendor(name)
-	if !ok {
-		return "", "", usagef("%s %q: use %s", from, name, gpu.VendorNames())
-	}
-	return v, from, nil
+	return err
 }
 
 // topUsage is gpulaunch --help.

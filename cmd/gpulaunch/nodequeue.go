@@ -2,20 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
@@ -51,7 +50,7 @@ type nodeQueue struct {
 }
 
 // newNodeQueue decides this node's part, for a queue over the nodes of g.
-func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error) {
+func (a *app) newNodeQueue(o *runOptions, g nodegroup.NodeGroup) (nodeQueue, error) {
 	if !o.tasks.queueMode() {
 		return nodeQueue{}, nil
 	}
@@ -61,7 +60,7 @@ func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error
 	if !g.MultiNode() {
 		return nodeQueue{}, nil
 	}
-	run, err := queueRunID(a.env, g.Source)
+	run, err := sched.QueueRunID(a.env, g.Source)
 	if err != nil {
 		return nodeQueue{}, usageError{err}
 	}
@@ -84,27 +83,6 @@ func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error
 		}
 	}
 	return nq, nil
-}
-
-// queueRunID names this launch the same way on every node, and
-// differently from any other: GPULAUNCH_RUN_ID when the user sets one; an
-// OpenMPI mpirun by PMIx's namespace (its rank 0 runs under mpirun itself,
-// outside the srun step that starts the other nodes' daemons, so the step
-// is not the same on every node); an srun step by its job, step and
-// srun's own address (which a requeued job's rerun does not share).
-// source is where the node's index came from (binding.NodeGroup.Source).
-func queueRunID(env map[string]string, source string) (string, error) {
-	switch {
-	case env["GPULAUNCH_RUN_ID"] != "":
-		return env["GPULAUNCH_RUN_ID"], nil
-	case strings.HasPrefix(source, "OMPI_") && env["PMIX_NAMESPACE"] != "":
-		return "pmix-" + env["PMIX_NAMESPACE"], nil
-	case env["SLURM_JOB_ID"] != "" && env["SLURM_STEP_ID"] != "":
-		return fmt.Sprintf("slurm-%s.%s-%s-%s", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"], env["SLURM_SRUN_COMM_HOST"], env["SLURM_SRUN_COMM_PORT"]), nil
-	case env["PMIX_NAMESPACE"] != "":
-		return "pmix-" + env["PMIX_NAMESPACE"], nil
-	}
-	return "", errors.New("a task queue over several nodes needs a name for this launch that every node shares: run it under srun or OpenMPI's mpirun, or export GPULAUNCH_RUN_ID=<a word unique to this run> before the launcher")
 }
 
 // failed tells the other nodes that the holder stopped before the queue
@@ -137,10 +115,10 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 	if host == "" {
 		host = g.Host
 	}
-	if port == 0 && l.alloc.Slurm.InJob() {
+	if port == 0 && l.alloc.Sched.LaunchKey != "" {
 		// the rendezvous port of the step, free or not: a taken one is
 		// left for any free one, which the key file names
-		if rv, err := binding.NewRendezvous(nil, l.alloc.Slurm, g, host, 0, a.pid); err == nil && portFree(rv.Port) == nil {
+		if rv, err := nodegroup.NewRendezvous(nil, l.alloc.Sched, g, host, 0, a.pid); err == nil && nodegroup.PortFree(rv.Port) == nil {
 			port = rv.Port
 		}
 	}

@@ -114,16 +114,7 @@ func writeInfo(w io.Writer, a binding.Allocation) {
 		mem = "cgroup memory limit " + bytesString(a.MemoryLimit)
 	}
 	fmt.Fprintf(w, "Memory:    NUMA nodes %s; %s\n", a.MemNodes, mem)
-	s := a.Slurm
-	switch {
-	case !s.InJob():
-		fmt.Fprintln(w, "Slurm:     not in a Slurm job")
-	case s.InStep():
-		fmt.Fprintf(w, "Slurm:     job %s, step %s on %s (node %d of %d), task %d, local task %d of %d\n",
-			s.JobID, s.StepID, orDash(s.NodeName), s.NodeID, max(len(s.Nodes), 1), s.ProcID, s.LocalID, s.TasksOnThisNode())
-	default:
-		fmt.Fprintf(w, "Slurm:     job %s on %s, no srun step (batch script, salloc or interactive step)\n", s.JobID, orDash(s.NodeName))
-	}
+	fmt.Fprintln(w, a.Sched.Words())
 	if a.LocalRank != nil {
 		fmt.Fprintf(w, "Launcher:  local rank %d", a.LocalRank.Rank)
 		if a.LocalRank.Size > 0 {

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,11 +20,13 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/control"
+	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
@@ -361,11 +362,11 @@ func (a *app) run(args []string) error {
 // ranks on this node — told from the environment before anything is
 // discovered, so that a rank only binds (discoverFor).
 func (a *app) mayBeRank(o *runOptions) bool {
-	if !o.auto() || o.common.simulate != "" || !bindsWithoutNVML(a.env) {
+	if !o.auto() || o.common.simulate != "" || !discover.BindsWithoutNVML(a.env) {
 		return false
 	}
-	slurm, _ := binding.ParseSlurm(a.env)
-	lr, ok, err := binding.DetectLocalRank(a.env, slurm)
+	job, _ := sched.Detect(a.env)
+	lr, ok, err := sched.DetectLocalRank(a.env, job, binding.MaxInstances)
 	return err == nil && ok && lr.Size > 1
 }
 
@@ -384,7 +385,7 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 	// With GPUs of its own (srun --gpus-per-task) a rank may fan out over
 	// them; anything else would pile every rank's N on one set.
 	if !alloc.GPUsBoundPerRank() || len(alloc.GPUs) < o.req.Instances*o.req.GPUsPerInstance {
-		return false, manyLaunchersError(o.req.Instances, *lr, alloc.Slurm)
+		return false, manyLaunchersError(o.req.Instances, *lr, alloc.Sched)
 	}
 	return false, nil
 }
@@ -610,7 +611,7 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
-	if a.childOfBatchShell(l.alloc.Slurm) {
+	if l.alloc.Sched.ChildOfBatchShell(a.pid, a.ppid) {
 		log.Warn("gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
 	}
 	if !l.bind {
@@ -867,24 +868,10 @@ func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility,
 	return ids, vis, nil
 }
 
-// childOfBatchShell: gpulaunch was forked by a batch script (the batch
-// step's task, SLURM_TASK_PID, is its parent) rather than exec'd by it.
-func (a *app) childOfBatchShell(s binding.Slurm) bool {
-	if !s.InJob() || s.InStep() {
-		return false
-	}
-	task, err := strconv.Atoi(a.env["SLURM_TASK_PID"])
-	return err == nil && task > 0 && task == a.ppid && task != a.pid
-}
-
 // manyLaunchersError is the guard against `srun -n 4 gpulaunch -n 4`:
 // every task would start its own N instances on the same GPUs.
-func manyLaunchersError(n int, lr binding.LocalRank, s binding.Slurm) error {
-	fix := fmt.Sprintf("start one gpulaunch per node (`mpirun --map-by ppr:1:node gpulaunch -n %d -- …`)", n)
-	if lr.Source == "SLURM_LOCALID" {
-		fix = fmt.Sprintf("start one gpulaunch per node (`srun --ntasks-per-node=1 gpulaunch -n %d -- …`; srun inherits --ntasks and --gpus-per-task from the job, so in such a job say `srun -n 1 --gres=gpu:%d -c CPUS gpulaunch -n %d -- …`)",
-			n, max(s.GPUsOnNode, n), n)
-	}
+func manyLaunchersError(n int, lr sched.LocalRank, s sched.Allocation) error {
+	fix := sched.ManyLaunchersFix(s, lr, n)
 	return usagef("-n %d in each of the %d ranks this launcher started on this node (%s) would start %d instances on the same GPUs: %s, or drop -n so that each rank binds itself to its own GPU and execs the app (rank mode)",
 		n, lr.Size, lr.Source, n*lr.Size, fix)
 }

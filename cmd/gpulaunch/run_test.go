@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
@@ -276,7 +277,7 @@ func marker(t *testing.T) string {
 func thisMachine(t *testing.T) (file string, cpus []int) {
 	t.Helper()
 	status, _ := os.ReadFile("/proc/self/status")
-	set, _, err := binding.ParseProcStatus(string(status))
+	set, _, err := cgroup.ParseProcStatus(string(status))
 	if err != nil || set.IsEmpty() {
 		t.Fatalf("reading this process's CPUs: %v", err)
 	}
@@ -885,7 +886,7 @@ func nodeFile(t *testing.T, n int) string {
 func TestRankModeExecsBoundApp(t *testing.T) {
 	node := nodeFile(t, 2)
 	status, _ := os.ReadFile("/proc/self/status")
-	mine, _, _ := binding.ParseProcStatus(string(status))
+	mine, _, _ := cgroup.ParseProcStatus(string(status))
 	for _, tc := range []struct {
 		name string
 		args []string

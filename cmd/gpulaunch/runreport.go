@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 )
 
 // runReport is `--report FILE`: the end-of-run summary as JSON, plus the
@@ -76,12 +76,12 @@ func rootCauseOf(f *launcher.Failure) *rootCauseReport {
 // launchReport places this node's report among the other nodes' reports
 // of a launch over several nodes: each node's gpulaunch writes its own.
 type launchReport struct {
-	Node       int                 `json:"node"`
-	Nodes      int                 `json:"nodes"`
-	WorldSize  int                 `json:"world_size"`
-	NodeFrom   string              `json:"node_from"`
-	Hosts      []string            `json:"hosts"`
-	Rendezvous *binding.Rendezvous `json:"rendezvous"`
+	Node       int                   `json:"node"`
+	Nodes      int                   `json:"nodes"`
+	WorldSize  int                   `json:"world_size"`
+	NodeFrom   string                `json:"node_from"`
+	Hosts      []string              `json:"hosts"`
+	Rendezvous *nodegroup.Rendezvous `json:"rendezvous"`
 }
 
 type instanceReport struct {

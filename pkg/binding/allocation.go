@@ -2,12 +2,13 @@ package binding
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // World is everything Reconcile reads from outside, gathered once by
@@ -18,7 +19,7 @@ type World struct {
 	Env      Env
 	// Affinity is sched_getaffinity(0) of this process.
 	Affinity cpuset.Set
-	Cgroup   Cgroup
+	Cgroup   cgroup.Cgroup
 	// MemsAllowed is Mems_allowed_list of /proc/self/status; empty when unknown.
 	MemsAllowed cpuset.Set
 	Hostname    string
@@ -62,11 +63,13 @@ type Allocation struct {
 	// MemoryLimit of the cgroup in bytes, 0 for none.
 	MemoryLimit uint64   `json:"memory_limit_bytes,omitempty"`
 	Topology    Topology `json:"-"`
-	Slurm       Slurm    `json:"slurm"`
+	// Sched is what the scheduler granted the job and step (its JSON key
+	// is "slurm", as before Flux and PBS were read).
+	Sched sched.Allocation `json:"slurm"`
 	// LocalRank is set when a launcher started this process as one of
 	// several ranks on this node.
-	LocalRank *LocalRank `json:"local_rank,omitempty"`
-	Warnings  []string   `json:"warnings"`
+	LocalRank *sched.LocalRank `json:"local_rank,omitempty"`
+	Warnings  []string         `json:"warnings"`
 }
 
 // Reconcile decides the allocation. It is pure: the same World gives the
@@ -87,6 +90,8 @@ type Allocation struct {
 //     global PCI-order indices.
 //  3. Unset inside an salloc shell on the submit host (SLURMD_NODENAME
 //     unset): no GPU; the job's GPUs are on another machine.
+//     Rules 2 and 3 are the scheduler's (sched.Allocation.UnsetGPUs):
+//     Flux and PBS say nothing more than the variable, and rule 4 holds.
 //  4. Unset outside Slurm: every GPU this process can open.
 //  5. AMD: HIP_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, then selects
 //     among the GPUs ROCR left, numbering them from 0, as HIP does
@@ -98,10 +103,10 @@ type Allocation struct {
 func Reconcile(w World) (Allocation, error) {
 	a := Allocation{Hostname: w.Hostname, Backend: w.Node.Backend, Vendor: w.Node.Vendor, Driver: w.Node.Driver, Topology: w.Topology}
 	a.Warnings = append(a.Warnings, w.Node.Warnings...)
-	slurm, warn := ParseSlurm(w.Env)
-	a.Slurm = slurm
+	job, warn := sched.Detect(w.Env)
+	a.Sched = job
 	a.Warnings = append(a.Warnings, warn...)
-	lr, ok, err := DetectLocalRank(w.Env, slurm)
+	lr, ok, err := sched.DetectLocalRank(w.Env, job, MaxInstances)
 	if err != nil {
 		return Allocation{}, err
 	}
@@ -129,41 +134,6 @@ func Reconcile(w World) (Allocation, error) {
 	a.CPUs, a.MemNodes = allowedCPUs(&a, w)
 	a.MemoryLimit = w.Cgroup.MemoryLimit
 	return a, nil
-}
-
-// jobIDVar is the variable the job id came from (ParseSlurm reads both).
-func jobIDVar(env Env) string {
-	if env["SLURM_JOB_ID"] == "" && env["SLURM_JOBID"] != "" {
-		return "SLURM_JOBID"
-	}
-	return "SLURM_JOB_ID"
-}
-
-// varsSeen is the evidence a conclusion rests on: each variable with its
-// value, or "unset".
-func varsSeen(env Env, names ...string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		if v, ok := env[n]; ok {
-			out[i] = fmt.Sprintf("%s=%s", n, v)
-		} else {
-			out[i] = n + " unset"
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-// gpuIDsSeen is a Slurm GPU id list as evidence: unset, not a list of ids
-// (ParseSlurm dropped it), or ids beyond the node's GPUs.
-func gpuIDsSeen(env Env, name string, ids []int, gpus int) string {
-	v, ok := env[name]
-	switch {
-	case !ok || v == "":
-		return varsSeen(env, name)
-	case ids == nil:
-		return fmt.Sprintf("%s=%s (not a list of GPU ids)", name, v)
-	}
-	return fmt.Sprintf("%s=%s (not among the %d GPU(s) of this node)", name, v, gpus)
 }
 
 // nodeWithoutGPU says why a node shows no GPU, and what would help: a
@@ -205,7 +175,6 @@ func (a *Allocation) visibilityOf(env Env) visibility {
 }
 
 func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]gpu.GPU, string) {
-	s := a.Slurm
 	val, set := w.Env.Lookup(vis.name)
 	if set {
 		gpus, stop := vis.resolve(val, openable)
@@ -222,35 +191,12 @@ func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]
 		if stop != "" {
 			a.warn("%s=%s: the list ends early, as the runtime's does: %s; using %d GPU(s)", vis.name, val, stop, len(gpus))
 		}
-		a.crossCheckSlurm(w, vis.name, gpus)
+		a.Warnings = append(a.Warnings, a.Sched.CheckGPUs(w.Env, vis.name, gpus, w.Node.GPUs)...)
 		return gpus, reason
 	}
-	switch {
-	case s.InJob() && s.NodeName == "":
-		seen := varsSeen(w.Env, jobIDVar(w.Env), "SLURMD_NODENAME")
-		a.warn("%s: this is an salloc shell on the submit host, where the job's GPUs are not; run gpulaunch on the job's node with srun, e.g. `srun --pty gpulaunch info` (outside any job, unset %s)", seen, jobIDVar(w.Env))
-		return nil, seen + ": an salloc shell on the submit host, outside job " + s.JobID + "'s node: no GPU here (run gpulaunch through srun; outside any job, unset " + jobIDVar(w.Env) + ")"
-	case s.InJob() && s.GPUsOnNode <= 0:
-		seen := varsSeen(w.Env, vis.name, "SLURM_GPUS_ON_NODE")
-		if s.GPUsOnNode < 0 && w.Env["SLURM_GPUS_ON_NODE"] != "" {
-			return nil, "Slurm job " + s.JobID + " does not say which GPUs it has on this node (" + seen + ", not a count): no GPU; set " + vis.name + " to the job's GPUs"
-		}
-		return nil, "Slurm job " + s.JobID + " allocated no GPU on this node (" + seen + "); ask for GPUs with --gres=gpu:N or --gpus=N"
-	case s.InJob():
-		if a.DevicesConstrained {
-			return openable, fmt.Sprintf("%s unset but SLURM_GPUS_ON_NODE=%d: the %d GPU(s) the device cgroup lets this process open", vis.name, s.GPUsOnNode, len(openable))
-		}
-		ids, name := s.StepGPUs, "SLURM_STEP_GPUS"
-		if ids == nil {
-			ids, name = s.JobGPUs, "SLURM_JOB_GPUS"
-		}
-		if gpus, ok := byGlobalIndex(w.Node.GPUs, ids); ok {
-			return gpus, fmt.Sprintf("%s unset; %s=%s as global PCI-order indices", vis.name, name, joinInts(ids))
-		}
-		seen := fmt.Sprintf("SLURM_GPUS_ON_NODE=%d, %s, %s, %s", s.GPUsOnNode, varsSeen(w.Env, vis.name),
-			gpuIDsSeen(w.Env, "SLURM_STEP_GPUS", s.StepGPUs, len(w.Node.GPUs)), gpuIDsSeen(w.Env, "SLURM_JOB_GPUS", s.JobGPUs, len(w.Node.GPUs)))
-		a.warn("%s: Slurm gave GPUs without saying which, so none is used; set %s to them", seen, vis.name)
-		return nil, "Slurm gave GPUs without saying which (" + seen + "): no GPU; set " + vis.name + " to the job's GPUs"
+	if c, ok := a.Sched.UnsetGPUs(w.Env, vis.name, sched.NodeGPUs{All: w.Node.GPUs, Openable: openable, Constrained: a.DevicesConstrained}); ok {
+		a.Warnings = append(a.Warnings, c.Warnings...)
+		return c.GPUs, c.Reason
 	}
 	return openable, vis.name + " unset and no Slurm job: every GPU this process can open"
 }
@@ -258,8 +204,8 @@ func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]
 // innerList applies the runtime's own list to the GPUs its variable left
 // (rule 5; only AMD has one, whose words the messages use: HIP's list
 // inside ROCR's): the first of vis.inner set (HIP_VISIBLE_DEVICES, else
-// CUDA_VISIBLE_DEVICES), numbering those GPUs from 0. Inside a Slurm job
-// whose gres sets every vendor's variable to the same list (gres.conf
+// CUDA_VISIBLE_DEVICES), numbering those GPUs from 0. Inside a job whose
+// scheduler writes one list into every vendor's variable (Slurm's gres.conf
 // without env flags), the two are one selection: applying it twice would
 // leave HIP the wrong GPUs, or none.
 func (a *Allocation) innerList(env Env, vis visibility, gpus []gpu.GPU, reason string) ([]gpu.GPU, string) {
@@ -273,7 +219,7 @@ func (a *Allocation) innerList(env Env, vis visibility, gpus []gpu.GPU, reason s
 	if !set {
 		return gpus, reason
 	}
-	if outer, ok := env.Lookup(vis.name); ok && a.Slurm.InJob() && strings.TrimSpace(outer) == strings.TrimSpace(val) {
+	if outer, ok := env.Lookup(vis.name); ok && a.Sched.SameListInEveryVendorVar && strings.TrimSpace(outer) == strings.TrimSpace(val) {
 		a.warn("%s and %s are both %s, as Slurm writes one list into every vendor's variable: taken as one selection (HIP would apply it again inside ROCR's); each instance gets %s alone", name, vis.name, val, vis.name)
 		return gpus, reason
 	}
@@ -286,64 +232,6 @@ func (a *Allocation) innerList(env Env, vis visibility, gpus []gpu.GPU, reason s
 	return inner, reason
 }
 
-// crossCheckSlurm compares the GPUs the vendor's variable (told) resolved
-// to with the global ids Slurm lists, when the inventory covers the whole
-// node. A mismatch means gres.conf numbers GPUs other than by PCI bus id.
-func (a *Allocation) crossCheckSlurm(w World, told string, gpus []gpu.GPU) {
-	s := a.Slurm
-	ids, name := s.JobGPUs, "SLURM_JOB_GPUS"
-	if s.InStep() {
-		// In multi-task steps with per-task binding SLURM_STEP_GPUS is the
-		// same in every task and need not name the task's own GPU.
-		if s.TasksOnThisNode() != 1 {
-			return
-		}
-		ids, name = s.StepGPUs, "SLURM_STEP_GPUS"
-	}
-	if ids == nil || len(gpus) == 0 {
-		return
-	}
-	want, ok := byGlobalIndex(w.Node.GPUs, ids)
-	if !ok {
-		return
-	}
-	if !sameGPUs(want, gpus) {
-		a.warn("%s=%s names GPUs %s by PCI order but %s resolves to %s: gres.conf may number GPUs other than by PCI bus id; trusting %s",
-			name, joinInts(ids), busList(want), told, busList(gpus), told)
-	}
-}
-
-func byGlobalIndex(all []gpu.GPU, ids []int) ([]gpu.GPU, bool) {
-	if len(ids) == 0 {
-		return nil, false
-	}
-	var out []gpu.GPU
-	for _, id := range ids {
-		if id >= len(all) {
-			return nil, false
-		}
-		out = append(out, all[id])
-	}
-	return out, true
-}
-
-// sameGPUs: the two lists name the same GPUs, by PCI address (a GPU's
-// tiles and MIG devices count as the GPU, as Slurm counts them).
-func sameGPUs(a, b []gpu.GPU) bool {
-	key := func(gs []gpu.GPU) string {
-		seen := map[string]bool{}
-		var ids []string
-		for _, g := range gs {
-			if !seen[g.BusID] {
-				seen[g.BusID] = true
-				ids = append(ids, g.BusID)
-			}
-		}
-		sort.Strings(ids)
-		return strings.Join(ids, ",")
-	}
-	return key(a) == key(b)
-}
 
 // flatten lists the devices the GPUs stand for: a GPU's MIG devices, an
 // Intel GPU's tiles, else the GPU.
@@ -361,9 +249,8 @@ func allowedCPUs(a *Allocation, w World) (cpuset.Set, cpuset.Set) {
 	if !w.Cgroup.CPUs.IsEmpty() {
 		if !cpus.IsSubsetOf(w.Cgroup.CPUs) {
 			a.warn("CPU affinity %s reaches outside the cgroup cpuset %s; using the intersection", cpus, w.Cgroup.CPUs)
-		} else if cpus.Size() < w.Cgroup.CPUs.Size() && w.Env["SLURM_CPU_BIND_TYPE"] != "" {
-			a.warn("this task is bound to CPUs %s (SLURM_CPU_BIND=%s) while its cgroup allows %s: run gpulaunch with `srun --cpu-bind=none` to give its instances every CPU of the step",
-				cpus, w.Env["SLURM_CPU_BIND"], w.Cgroup.CPUs)
+		} else if bound := sched.BoundCPUs(w.Env, cpus, w.Cgroup.CPUs); bound != "" {
+			a.warn("%s", bound)
 		}
 		cpus = cpus.Intersect(w.Cgroup.CPUs)
 		a.StepCPUs = w.Cgroup.CPUs
@@ -394,14 +281,6 @@ func allowedCPUs(a *Allocation, w World) (cpuset.Set, cpuset.Set) {
 
 func (a *Allocation) warn(format string, args ...any) {
 	a.Warnings = append(a.Warnings, fmt.Sprintf(format, args...))
-}
-
-func joinInts(ids []int) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = fmt.Sprint(id)
-	}
-	return strings.Join(s, ",")
 }
 
 func busList(gs []gpu.GPU) string {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -163,7 +164,7 @@ func TestReconcileCPUsAndMemory(t *testing.T) {
 				env = Env{}
 			}
 			w := World{Node: fourGPUNode(), Topology: eightCPUs, Env: env, Affinity: cpuset.MustParse(tc.affinity),
-				Cgroup: Cgroup{CPUs: cpuset.MustParse(tc.cg), Mems: cpuset.MustParse(tc.mems)}}
+				Cgroup: cgroup.Cgroup{CPUs: cpuset.MustParse(tc.cg), Mems: cpuset.MustParse(tc.mems)}}
 			a, err := Reconcile(w)
 			if err != nil {
 				t.Fatal(err)

@@ -1,10 +1,9 @@
 package binding
 
 import (
-	"fmt"
 	"io/fs"
-	"strings"
 
+	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -32,7 +31,7 @@ func ReadWorld(root fs.FS, node gpu.Node, env Env, hostname string) (World, erro
 	}
 	w.Topology = topo
 	if status, err := fs.ReadFile(root, "proc/self/status"); err == nil {
-		w.Affinity, w.MemsAllowed, err = ParseProcStatus(string(status))
+		w.Affinity, w.MemsAllowed, err = cgroup.ParseProcStatus(string(status))
 		if err != nil {
 			return World{}, err
 		}
@@ -41,7 +40,7 @@ func ReadWorld(root fs.FS, node gpu.Node, env Env, hostname string) (World, erro
 	self, err1 := fs.ReadFile(root, "proc/self/cgroup")
 	mounts, err2 := fs.ReadFile(root, "proc/self/mountinfo")
 	if err1 == nil && err2 == nil {
-		if w.Cgroup, err = ReadCgroup(root, string(self), string(mounts)); err != nil {
+		if w.Cgroup, err = cgroup.Read(root, string(self), string(mounts)); err != nil {
 			return World{}, err
 		}
 	}
@@ -63,26 +62,4 @@ func withoutReserved(affinity cpuset.Set, topo Topology, reserved cpuset.Set) cp
 		return rest
 	}
 	return affinity
-}
-
-// ParseProcStatus reads Cpus_allowed_list and Mems_allowed_list from
-// /proc/<pid>/status.
-func ParseProcStatus(s string) (cpus, mems cpuset.Set, err error) {
-	for _, line := range strings.Split(s, "\n") {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch key {
-		case "Cpus_allowed_list":
-			if cpus, err = cpuset.Parse(val); err != nil {
-				return cpus, mems, fmt.Errorf("/proc/self/status: %w", err)
-			}
-		case "Mems_allowed_list":
-			if mems, err = cpuset.Parse(val); err != nil {
-				return cpus, mems, fmt.Errorf("/proc/self/status: %w", err)
-			}
-		}
-	}
-	return cpus, mems, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 )
 
 // GPUIDs is how an instance's visibility variable (CUDA_VISIBLE_DEVICES,
@@ -54,7 +55,7 @@ type EnvOptions struct {
 	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT,
 	// TORCHELASTIC_RUN_ID and the rest of torchrun's worker contract
 	// (torchrunVars).
-	Rendezvous *binding.Rendezvous
+	Rendezvous *nodegroup.Rendezvous
 }
 
 // replaced are variables gpulaunch sets for each instance; inherited
@@ -70,7 +71,7 @@ var replaced = []string{
 // instance contract (the README's "Instance environment").
 // OMP_NUM_THREADS is set to the instance's CPU count unless the user set
 // it.
-func Env(base []string, slot binding.Slot, r binding.Ranks, o EnvOptions) ([]string, error) {
+func Env(base []string, slot binding.Slot, r nodegroup.Ranks, o EnvOptions) ([]string, error) {
 	drop := map[string]bool{}
 	for _, k := range append(replaced, gpuvendor.Of(o.Vendor).NotInherited()...) {
 		drop[k] = true

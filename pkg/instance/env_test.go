@@ -9,6 +9,8 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 func TestInstanceEnv(t *testing.T) {
@@ -19,8 +21,8 @@ func TestInstanceEnv(t *testing.T) {
 	slot := binding.Slot{Index: 2, GPUs: []gpu.GPU{g(2)}, CPUs: cpuset.MustParse("4-7")}
 	base := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1,2,3", "ROCR_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "ZE_AFFINITY_MASK=0",
 		"RANK=0", "WORLD_SIZE=1", "GPULAUNCH_INSTANCE=9", "SLURM_PROCID=0", "GPULAUNCH_NODE_FILE=/etc/node.json"}
-	local := binding.LocalNodeGroup(4, "h").Ranks(2)
-	env := func(o EnvOptions, base []string, r ...binding.Ranks) map[string]string {
+	local := nodegroup.Local(4, "h").Ranks(2)
+	env := func(o EnvOptions, base []string, r ...nodegroup.Ranks) map[string]string {
 		ranks := local
 		if len(r) > 0 {
 			ranks = r[0]
@@ -40,10 +42,10 @@ func TestInstanceEnv(t *testing.T) {
 		return m
 	}
 	m := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}, base)
-	step := binding.Slurm{JobID: "7", StepID: "0", NodeID: 3, Nodes: []string{"a", "b", "c", "d"}}
-	procid := binding.GlobalRank{Rank: 14, Size: 16, Source: "SLURM_PROCID"}
-	wrapped := binding.WrapperRanks(procid, true, 2, binding.WrapperNodeGroup(procid, true, 4, step, "d"))
-	rv := &binding.Rendezvous{Addr: "a", Port: 23456, RunID: "slurm-7.0"}
+	step := sched.Allocation{Scheduler: "slurm", JobID: "7", StepID: "0", NodeID: 3, Nodes: []string{"a", "b", "c", "d"}}
+	procid := sched.GlobalRank{Rank: 14, Size: 16, Source: "SLURM_PROCID"}
+	wrapped := nodegroup.WrapperRanks(procid, true, 2, nodegroup.Wrapper(procid, true, 4, step, "d"))
+	rv := &nodegroup.Rendezvous{Addr: "a", Port: 23456, RunID: "slurm-7.0"}
 	global := env(EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn, Rendezvous: rv}, append(base, "MASTER_ADDR=stale", "TORCHELASTIC_RUN_ID=old"), wrapped)
 	for k, v := range map[string]string{"RANK": "14", "WORLD_SIZE": "16", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "3", "GROUP_WORLD_SIZE": "4",
 		"ROLE_RANK": "14", "MASTER_ADDR": "a", "MASTER_PORT": "23456", "TORCHELASTIC_RUN_ID": "slurm-7.0"} {
@@ -76,7 +78,7 @@ func TestInstanceEnv(t *testing.T) {
 		t.Error("an index for a GPU without one was accepted")
 	}
 	cpuOnly := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0")}
-	list, _ := Env(nil, cpuOnly, binding.LocalNodeGroup(1, "h").Ranks(0), EnvOptions{})
+	list, _ := Env(nil, cpuOnly, nodegroup.Local(1, "h").Ranks(0), EnvOptions{})
 	if !strings.Contains(strings.Join(list, "\n"), "CUDA_VISIBLE_DEVICES=\n") {
 		t.Errorf("a CPU-only instance must see no GPU (empty CUDA_VISIBLE_DEVICES): %q", list)
 	}
@@ -116,8 +118,8 @@ func TestExpandPattern(t *testing.T) {
 // choice then stands alone; none of them without --ddp.
 func TestTorchrunContract(t *testing.T) {
 	slot := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0-1")}
-	ranks := binding.LocalNodeGroup(2, "h").Ranks(0)
-	rv := &binding.Rendezvous{Addr: "127.0.0.1", Port: 29500, RunID: "r"}
+	ranks := nodegroup.Local(2, "h").Ranks(0)
+	rv := &nodegroup.Rendezvous{Addr: "127.0.0.1", Port: 29500, RunID: "r"}
 	contract := []string{"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}
 	for _, tc := range []struct {
 		name string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 )
 
 // vendorNode is the allocation of a built-in node with env, as the CLI
@@ -93,7 +94,7 @@ func TestInstanceEnvDropsEveryVendorsVariables(t *testing.T) {
 	base := []string{"CUDA_VISIBLE_DEVICES=0,1", "HIP_VISIBLE_DEVICES=0,1", "ROCR_VISIBLE_DEVICES=0,1", "GPU_DEVICE_ORDINAL=1",
 		"ZE_AFFINITY_MASK=0", "ZE_ENABLE_PCI_ID_DEVICE_ORDER=0", "CUDA_DEVICE_ORDER=FASTEST_FIRST"}
 	slot := binding.Slot{Index: 1, GPUs: lumi.GPUs[1:2]}
-	env, err := Env(base, slot, binding.LocalNodeGroup(8, "h").Ranks(1), EnvOptions{IDs: GPUIDsIndex, Vendor: gpu.AMD, Ordinal: lumi.Ordinal})
+	env, err := Env(base, slot, nodegroup.Local(8, "h").Ranks(1), EnvOptions{IDs: GPUIDsIndex, Vendor: gpu.AMD, Ordinal: lumi.Ordinal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestInstanceEnvDropsEveryVendorsVariables(t *testing.T) {
 		t.Errorf("an AMD instance's GPU variables: %s", got)
 	}
 	aurora := vendorNode(t, "aurora", nil)
-	env, err = Env(base, binding.Slot{GPUs: aurora.GPUs[:1]}, binding.LocalNodeGroup(1, "h").Ranks(0),
+	env, err = Env(base, binding.Slot{GPUs: aurora.GPUs[:1]}, nodegroup.Local(1, "h").Ranks(0),
 		EnvOptions{Vendor: gpu.Intel, Ordinal: aurora.Ordinal, CardOrdinal: aurora.CardOrdinal, ZEHierarchy: aurora.ZEHierarchy})
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,18 @@
-package binding
+package nodegroup
 
 import (
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // step is the environment srun gives task procid of a step over nodes.
-func step(nodelist, tasksPerNode string, tasks, procid, nodeid, localid string) Env {
-	return Env{
+func step(nodelist, tasksPerNode string, tasks, procid, nodeid, localid string) sched.Env {
+	return sched.Env{
 		"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "3", "SLURMD_NODENAME": "n" + nodeid,
 		"SLURM_STEP_NODELIST": nodelist, "SLURM_STEP_TASKS_PER_NODE": tasksPerNode, "SLURM_STEP_NUM_TASKS": tasks,
 		"SLURM_PROCID": procid, "SLURM_NODEID": nodeid, "SLURM_LOCALID": localid,
@@ -19,7 +22,7 @@ func step(nodelist, tasksPerNode string, tasks, procid, nodeid, localid string) 
 func TestNodeGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		env    Env
+		env    sched.Env
 		n      int
 		sameN  bool
 		local  bool
@@ -28,10 +31,10 @@ func TestNodeGroup(t *testing.T) {
 		hosts  []string
 		errHas string
 	}{
-		{name: "one node, no launcher", env: Env{}, n: 4, sameN: true, inst: 3,
+		{name: "one node, no launcher", env: sched.Env{}, n: 4, sameN: true, inst: 3,
 			want: Ranks{Rank: 3, WorldSize: 4, LocalRank: 3, LocalWorldSize: 4, GroupRank: 0, GroupWorldSize: 1}},
 		{name: "batch step: SLURM_PROCID=0 of the batch step is not a launch over nodes",
-			env: Env{"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "a[1-2]"}, n: 2, sameN: true, inst: 1,
+			env: sched.Env{"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "a[1-2]"}, n: 2, sameN: true, inst: 1,
 			want: Ranks{Rank: 1, WorldSize: 2, LocalRank: 1, LocalWorldSize: 2, GroupRank: 0, GroupWorldSize: 1}, hosts: []string{"a1", "a2"}},
 		{name: "srun 2 nodes x 4, second node", env: step("node[1-2]", "1(x2)", "2", "1", "1", "0"), n: 4, sameN: true, inst: 2,
 			want:  Ranks{Rank: 6, WorldSize: 8, LocalRank: 2, LocalWorldSize: 4, GroupRank: 1, GroupWorldSize: 2},
@@ -40,7 +43,7 @@ func TestNodeGroup(t *testing.T) {
 			want:  Ranks{Rank: 11, WorldSize: 16, LocalRank: 1, LocalWorldSize: 2, GroupRank: 5, GroupWorldSize: 8},
 			hosts: []string{"rack1-node01", "rack1-node02", "rack1-node03", "rack1-node04", "rack2-node01", "rack2-node02", "rack2-node03", "rack2-node04"}},
 		{name: "mpirun one per node outranks the leaked SLURM_PROCID",
-			env: Env{"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_JOB_NODELIST": "g[07-09]", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"},
+			env: sched.Env{"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_JOB_NODELIST": "g[07-09]", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"},
 			n:   4, sameN: true, inst: 0,
 			want:  Ranks{Rank: 8, WorldSize: 12, LocalRank: 0, LocalWorldSize: 4, GroupRank: 2, GroupWorldSize: 3},
 			hosts: []string{"g07", "g08", "g09"}},
@@ -53,11 +56,11 @@ func TestNodeGroup(t *testing.T) {
 			hosts: []string{"node1", "node2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, warn := ParseSlurm(tc.env)
+			s, warn := sched.Detect(tc.env)
 			if len(warn) > 0 {
 				t.Fatal(warn)
 			}
-			g, err := FindNodeGroup(tc.env, s, "thishost", tc.n, tc.sameN, tc.local)
+			g, err := Find(tc.env, s, "thishost", tc.n, tc.sameN, tc.local)
 			if tc.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
 					t.Fatalf("error %v, want one with %q", err, tc.errHas)
@@ -83,8 +86,8 @@ func TestNodeGroupCoversEveryRankOnce(t *testing.T) {
 	for _, layout := range []struct{ nodes, n int }{{1, 1}, {2, 4}, {3, 8}, {16, 2}} {
 		seen := map[int]int{}
 		for node := 0; node < layout.nodes; node++ {
-			env := Env{"OMPI_COMM_WORLD_RANK": strconv.Itoa(node), "OMPI_COMM_WORLD_SIZE": strconv.Itoa(layout.nodes)}
-			g, err := FindNodeGroup(env, Slurm{}, "h", layout.n, true, false)
+			env := sched.Env{"OMPI_COMM_WORLD_RANK": strconv.Itoa(node), "OMPI_COMM_WORLD_SIZE": strconv.Itoa(layout.nodes)}
+			g, err := Find(env, sched.Allocation{}, "h", layout.n, true, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +110,7 @@ func TestNodeGroupCoversEveryRankOnce(t *testing.T) {
 func TestWrapperRanks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		env  Env
+		env  sched.Env
 		want Ranks
 	}{
 		{name: "srun -n 8 on 2 nodes, even", env: step("node[1-2]", "4(x2)", "8", "5", "1", "1"),
@@ -117,22 +120,22 @@ func TestWrapperRanks(t *testing.T) {
 		{name: "srun -n 5 on 3 nodes, uneven 2(x2),1", env: step("a[1-3]", "2(x2),1", "5", "4", "2", "0"),
 			want: Ranks{Rank: 4, WorldSize: 5, LocalRank: 0, LocalWorldSize: 1, GroupRank: 2, GroupWorldSize: 3}},
 		{name: "mpirun -np 8 on 2 nodes: the node index is not guessed",
-			env:  Env{"OMPI_COMM_WORLD_RANK": "6", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"},
+			env:  sched.Env{"OMPI_COMM_WORLD_RANK": "6", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"},
 			want: Ranks{Rank: 6, WorldSize: 8, LocalRank: 2, LocalWorldSize: 4, GroupRank: -1, GroupWorldSize: -1}},
 		{name: "srun -n 4 on one node", env: step("n1", "4", "4", "2", "0", "2"),
 			want: Ranks{Rank: 2, WorldSize: 4, LocalRank: 2, LocalWorldSize: 4, GroupRank: 0, GroupWorldSize: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := ParseSlurm(tc.env)
-			lr, ok, err := DetectLocalRank(tc.env, s)
+			s, _ := sched.Detect(tc.env)
+			lr, ok, err := sched.DetectLocalRank(tc.env, s, binding.MaxInstances)
 			if err != nil || !ok {
 				t.Fatalf("local rank: %v %v", ok, err)
 			}
-			global, have, err := DetectGlobalRank(tc.env, s)
+			global, have, err := sched.DetectGlobalRank(tc.env, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := WrapperNodeGroup(global, have, lr.Size, s, "h")
+			g := Wrapper(global, have, lr.Size, s, "h")
 			if got := WrapperRanks(global, have, lr.Rank, g); got != tc.want {
 				t.Errorf("%+v, want %+v", got, tc.want)
 			}
@@ -140,35 +143,11 @@ func TestWrapperRanks(t *testing.T) {
 	}
 }
 
-func TestCountsString(t *testing.T) {
-	for _, s := range []string{"2(x3),1", "7,1", "4(x2)", "1", "1,2(x2),1(x3)"} {
-		c, err := ParseCounts(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := CountsString(c); got != s {
-			t.Errorf("%q: %q", s, got)
-		}
-	}
-}
-
-func TestGPUsPerNodeGranted(t *testing.T) {
-	for v, want := range map[string]int{"4": 4, "a100:4": 4, "gpu:a100:8": 8, "": -1, "x": -1, "gpu:": -1} {
-		env := Env{}
-		if v != "" {
-			env["SLURM_GPUS_PER_NODE"] = v
-		}
-		if got := GPUsPerNodeGranted(env); got != want {
-			t.Errorf("SLURM_GPUS_PER_NODE=%q: %d, want %d", v, got, want)
-		}
-	}
-}
-
 func TestNewRendezvous(t *testing.T) {
 	twoNodes := step("node[1-2]", "1(x2)", "2", "1", "1", "0")
-	group := func(env Env) (Slurm, NodeGroup) {
-		s, _ := ParseSlurm(env)
-		g, err := FindNodeGroup(env, s, "h", 4, true, false)
+	group := func(env sched.Env) (sched.Allocation, NodeGroup) {
+		s, _ := sched.Detect(env)
+		g, err := Find(env, s, "h", 4, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,12 +189,12 @@ func TestNewRendezvous(t *testing.T) {
 		t.Errorf("MASTER_PORT=http: %v", err)
 	}
 
-	alone := Env{}
+	alone := sched.Env{}
 	sa, ga := group(alone)
 	if rv, _ := NewRendezvous(alone, sa, ga, "", 0, 99); rv.Addr != "127.0.0.1" || rv.Port != 0 || rv.RunID != "gpulaunch-h-99" {
 		t.Errorf("one node outside Slurm: %+v, want 127.0.0.1, port 0 (the caller picks a free one)", rv)
 	}
-	mpi := Env{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}
+	mpi := sched.Env{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}
 	sm, gm := group(mpi)
 	if _, err := NewRendezvous(mpi, sm, gm, "", 0, 99); err == nil || !strings.Contains(err.Error(), "--master-addr") {
 		t.Errorf("mpirun over nodes outside Slurm without --master-addr: %v", err)

@@ -1,10 +1,9 @@
-package binding
+package nodegroup
 
 import (
 	"fmt"
-	"hash/fnv"
-	"strconv"
-	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // Ranks are one instance's numbers in torchrun's contract: its rank among
@@ -45,12 +44,12 @@ func (g NodeGroup) Ranks(i int) Ranks {
 	}
 }
 
-// LocalNodeGroup is a launch of this node only: instance i has rank i.
-func LocalNodeGroup(n int, host string) NodeGroup {
+// Local is a launch of this node only: instance i has rank i.
+func Local(n int, host string) NodeGroup {
 	return NodeGroup{Rank: 0, Size: 1, PerNode: n, Host: host, Source: "one node"}
 }
 
-// FindNodeGroup places the n instances of this gpulaunch among every
+// Find places the n instances of this gpulaunch among every
 // instance of the launch, for `srun --ntasks-per-node=1 gpulaunch -n N`
 // and `mpirun --map-by ppr:1:node gpulaunch -n N`:
 //
@@ -66,32 +65,31 @@ func LocalNodeGroup(n int, host string) NodeGroup {
 //     holds when n was given on the command line, because srun and mpirun
 //     run the same command line on every node (sameN), or when n was
 //     derived from a per-node GPU count that Slurm granted uniformly. When
-//     nothing guarantees it, FindNodeGroup stops with an error rather than
+//     nothing guarantees it, Find stops with an error rather than
 //     hand out overlapping ranks — unless local is set (--ranks local):
 //     then every node is a world of its own, ranks 0..n-1.
 //  4. Hosts is the step's node list (else the job's), in Slurm's node
 //     order, which is SLURM_PROCID's order for one task per node; Host is
 //     SLURMD_NODENAME, else hostname.
-func FindNodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) (NodeGroup, error) {
+func Find(env sched.Env, s sched.Allocation, hostname string, n int, sameN, local bool) (NodeGroup, error) {
 	host := s.NodeName
 	if host == "" {
 		host = hostname
 	}
-	g := LocalNodeGroup(n, host)
+	g := Local(n, host)
 	g.Hosts = s.Nodes
-	launcher, ok, err := DetectGlobalRank(env, s)
+	launcher, ok, err := sched.DetectGlobalRank(env, s)
 	if err != nil {
 		return NodeGroup{}, err
 	}
 	if !ok || launcher.Size <= 1 {
 		return g, nil
 	}
-	if launcher.Source == "SLURM_PROCID" {
-		for _, t := range s.TasksPerNode {
-			if t != 1 {
-				return NodeGroup{}, fmt.Errorf("this step runs %s tasks per node (SLURM_STEP_TASKS_PER_NODE), so its tasks are not one gpulaunch per node: for that, srun --ntasks-per-node=1 gpulaunch -n %d; for one rank per GPU instead, give every node as many tasks as it has GPUs (srun --ntasks-per-node=GPUS gpulaunch -- …)",
-					CountsString(s.TasksPerNode), n)
-			}
+	if s.FromStep(launcher.Source) {
+		// the scheduler's own launcher (srun): its tasks per node say
+		// whether this is one gpulaunch per node (sched's OnePerNode)
+		if err := s.OnePerNode(n); err != nil {
+			return NodeGroup{}, err
 		}
 	}
 	if local {
@@ -111,25 +109,7 @@ func FindNodeGroup(env Env, s Slurm, hostname string, n int, sameN, local bool) 
 	return g, nil
 }
 
-// GPUsPerNodeGranted is the per-node GPU count of Slurm's
-// SLURM_GPUS_PER_NODE ("4", "a100:4", "gpu:a100:4"), or -1 when the job
-// did not ask for GPUs per node.
-func GPUsPerNodeGranted(env Env) int {
-	v := env["SLURM_GPUS_PER_NODE"]
-	if v == "" {
-		return -1
-	}
-	if i := strings.LastIndexByte(v, ':'); i >= 0 {
-		v = v[i+1:]
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
-}
-
-// WrapperNodeGroup is the node group of a rank that a launcher started itself
+// Wrapper is the node group of a rank that a launcher started itself
 // (`srun -n 8 gpulaunch -- app`, `mpirun -np 8 gpulaunch -- app`), one of
 // localSize ranks on this node:
 //
@@ -142,17 +122,17 @@ func GPUsPerNodeGranted(env Env) int {
 //     node count is the ranks over the ranks per node, and the node list is
 //     the job's when it has that many nodes (mpirun maps rank 0 on the
 //     first node of the allocation).
-func WrapperNodeGroup(global GlobalRank, haveGlobal bool, localSize int, s Slurm, hostname string) NodeGroup {
+func Wrapper(global sched.GlobalRank, haveGlobal bool, localSize int, s sched.Allocation, hostname string) NodeGroup {
 	host := s.NodeName
 	if host == "" {
 		host = hostname
 	}
-	g := LocalNodeGroup(localSize, host)
+	g := Local(localSize, host)
 	if !haveGlobal || global.Size <= localSize {
 		return g
 	}
 	g.Source = global.Source
-	if global.Source == "SLURM_PROCID" && s.InStep() && len(s.Nodes) > 1 {
+	if s.FromStep(global.Source) && s.InStep() && len(s.Nodes) > 1 {
 		g.Rank, g.Size, g.Hosts = s.NodeID, len(s.Nodes), s.Nodes
 		return g
 	}
@@ -165,7 +145,7 @@ func WrapperNodeGroup(global GlobalRank, haveGlobal bool, localSize int, s Slurm
 
 // WrapperRanks are the numbers of local rank localRank in group g: RANK
 // and WORLD_SIZE are the launcher's own when it has them.
-func WrapperRanks(global GlobalRank, haveGlobal bool, localRank int, g NodeGroup) Ranks {
+func WrapperRanks(global sched.GlobalRank, haveGlobal bool, localRank int, g NodeGroup) Ranks {
 	r := Ranks{Rank: localRank, WorldSize: g.PerNode, LocalRank: localRank, LocalWorldSize: g.PerNode, GroupRank: g.Rank, GroupWorldSize: g.Size}
 	if haveGlobal {
 		r.Rank, r.WorldSize = global.Rank, global.Size
@@ -174,83 +154,4 @@ func WrapperRanks(global GlobalRank, haveGlobal bool, localRank int, g NodeGroup
 		r.GroupWorldSize = -1
 	}
 	return r
-}
-
-// Rendezvous is where a distributed framework's processes meet:
-// torch.distributed's env:// MASTER_ADDR and MASTER_PORT, and the
-// TORCHELASTIC_RUN_ID that makes PyTorch Lightning and
-// torch.distributed.is_torchelastic_launched() trust RANK and WORLD_SIZE
-// instead of the SLURM_PROCID every instance inherits.
-type Rendezvous struct {
-	Addr  string `json:"master_addr"`
-	Port  int    `json:"master_port"`
-	RunID string `json:"run_id"`
-	// PortDerived: Port came from the job and step ids, not from the user,
-	// so the master node checks that it is free before anything starts.
-	PortDerived bool `json:"port_derived,omitempty"`
-}
-
-// Rendezvous ports are derived into [rendezvousPortBase,
-// rendezvousPortBase+rendezvousPorts): below Linux's ephemeral range
-// (32768–60999), where outgoing connections would take them.
-const (
-	rendezvousPortBase = 20000
-	rendezvousPorts    = 10000
-)
-
-// NewRendezvous decides the rendezvous of a launch (--ddp):
-//
-//  1. The address is --master-addr, else an inherited MASTER_ADDR, else
-//     the first host of the node list (node 0 runs rank 0), else, on a
-//     launch of one node, 127.0.0.1. A launch over nodes whose node list is
-//     unknown (mpirun outside Slurm) needs --master-addr.
-//  2. The port is --master-port, else an inherited MASTER_PORT, else
-//     derived from the job id and the step id, so that every node computes
-//     the same one without talking, and two steps of one job on one node
-//     get different ones (Lightning's 15000 + last four digits of the job
-//     id collides there). Outside Slurm on one node, port is 0: the caller
-//     picks a free one.
-//  3. The run id is an inherited TORCHELASTIC_RUN_ID, else the job and
-//     step ids, else gpulaunch's host and pid.
-func NewRendezvous(env Env, s Slurm, g NodeGroup, addr string, port int, pid int) (Rendezvous, error) {
-	rv := Rendezvous{Addr: addr, Port: port}
-	if rv.Addr == "" {
-		rv.Addr = env["MASTER_ADDR"]
-	}
-	if rv.Addr == "" {
-		switch {
-		case len(g.Hosts) > 0 && g.MultiNode():
-			rv.Addr = g.Hosts[0]
-		case g.MultiNode():
-			return Rendezvous{}, fmt.Errorf("--ddp: %d nodes, but no node list says which runs rank 0 (%s): give --master-addr HOST of rank 0's node", g.Size, g.Source)
-		default:
-			rv.Addr = "127.0.0.1"
-		}
-	}
-	if rv.Port == 0 {
-		if v, ok := env["MASTER_PORT"]; ok {
-			p, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || p < 1 || p > 65535 {
-				return Rendezvous{}, fmt.Errorf("--ddp: MASTER_PORT=%q is not a port: unset it or give --master-port", v)
-			}
-			rv.Port = p
-		}
-	}
-	if rv.Port == 0 && s.InJob() {
-		h := fnv.New32a()
-		h.Write([]byte(s.JobID + "." + s.StepName()))
-		rv.Port, rv.PortDerived = rendezvousPortBase+int(h.Sum32()%rendezvousPorts), true
-	}
-	if rv.Port == 0 && g.MultiNode() {
-		return Rendezvous{}, fmt.Errorf("--ddp: %d nodes outside a Slurm job: give --master-port so that every node uses the same one", g.Size)
-	}
-	rv.RunID = env["TORCHELASTIC_RUN_ID"]
-	if rv.RunID == "" {
-		if s.InJob() {
-			rv.RunID = "slurm-" + s.JobID + "." + s.StepName()
-		} else {
-			rv.RunID = fmt.Sprintf("gpulaunch-%s-%d", g.Host, pid)
-		}
-	}
-	return rv, nil
 }

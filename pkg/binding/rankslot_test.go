@@ -1,46 +1,12 @@
 package binding
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
-
-func TestDetectGlobalRank(t *testing.T) {
-	step := Slurm{JobID: "7", StepID: "0", ProcID: 3}
-	for _, tc := range []struct {
-		name  string
-		env   Env
-		slurm Slurm
-		want  string // "rank/size source", "" for none, "error"
-	}{
-		{"openmpi beats leaked slurm", Env{"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8", "SLURM_PROCID": "0"}, Slurm{JobID: "7"}, "5/8 OMPI_COMM_WORLD_RANK"},
-		{"hydra pmi", Env{"PMI_RANK": "2", "PMI_SIZE": "4", "SLURM_PROCID": "0", "SLURM_STEP_ID": "0"}, step, "2/4 PMI_RANK"},
-		{"srun step", Env{"SLURM_PROCID": "3", "SLURM_STEP_NUM_TASKS": "8"}, step, "3/8 SLURM_PROCID"},
-		{"batch script leak", Env{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, Slurm{JobID: "7"}, ""},
-		{"rank without size", Env{"PMI_RANK": "2"}, Slurm{}, ""},
-		{"rank past size", Env{"PMI_RANK": "4", "PMI_SIZE": "4"}, Slurm{}, "error"},
-		{"garbage", Env{"OMPI_COMM_WORLD_RANK": "x", "OMPI_COMM_WORLD_SIZE": "2"}, Slurm{}, "error"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g, ok, err := DetectGlobalRank(tc.env, tc.slurm)
-			got := ""
-			switch {
-			case err != nil:
-				got = "error"
-			case ok:
-				got = strings.Join([]string{itoa(g.Rank) + "/" + itoa(g.Size), g.Source}, " ")
-			}
-			if got != tc.want {
-				t.Fatalf("got %q, want %q (err %v)", got, tc.want, err)
-			}
-		})
-	}
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // Ranks agree without talking: every rank's slot, computed alone, is the
 // slot the whole-node plan gives it, even when the launcher bound each
@@ -55,7 +21,7 @@ func TestRankSlotAgreesAcrossRanks(t *testing.T) {
 	seen := map[string]bool{}
 	for r := range 8 {
 		mine := a
-		mine.LocalRank = &LocalRank{Rank: r, Size: 8, Source: "OMPI_COMM_WORLD_LOCAL_RANK"}
+		mine.LocalRank = &sched.LocalRank{Rank: r, Size: 8, Source: "OMPI_COMM_WORLD_LOCAL_RANK"}
 		// OpenMPI --bind-to core: each rank's affinity is one core
 		mine.CPUs = cpuset.New(r)
 		s, _, err := RankSlot(mine, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false)
@@ -77,7 +43,7 @@ func TestRankSlotAgreesAcrossRanks(t *testing.T) {
 }
 
 func TestRankSlotCases(t *testing.T) {
-	inStep := Slurm{JobID: "7", StepID: "0", GPUsOnNode: 4}
+	inStep := sched.Allocation{JobID: "7", StepID: "0", GPUsOnNode: 4, Scheduler: "slurm"}
 	for _, tc := range []struct {
 		name      string
 		alloc     func() Allocation
@@ -87,19 +53,19 @@ func TestRankSlotCases(t *testing.T) {
 	}{
 		{"two GPUs each by default", func() Allocation {
 			a := dgxH100.alloc("")
-			a.LocalRank = &LocalRank{Rank: 1, Size: 4}
+			a.LocalRank = &sched.LocalRank{Rank: 1, Size: 4}
 			return a
 		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "0000:3a:00.0,0000:5d:00.0 28-55,140-167"},
 		{"per-task bound GPU kept, own CPUs", func() Allocation {
 			a := perlmutter.alloc("16-31,80-95")
 			a.GPUs = a.GPUs[1:2] // srun --gpus-per-task=1: this rank sees GPU 1 only
-			a.Slurm = inStep
-			a.LocalRank = &LocalRank{Rank: 1, Size: 4, Source: "SLURM_LOCALID"}
+			a.Sched = inStep
+			a.LocalRank = &sched.LocalRank{Rank: 1, Size: 4, Source: "SLURM_LOCALID"}
 			return a
 		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "0000:41:00.0 16-31,80-95"},
 		{"more ranks than GPUs", func() Allocation {
 			a := perlmutter.alloc("")
-			a.LocalRank = &LocalRank{Rank: 5, Size: 8}
+			a.LocalRank = &sched.LocalRank{Rank: 5, Size: 8}
 			return a
 		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "-G 1 for each of the 8 rank(s) on this node needs 8 GPU(s), the allocation has 4"},
 		{"rule 5: too many GPUs per rank, in a rank's words", func() Allocation {
@@ -109,28 +75,28 @@ func TestRankSlotCases(t *testing.T) {
 		}, Request{GPUsPerInstance: 5, MemPolicy: MemPreferred}, true, "-G 5 for each of the 1 rank(s) on this node needs 5 GPU(s), the allocation has 4"},
 		{"rule 5: too many CPUs per rank, in a rank's words", func() Allocation {
 			a := twoSocketSMT.alloc("")
-			a.LocalRank = &LocalRank{Rank: 1, Size: 2}
+			a.LocalRank = &sched.LocalRank{Rank: 1, Size: 2}
 			return a
 		}, Request{CPUsPerInstance: 5, MemPolicy: MemNone}, true, "-c 5 for each of the 2 rank(s) on this node needs 10 CPUs, the allocation has 8"},
 		{"no GPU needs -G 0", func() Allocation {
 			a := perlmutter.alloc("")
 			a.GPUs = nil
-			a.LocalRank = &LocalRank{Rank: 0, Size: 2}
+			a.LocalRank = &sched.LocalRank{Rank: 0, Size: 2}
 			return a
 		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "give -G 0"},
 		{"-G 0 binds CPUs only", func() Allocation {
 			a := twoSocketSMT.alloc("")
-			a.LocalRank = &LocalRank{Rank: 1, Size: 2}
+			a.LocalRank = &sched.LocalRank{Rank: 1, Size: 2}
 			return a
 		}, Request{MemPolicy: MemNone}, true, " 2-3,6-7"},
 		{"a later rank without its peers' count: refused", func() Allocation {
 			a := dgxH100.alloc("")
-			a.LocalRank = &LocalRank{Rank: 2, Source: "MPI_LOCALRANKID"}
+			a.LocalRank = &sched.LocalRank{Rank: 2, Source: "MPI_LOCALRANKID"}
 			return a
 		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "MPI_LOCALRANKID=2, but the launcher does not say how many ranks share this node"},
 		{"the only rank takes the node", func() Allocation {
 			a := dgxH100.alloc("")
-			a.LocalRank = &LocalRank{Rank: 0, Source: "MPI_LOCALRANKID"}
+			a.LocalRank = &sched.LocalRank{Rank: 0, Source: "MPI_LOCALRANKID"}
 			return a
 		}, Request{GPUsPerInstance: 1, MemPolicy: MemPreferred}, false, "0000:18:00.0,0000:2a:00.0,0000:3a:00.0,0000:5d:00.0,0000:9a:00.0,0000:ab:00.0,0000:ba:00.0,0000:db:00.0 "},
 	} {

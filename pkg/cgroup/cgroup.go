@@ -1,4 +1,4 @@
-package binding
+package cgroup
 
 import (
 	"fmt"
@@ -29,10 +29,10 @@ type Cgroup struct {
 // (the kernel prints PAGE_COUNTER_MAX rounded to pages, 9223372036854771712).
 const unlimited = uint64(1) << 62
 
-// ReadCgroup reads this process's cgroup limits from root (the machine's
+// Read reads this process's cgroup limits from root (the machine's
 // filesystem, "/" in production). selfCgroup and mountinfo are the
 // contents of /proc/self/cgroup and /proc/self/mountinfo.
-func ReadCgroup(root fs.FS, selfCgroup, mountinfo string) (Cgroup, error) {
+func Read(root fs.FS, selfCgroup, mountinfo string) (Cgroup, error) {
 	paths, err := parseProcCgroup(selfCgroup)
 	if err != nil {
 		return Cgroup{}, err

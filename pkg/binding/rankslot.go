@@ -1,66 +1,12 @@
 package binding
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
-
-// GlobalRank is this process's rank among all ranks of the launch.
-type GlobalRank struct {
-	Rank   int    `json:"rank"`
-	Size   int    `json:"size"`
-	Source string `json:"source"`
-}
-
-// globalRankVars: as for local ranks, the most specific launcher first and
-// Slurm last, because SLURM_PROCID=0 leaks into every rank mpirun starts.
-var globalRankVars = []struct{ rank, size string }{
-	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-	{"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
-	{"PMI_RANK", "PMI_SIZE"},
-	{"PALS_RANKID", "PALS_SIZE"},
-	{"FLUX_TASK_RANK", "FLUX_JOB_SIZE"},
-	{"JSM_NAMESPACE_RANK", "JSM_NAMESPACE_SIZE"},
-}
-
-// DetectGlobalRank finds the launcher's global rank and size. SLURM_PROCID
-// counts only inside an srun step, with SLURM_STEP_NUM_TASKS (or
-// SLURM_NTASKS) as the size.
-func DetectGlobalRank(env Env, slurm Slurm) (GlobalRank, bool, error) {
-	for _, v := range globalRankVars {
-		val, ok := env[v.rank]
-		if !ok {
-			continue
-		}
-		size, sok := env[v.size]
-		if !sok {
-			continue
-		}
-		g := GlobalRank{Source: v.rank}
-		var err1, err2 error
-		g.Rank, err1 = strconv.Atoi(strings.TrimSpace(val))
-		g.Size, err2 = strconv.Atoi(strings.TrimSpace(size))
-		if err1 != nil || err2 != nil || g.Rank < 0 || g.Size < 1 || g.Rank >= g.Size {
-			return GlobalRank{}, false, fmt.Errorf("%s=%q, %s=%q is not a rank below a size", v.rank, val, v.size, size)
-		}
-		return g, true, nil
-	}
-	if slurm.InStep() {
-		size := first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
-		n, err := strconv.Atoi(size)
-		if err == nil && n > slurm.ProcID {
-			return GlobalRank{Rank: slurm.ProcID, Size: n, Source: "SLURM_PROCID"}, true, nil
-		}
-	}
-	return GlobalRank{}, false, nil
-}
+import "fmt"
 
 // GPUsBoundPerRank reports whether the launcher already gave this rank GPUs
 // of its own: inside a Slurm step that holds more GPUs on this node than
 // this task sees (srun --gpus-per-task, --gpu-bind=single or map_gpu).
 func (a Allocation) GPUsBoundPerRank() bool {
-	s := a.Slurm
+	s := a.Sched
 	return s.InStep() && len(a.GPUs) > 0 && s.GPUsOnNode > len(a.GPUs)
 }
 
@@ -85,7 +31,7 @@ func (a Allocation) GPUsBoundPerRank() bool {
 //  4. Without a local size (`gpulaunch exec` with no launcher, or a
 //     launcher variable without its size) the process is a node's only
 //     rank; a local rank above 0 without a size is an error. Flux's local
-//     size is derived (fluxLocalSize).
+//     size is derived (sched's fluxLocalSize).
 //  5. A node too small for the ranks is said in rank mode's words
 //     (rankShortage): the launcher decided the count, so the fix is fewer
 //     GPUs or CPUs per rank, or fewer ranks per node from the launcher —

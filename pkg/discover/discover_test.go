@@ -1,0 +1,59 @@
+package discover
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
+)
+
+func TestVendor(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag string
+		env        sched.Env
+		want, from string
+		bad        bool
+	}{
+		{"rule: --gpu-vendor beats the environment", "amd", sched.Env{"GPULAUNCH_GPU_VENDOR": "intel"}, "amd", "--gpu-vendor", false},
+		{"rule: else GPULAUNCH_GPU_VENDOR", "", sched.Env{"GPULAUNCH_GPU_VENDOR": "intel"}, "intel", "GPULAUNCH_GPU_VENDOR", false},
+		{"rule: neither is every vendor", "", sched.Env{}, "", "", false},
+		{"rule: an unknown vendor is bad input", "", sched.Env{"GPULAUNCH_GPU_VENDOR": "acme"}, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, from, err := Vendor(tc.flag, tc.env)
+			var bad InputError
+			if tc.bad != errors.As(err, &bad) || string(v) != tc.want || from != tc.from {
+				t.Fatalf("got %q from %q, %v", v, from, err)
+			}
+		})
+	}
+}
+
+func TestBindsWithoutNVML(t *testing.T) {
+	if !BindsWithoutNVML(sched.Env{"CUDA_VISIBLE_DEVICES": "0,1"}) || BindsWithoutNVML(sched.Env{"CUDA_VISIBLE_DEVICES": "MIG-1234"}) {
+		t.Fatal("only MIG devices need NVML to be bound")
+	}
+}
+
+func TestOpenBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Request
+		want string
+	}{
+		{"rule 1: --simulate and --node-file both", Request{Simulate: "dgx-a100", NodeFile: "n.json", Env: sched.Env{}}, "--simulate and --node-file both describe the node"},
+		{"rule 3: an unknown simulated node, in --simulate's words", Request{Simulate: "no-such-node", Env: sched.Env{}}, "--simulate"},
+		{"rule 3: GPULAUNCH_NODE_FILE's file, in its words", Request{Env: sched.Env{"GPULAUNCH_NODE_FILE": "/nonexistent/n.json"}}, "GPULAUNCH_NODE_FILE=/nonexistent/n.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.r.Machine = gpu.Options{}
+			_, src, err := Open(tc.r, "")
+			var bad InputError
+			if src != nil || !errors.As(err, &bad) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v (source %v), want bad input with %q", err, src, tc.want)
+			}
+		})
+	}
+}
