@@ -26,22 +26,10 @@ func (m *mpsFlags) register(fs *pflag.FlagSet) {
 }
 
 // check refuses --mps's settings without --mps, and values MPS would not
-// take.
+// take (mps.Settings.Check).
 func (m mpsFlags) check(fs *pflag.FlagSet) error {
-	for _, name := range []string{"mps-threads", "mps-mem-limit"} {
-		if fs.Changed(name) && !m.on {
-			return usagef("--%s only means something with --mps: add --mps (NVIDIA MPS), or drop --%s", name, name)
-		}
-	}
-	if fs.Changed("mps-threads") {
-		if err := mps.CheckThreads(m.threads); err != nil {
-			return usageError{err}
-		}
-	}
-	if m.memLimit != "" {
-		if err := mps.CheckMemLimit(m.memLimit); err != nil {
-			return usageError{err}
-		}
+	if err := m.settings().Check(fs.Changed); err != nil {
+		return usageError{err}
 	}
 	return nil
 }

@@ -205,9 +205,8 @@ func (a *app) scale(args []string) error {
 		return err
 	}
 	defer done()
-	var points []study.Point
 	var runs []*runOptions
-	var first *launch
+	var launches []*launch
 	for _, size := range o.sizes {
 		if err := o.axis.Fits(size, len(alloc.GPUs), alloc.GPUReason, o.shape.shareGPUs); err != nil {
 			return usageError{err}
@@ -226,21 +225,24 @@ func (a *app) scale(args []string) error {
 		if l.group.MultiNode() {
 			return usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
 		}
-		insts, err := l.instances(study.Env(a.baseEnv(), size, o.weak), ro)
+		runs, launches = append(runs, ro), append(launches, l)
+	}
+	var points []study.Point
+	for i, l := range launches {
+		insts, err := l.instances(study.Env(a.baseEnv(), o.sizes[i], o.weak), runs[i])
 		if err != nil {
 			return err
 		}
-		if first == nil {
-			first = l
-		}
-		spec := launcher.Spec{Instances: insts, Policy: ro.policy, Log: log, GPUs: l.src, WatchGPUs: uuids(l.alloc.GPUs), OpenMode: ro.openMode()}
-		points = append(points, study.Point{Size: size, Spec: spec, GPUs: study.GPUsUsed(l.plan), Instances: l.req.Instances, GPUsPerInstance: l.req.GPUsPerInstance})
-		runs = append(runs, ro)
+		spec := launcher.Spec{Instances: insts, Policy: runs[i].policy, Log: log, GPUs: l.src, WatchGPUs: uuids(l.alloc.GPUs), OpenMode: runs[i].openMode()}
+		points = append(points, study.Point{Size: o.sizes[i], Spec: spec, GPUs: study.GPUsUsed(l.plan), Instances: l.req.Instances, GPUsPerInstance: l.req.GPUsPerInstance})
 	}
 	if err := a.checkStudyFiles(o, points, runs, path); err != nil {
 		return err
 	}
-	note := study.GPUNote(first.monitor, src, uuids(first.alloc.GPUs))
+	note := ""
+	if len(launches) > 0 {
+		note = study.GPUNote(launches[0].monitor, src, uuids(launches[0].alloc.GPUs))
+	}
 	st := study.Run(study.Config{Axis: o.axis, Command: o.argv, Host: a.hostname, Repeat: o.repeat, Metric: o.m, Regex: o.metric, Unit: o.unit,
 		LowerIsBetter: o.lower, Weak: o.weak, DDP: o.run.ddp.ddp, Threshold: o.eff, Halt: o.halt, Quiet: o.run.quiet, Say: a.stderr}, points)
 	return a.reportStudy(o, st, note)

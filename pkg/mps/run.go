@@ -16,6 +16,30 @@ type Settings struct {
 	MemLimit string
 }
 
+// Check refuses settings that mean nothing or that MPS would not take,
+// with the fix; given says whether the flag of that name was given. The
+// rules, in order:
+//
+//	K1. --mps-threads and --mps-mem-limit mean something with --mps only.
+//	K2. --mps-threads, given, is 1..100 (CheckThreads).
+//	K3. --mps-mem-limit, set, is in MPS's form (CheckMemLimit).
+func (s Settings) Check(given func(name string) bool) error {
+	for _, name := range []string{"mps-threads", "mps-mem-limit"} {
+		if given(name) && !s.On {
+			return fmt.Errorf("--%s only means something with --mps: add --mps (NVIDIA MPS), or drop --%s", name, name)
+		}
+	}
+	if given("mps-threads") {
+		if err := CheckThreads(s.Threads); err != nil {
+			return err
+		}
+	}
+	if s.MemLimit != "" {
+		return CheckMemLimit(s.MemLimit)
+	}
+	return nil
+}
+
 // DefaultWait is how long a daemon has to come up, unless
 // GPULAUNCH_MPS_WAIT says: CSCS's wrapper waits 120 s for the pid file on
 // a loaded node.

@@ -9,6 +9,32 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
 
+// K1–K3: the MPS flags' settings.
+func TestSettingsCheck(t *testing.T) {
+	given := func(names ...string) func(string) bool {
+		return func(n string) bool { return strings.Contains(" "+strings.Join(names, " ")+" ", " "+n+" ") }
+	}
+	for _, tc := range []struct {
+		name  string
+		s     Settings
+		given func(string) bool
+		want  string // "": accepted
+	}{
+		{"K1: --mps-threads without --mps", Settings{Threads: 50}, given("mps-threads"), "--mps-threads only means something with --mps: add --mps (NVIDIA MPS), or drop --mps-threads"},
+		{"K1: --mps-mem-limit without --mps", Settings{MemLimit: "1G"}, given("mps-mem-limit"), "--mps-mem-limit only means something with --mps"},
+		{"K2: --mps-threads 0 given", Settings{On: true}, given("mps", "mps-threads"), "--mps-threads 0: the active thread percentage of each instance is 1..100"},
+		{"K2: --mps-threads 100", Settings{On: true, Threads: 100}, given("mps", "mps-threads"), ""},
+		{"K3: --mps-mem-limit 1.5G", Settings{On: true, MemLimit: "1.5G"}, given("mps", "mps-mem-limit"), "--mps-mem-limit \"1.5G\""},
+		{"K3: --mps-mem-limit 512M", Settings{On: true, MemLimit: "512M"}, given("mps", "mps-mem-limit"), ""},
+		{"--mps alone", Settings{On: true}, given("mps"), ""},
+	} {
+		err := tc.s.Check(tc.given)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // R2: GPULAUNCH_MPS_WAIT is a positive duration; unset, DefaultWait.
 func TestWaitOf(t *testing.T) {
 	for _, tc := range []struct {
