@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/chart"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 	"github.com/gpulaunch/gpulaunch/pkg/study"
@@ -217,10 +214,7 @@ func (a *app) scale(args []string) error {
 		}
 		l, err := a.newLaunch(ro, found{alloc, src, usageDir}, path, log)
 		if err != nil {
-			if said := fmt.Sprintf("%s %d", o.axis.Flag, size); !strings.HasPrefix(err.Error(), said+" ") && !strings.HasPrefix(err.Error(), said+":") {
-				return usagef("%s: %v: nothing was started", said, err)
-			}
-			return usagef("%v: nothing was started", err)
+			return usageError{o.axis.Refused(size, err)}
 		}
 		if l.group.MultiNode() {
 			return usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
@@ -279,20 +273,20 @@ func (a *app) reportStudy(o *scaleOptions, st scaling.Study, gpuNote string) err
 	st.Analyse()
 	st.WriteTable(a.stdout)
 	if o.json != "" {
-		data, err := json.MarshalIndent(st, "", "  ")
+		data, err := st.JSON()
 		if err != nil {
 			return err
 		}
-		if err := writeWhole(o.json, append(data, '\n')); err != nil {
+		if err := writeWhole(o.json, data); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
 	if o.svg != "" {
-		var b strings.Builder
-		if err := chart.StudySVG(st.Picture(gpuNote), &b); err != nil {
-			return fmt.Errorf("--svg: %w", err)
+		data, err := st.SVG(gpuNote)
+		if err == nil {
+			err = writeWhole(o.svg, data)
 		}
-		if err := writeWhole(o.svg, []byte(b.String())); err != nil {
+		if err != nil {
 			return fmt.Errorf("--svg: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package scaling
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Axis is what a study's sizes count, and what a size is as a run: the
@@ -59,4 +60,13 @@ func (x Axis) Fits(size, gpus int, reason string, shareGPUs bool) error {
 		fix = "give sizes up to %d, or ask Slurm for more GPUs"
 	}
 	return fmt.Errorf("%s %d: the allocation has %d GPU(s) (%s): "+fix+"; nothing was started", x.Flag, size, gpus, reason, gpus)
+}
+
+// Refused is a size's run refused before anything started: its reason,
+// naming the size once ("-n 16: …", not "-n 16: -n 16 …").
+func (x Axis) Refused(size int, err error) error {
+	if said := fmt.Sprintf("%s %d", x.Flag, size); !strings.HasPrefix(err.Error(), said+" ") && !strings.HasPrefix(err.Error(), said+":") {
+		return fmt.Errorf("%s: %v: nothing was started", said, err)
+	}
+	return fmt.Errorf("%v: nothing was started", err)
 }

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -102,6 +103,20 @@ func TestAxisFits(t *testing.T) {
 		err := tc.axis.Fits(tc.size, tc.gpus, "slurm", tc.share)
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Fits = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A size's refusal names the size once.
+func TestAxisRefused(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{"the plan needs 16 GPUs", "-n 16: the plan needs 16 GPUs: nothing was started"},
+		{"-n 16: 16 instances over 8 GPUs", "-n 16: 16 instances over 8 GPUs: nothing was started"},
+		{"-n 16 instances are too many", "-n 16 instances are too many: nothing was started"},
+		{"-n 160: another size", "-n 16: -n 160: another size: nothing was started"},
+	} {
+		if got := ByInstances.Refused(16, errors.New(tc.err)).Error(); got != tc.want {
+			t.Errorf("Refused(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

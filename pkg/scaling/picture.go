@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
@@ -37,4 +38,20 @@ func (s *Study) Picture(gpuNote string) chart.Study {
 		pic.Points = append(pic.Points, sp)
 	}
 	return pic
+}
+
+// SVG is the study's picture (Picture) as an SVG file's bytes.
+func (s *Study) SVG(gpuNote string) ([]byte, error) {
+	var b strings.Builder
+	if err := chart.StudySVG(s.Picture(gpuNote), &b); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+// JSON is the study as its JSON file's bytes (docs/scale.schema.json),
+// indented, with a final newline.
+func (s *Study) JSON() ([]byte, error) {
+	data, err := json.MarshalIndent(s, "", "  ")
+	return append(data, '\n'), err
 }

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,21 @@ func TestPicture(t *testing.T) {
 		if pic.By != tc.by || last.SpeedupLow == nil || *last.SpeedupLow != tc.lo || *last.SpeedupHigh != tc.hi {
 			t.Errorf("%s: by %q, band %v..%v, want %q %v..%v", tc.name, pic.By, last.SpeedupLow, last.SpeedupHigh, tc.by, tc.lo, tc.hi)
 		}
+	}
+}
+
+// The files: the JSON ends with a newline and reads back; the SVG is
+// the picture's.
+func TestStudyFiles(t *testing.T) {
+	st := Study{By: "gpus", Repeat: 1, Threshold: 0.6, Points: []Point{{GPUs: 1, Instances: 1, Runs: runs(10)}, {GPUs: 2, Instances: 1, Runs: runs(18)}}}
+	st.Analyse()
+	data, err := st.JSON()
+	var back Study
+	if err != nil || !strings.HasSuffix(string(data), "}\n") || json.Unmarshal(data, &back) != nil || back.Verdict != st.Verdict {
+		t.Errorf("JSON: %v\n%s", err, data)
+	}
+	svg, err := st.SVG("no GPU backend")
+	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), "no GPU backend") {
+		t.Errorf("SVG: %v\n%.300s", err, svg)
 	}
 }
