@@ -178,7 +178,7 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 func (l *launch) runInfo(a *app, started time.Time) launcher.RunInfo {
 	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: l.alloc.Sched.JobID, StepID: l.alloc.Sched.StepID,
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
-		Sharing: l.sharing.lines()}
+		Sharing: l.sharing.Lines()}
 }
 
 // hasCPUs reports whether this process may run on every CPU the plan

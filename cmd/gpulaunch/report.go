@@ -332,7 +332,7 @@ func writePlan(w io.Writer, a binding.Allocation, p binding.Plan, sh *sharing) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "Locality:  %.0f%% of the CPUs are local to their instance's GPU(s)\n", 100*p.Locality())
-	sh.write(w)
+	sh.Write(w)
 	writeWarnings(w, append(append([]string{}, a.Warnings...), p.Warnings...))
 }
 

@@ -430,7 +430,7 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 	if err != nil {
 		return c, err
 	}
-	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)
+	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps)
 	if err := lock(); err != nil {
 		return c, err
 	}
@@ -513,7 +513,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
 		metrics: newRunMetrics(l, metricsLn, board, insts, log), wait: wait}
 	if l.mps != nil {
-		daemons, err := l.mps.start(a, insts, log, wait)
+		daemons, err := startMPS(l.mps, insts, log, wait)
 		if err != nil {
 			srv.Close(0)
 			peers.close(log)
@@ -522,7 +522,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 			}
 			return err
 		}
-		defer stopMPS(daemons, log)
+		defer daemons.StopAfterRun(log)
 		if daemons != nil {
 			parts.spare = daemons.Keepers()
 		}
@@ -784,7 +784,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		summary.Write(a.stderr, insts, outs, paint)
 	}
 	if !quiet {
-		l.sharing.write(con.stderr)
+		l.sharing.Write(con.stderr)
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
 	l.keepErrors = res.RootCause != nil && res.RootCause.Wrote

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
+	"github.com/gpulaunch/gpulaunch/pkg/study"
 )
 
 const scaleUsage = `Usage: gpulaunch scale (-G LIST | -n LIST [--ddp]) [--metric REGEX] [flags] -- COMMAND [ARGS…]
@@ -58,12 +60,9 @@ type scaleOptions struct {
 	halt   bool
 	argv   []string
 
-	sizes       []int
-	byInstances bool
-	m           *scaling.Metric
-	// gpuNote says why GPU use is not measured on this node ("" when it
-	// is), for the picture's utilisation panel.
-	gpuNote string
+	sizes []int
+	axis  scaling.Axis
+	m     *scaling.Metric
 }
 
 // scaleOnly are scale's own flags; every other flag it was given is a
@@ -97,11 +96,11 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.halt, "halt", false, "stop the study at the first size that fails")
 }
 
-// notForAStudy are run's flags that scale refuses: each is about one run.
+// notForAStudy are run's flags that scale refuses (scaling.Choices, C8).
 // scale's flag set has them, hidden, so that they are refused with the
 // reason instead of "unknown flag"; --help, the man page and the
 // completions leave them out.
-var notForAStudy = []string{"tmux", "dry-run", "report", "ranks", "kill-on-bad-exit", "wait", "metrics-file", "metrics-listen"}
+var notForAStudy = scaling.NotForAStudy
 
 // newScaleOptions is scale's flag set, registered into fresh options.
 func newScaleOptions() *scaleOptions {
@@ -124,66 +123,37 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	var err error
-	list := o.gpus
-	if o.byInstances = o.ntasks != ""; o.byInstances {
-		list = o.ntasks
-	}
+	c := o.choices()
+	o.axis = c.Axis()
 	most := binding.MaxGPUsPerInstance
-	if o.byInstances {
+	if o.axis == scaling.ByInstances {
 		most = binding.MaxInstances
 	}
-	if o.sizes, err = scaling.Sizes(o.sizeFlag(), list, most); err != nil {
+	var err error
+	if o.sizes, err = scaling.Sizes(o.axis.Flag, c.List(), most); err != nil {
 		return nil, usageError{err}
 	}
 	if o.fs.Changed("metric") {
-		of := map[bool]string{false: "last", true: "mean"}[o.mean]
-		if o.sum {
-			of = "sum"
-		}
-		if o.m, err = scaling.NewMetric(o.metric, of); err != nil {
+		if o.m, err = scaling.NewMetric(o.metric, c.Of()); err != nil {
 			return nil, usageError{err}
 		}
 	}
 	return o, nil
 }
 
-// sizeFlag is the flag the sizes came with: -n (instances) or -G (GPUs).
-func (o *scaleOptions) sizeFlag() string {
-	if o.byInstances {
-		return "-n"
-	}
-	return "-G"
+func (o *scaleOptions) choices() scaling.Choices {
+	return scaling.Choices{GPUs: o.gpus, Instances: o.ntasks, DDP: o.run.ddp.ddp, Repeat: o.repeat, Efficiency: o.eff,
+		Mean: o.mean, Sum: o.sum, Command: o.argv, Given: o.fs.Changed}
 }
 
-// check refuses what a study cannot do.
+// check refuses what a study cannot do (scaling.Choices), and --json or
+// --svg files that cannot be written.
 func (o *scaleOptions) check() error {
-	fs := o.fs
-	switch {
-	case o.run.quiet && o.common.verbose:
+	if o.run.quiet && o.common.verbose {
 		return usagef("-q/--quiet and -v/--verbose ask for less and more of gpulaunch's lines: give one of them")
-	case len(o.argv) == 0:
-		return usagef("no command to study: gpulaunch scale -G 1,2,4,8 -- COMMAND [ARGS…]")
-	case (o.gpus == "") == (o.ntasks == ""):
-		return usagef("give the sizes with -G 1,2,4,8 (one process on G GPUs) or -n 1,2,4,8 (N instances of one GPU each), one of them")
-	case o.gpus != "" && o.run.ddp.ddp:
-		return usagef("--ddp is for -n: N instances that form one data-parallel job; -G runs one process on G GPUs")
-	case o.repeat < 1:
-		return usagef("--repeat %d: run every size at least once", o.repeat)
-	case !(o.eff > 0 && o.eff <= 1): // NaN too
-		return usagef("--efficiency %g: give a share between 0 and 1, e.g. 0.6", o.eff)
-	case o.mean && o.sum:
-		return usagef("--metric-mean and --metric-sum exclude each other: the mean of instance 0's matches, or the sum of every instance's last")
 	}
-	for _, name := range []string{"metric-mean", "metric-sum", "unit", "lower-is-better"} {
-		if fs.Changed(name) && !fs.Changed("metric") {
-			return usagef("--%s is about the figure --metric REGEX reads: give --metric", name)
-		}
-	}
-	for _, name := range notForAStudy {
-		if fs.Changed(name) {
-			return usagef("--%s is not for a study: each size is one run, and gpulaunch scale reports them all; drop it (or run one size with `gpulaunch run --%s …`)", name, name)
-		}
+	if err := o.choices().Check(); err != nil {
+		return usageError{err}
 	}
 	for flag, file := range map[string]string{"--json": o.json, "--svg": o.svg} {
 		if file != "" {
@@ -198,45 +168,91 @@ func (o *scaleOptions) check() error {
 	return checkArgv(o.argv)
 }
 
-// pointArgs is the run command line of one size: every run flag scale
-// was given, the size, the command.
-func (o *scaleOptions) pointArgs(size int) []string {
+// runFlags are the run flags scale was given, as each size's run is given
+// them.
+func (o *scaleOptions) runFlags() []string {
 	var args []string
 	o.fs.Visit(func(f *pflag.Flag) {
 		if !scaleOnly[f.Name] {
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
-	if o.byInstances {
-		args = append(args, "-n", strconv.Itoa(size), "-G", "1")
-	} else {
-		args = append(args, "-n", "1", "-G", strconv.Itoa(size))
-	}
-	return append(append(args, "--"), o.argv...)
+	return args
 }
 
-// scalePoint is one size, decided before any runs: its options and launch.
-type scalePoint struct {
-	size int
-	opts *runOptions
-	l    *launch
+// scale is `gpulaunch scale`: every size is decided first (a size the
+// allocation cannot hold stops the study before anything runs), then
+// study.Run runs --repeat rounds of every size, then the study is
+// analysed, printed and written.
+func (a *app) scale(args []string) error {
+	o, err := a.parseScale(args)
+	if o == nil {
+		return err
+	}
+	log, err := o.common.loggerAt(a.stderr, zap.ErrorLevel)
+	if err != nil {
+		return err
+	}
+	path, err := lookPath(o.argv[0], a.env["PATH"])
+	if err != nil {
+		return err
+	}
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, true, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var runs []*runOptions
+	var launches []*launch
+	for _, size := range o.sizes {
+		if err := o.axis.Fits(size, len(alloc.GPUs), alloc.GPUReason, o.shape.shareGPUs); err != nil {
+			return usageError{err}
+		}
+		ro, err := a.parseRun(o.axis.RunArgs(o.runFlags(), size, o.argv))
+		if err != nil {
+			return err
+		}
+		l, err := a.newLaunch(ro, found{alloc, src, usageDir}, path, log)
+		if err != nil {
+			return usageError{o.axis.Refused(size, err)}
+		}
+		if l.group.MultiNode() {
+			return usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
+		}
+		runs, launches = append(runs, ro), append(launches, l)
+	}
+	var points []study.Point
+	for i, l := range launches {
+		insts, err := l.instances(study.Env(a.baseEnv(), o.sizes[i], o.weak), runs[i])
+		if err != nil {
+			return err
+		}
+		spec := launcher.Spec{Instances: insts, Policy: runs[i].policy, Log: log, GPUs: l.src, WatchGPUs: uuids(l.alloc.GPUs), OpenMode: runs[i].openMode()}
+		points = append(points, study.Point{Size: o.sizes[i], Spec: spec, GPUs: study.GPUsUsed(l.plan), Instances: l.req.Instances, GPUsPerInstance: l.req.GPUsPerInstance})
+	}
+	if err := a.checkStudyFiles(o, points, runs, path); err != nil {
+		return err
+	}
+	note := ""
+	if len(launches) > 0 {
+		note = study.GPUNote(launches[0].monitor, src, uuids(launches[0].alloc.GPUs))
+	}
+	st := study.Run(study.Config{Axis: o.axis, Command: o.argv, Host: a.hostname, Repeat: o.repeat, Metric: o.m, Regex: o.metric, Unit: o.unit,
+		LowerIsBetter: o.lower, Weak: o.weak, DDP: o.run.ddp.ddp, Threshold: o.eff, Halt: o.halt, Quiet: o.run.quiet, Say: a.stderr}, points)
+	return a.reportStudy(o, st, note)
 }
 
 // checkStudyFiles checks, before any size runs, every file the study
 // writes: each size's -o and -e files can be written, and none of them,
 // --json or --svg is a file the study reads or one of another kind
 // (fileClash). --json's and --svg's own writability is check's.
-func (a *app) checkStudyFiles(o *scaleOptions, points []scalePoint, path string) error {
+func (a *app) checkStudyFiles(o *scaleOptions, points []study.Point, runs []*runOptions, path string) error {
 	uses := append(a.nodeInputs(o.common), pathUse{flag: "the command", path: path, reads: "the program the study starts"})
 	c := writableCheck{dirs: map[string]error{}}
-	for _, p := range points {
-		insts, err := p.l.instances(nil, p.opts)
-		if err != nil {
-			return err
-		}
-		for _, inst := range insts {
-			who := fmt.Sprintf("%s %d, instance %d", o.sizeFlag(), p.size, inst.Index)
-			if err := c.files("-o "+p.opts.flags.output, inst.Stdout, "-e "+p.opts.flags.error, inst.Stderr, who); err != nil {
+	for i, p := range points {
+		for _, inst := range p.Spec.Instances {
+			who := fmt.Sprintf("%s %d, instance %d", o.axis.Flag, p.Size, inst.Index)
+			if err := c.files("-o "+runs[i].flags.output, inst.Stdout, "-e "+runs[i].flags.error, inst.Stderr, who); err != nil {
 				return err
 			}
 			uses = append(uses, outputUses(inst.Stdout, inst.Stderr)...)
@@ -249,4 +265,33 @@ func (a *app) checkStudyFiles(o *scaleOptions, points []scalePoint, path string)
 		uses = append(uses, pathUse{flag: "--svg", path: o.svg, writes: "the study's picture"})
 	}
 	return fileClash(uses, fileIdentity)
+}
+
+// reportStudy analyses the study, prints its table and verdict, writes
+// --json and --svg, and says with the exit status whether it is whole.
+func (a *app) reportStudy(o *scaleOptions, st scaling.Study, gpuNote string) error {
+	st.Analyse()
+	st.WriteTable(a.stdout)
+	if o.json != "" {
+		data, err := st.JSON()
+		if err != nil {
+			return err
+		}
+		if err := writeWhole(o.json, data); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	if o.svg != "" {
+		data, err := st.SVG(gpuNote)
+		if err == nil {
+			err = writeWhole(o.svg, data)
+		}
+		if err != nil {
+			return fmt.Errorf("--svg: %w", err)
+		}
+	}
+	if code := st.ExitStatus(); code != 0 {
+		return exitCode(code)
+	}
+	return nil
 }

@@ -1,8 +1,3 @@
-// Package scaling holds the rules of a scaling study (`gpulaunch scale`):
-// how a run's output gives its figure of merit (Metric), and how the
-// figures at several GPU counts give speedup, efficiency and a verdict
-// (Analyse). It runs nothing: the CLI runs the points and hands their
-// figures here, so the rules are tested with figures alone.
 package scaling
 
 import (
