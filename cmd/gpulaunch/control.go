@@ -225,7 +225,7 @@ func (a *app) status(args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(snap)
 	}
-	writeStatus(a.stdout, snap, termWidth(a.stdout), a.paint(a.stdout))
+	summary.WriteStatus(a.stdout, snap, termWidth(a.stdout), a.paint(a.stdout))
 	return nil
 }
 
@@ -252,7 +252,7 @@ func (a *app) top(args []string) error {
 		return err
 	}
 	if !isTerminal(a.stdout) {
-		writeStatus(a.stdout, snap, 0, false)
+		summary.WriteStatus(a.stdout, snap, 0, false)
 		return nil
 	}
 	if every == 0 {
@@ -311,7 +311,7 @@ func (a *app) top(args []string) error {
 // clear what the last frame left below: no flicker.
 func (a *app) drawTop(snap launcher.Snapshot) {
 	var b strings.Builder
-	writeStatus(&b, snap, termWidth(a.stdout), a.paint(a.stdout))
+	summary.WriteStatus(&b, snap, termWidth(a.stdout), a.paint(a.stdout))
 	fmt.Fprintf(a.stdout, "\x1b[H%s\x1b[J", strings.ReplaceAll(b.String(), "\n", "\x1b[K\n"))
 }
 
@@ -386,153 +386,9 @@ func (a *app) signal(args []string) error {
 	return nil
 }
 
-// writeStatus renders a snapshot as the live table, fitted to width
-// columns (0: no limit) by fitTable, its failure and warning cells
-// painted.
-func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint summary.Paint) {
-	counts := map[string]int{}
-	for _, r := range s.Instances {
-		counts[r.State]++
-	}
-	var parts []string
-	for _, st := range []string{launcher.StateStarting, launcher.StateRunning, launcher.StateStopping, launcher.StateRestarting, launcher.StateExited} {
-		if counts[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-		}
-	}
-	where := "pid " + strconv.Itoa(s.Run.PID) + " on " + s.Run.Host
-	if s.Run.JobID != "" {
-		where += ", job " + s.Run.JobID
-		if s.Run.StepID != "" {
-			where += " step " + s.Run.StepID
-		}
-	}
-	sampled := "telemetry off"
-	if s.Run.Monitor != "" && s.Run.Monitor != "0s" {
-		sampled = "sampled every " + s.Run.Monitor
-		if s.Run.GPUTelemetry != "" {
-			sampled += ", GPU use unmeasured (" + strings.TrimPrefix(s.Run.GPUTelemetry, "no GPU telemetry: ") + ")"
-		}
-	}
-	state := "up " + s.Taken.Sub(s.Run.Started).Round(time.Second).String()
-	if s.Run.Finished {
-		state = "finished"
-	}
-	instances := fmt.Sprintf("%d instances", len(s.Instances))
-	if len(s.Instances) == 1 {
-		instances = "1 instance"
-	}
-	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %s: %s · %s", where, state, instances, strings.Join(parts, ", "), sampled), width))
-	if len(s.Run.Command) > 0 { // a --tasks queue has no COMMAND of its own
-		// quoted as the joblog quotes a task's command, so that it reads back
-		fmt.Fprintln(w, cutLine("  "+shellJoin(s.Run.Command), width))
-	}
-	for _, line := range s.Run.Sharing {
-		fmt.Fprintln(w, cutLine("sharing: "+line, width))
-	}
-	multiNode := s.Run.Nodes > 1
-	if multiNode && len(s.Instances) > 0 {
-		fmt.Fprintln(w, cutLine(fmt.Sprintf("node %d of %d: ranks %d..%d of %d (the other nodes' instances: gpulaunch status on each node)",
-			s.Run.Node, s.Run.Nodes, s.Instances[0].Rank, s.Instances[len(s.Instances)-1].Rank, s.Run.WorldSize), width))
-	}
-	if q := s.Queue; q != nil {
-		line := fmt.Sprintf("queue: %d/%d done, %d failed, %d running, %d left", q.Done, q.Total-q.Skipped, q.Failed, q.Running, q.Remaining)
-		if q.Skipped > 0 {
-			line += fmt.Sprintf(" (%d done before, by the joblog)", q.Skipped)
-		}
-		if q.Halted != "" {
-			line += " · stopping: " + q.Halted
-		}
-		fmt.Fprintln(w, cutLine(line, width))
-	}
-	cols := statusColumns(s)
-	fitTable(cols, width)
-	writeColumns(w, cols, paint)
-	for _, r := range s.Instances {
-		for _, m := range r.Warnings {
-			rest := 0 // the room after "warning: "; 0: no limit
-			if width > 0 {
-				rest = max(width-len("warning: "), 1)
-			}
-			fmt.Fprintln(w, paint.Warn("warning:")+" "+cutLine(m, rest))
-		}
-	}
-}
-
-// statusColumns are the live table's columns, in order.
-func statusColumns(s launcher.Snapshot) []*column {
-	var cols []*column
-	add := func(name string, drop int) *column {
-		c := &column{Name: name, Drop: drop}
-		cols = append(cols, c)
-		return c
-	}
-	first := add("INSTANCE", 0)
-	var second *column
-	switch {
-	case s.Queue != nil: // a queue's instances are slots; each row says which task it runs
-		first.Name, second = "SLOT", add("TASK", 0)
-	case s.Run.Nodes > 1:
-		second = add("RANK", 0)
-	}
-	state, pidC, gpuC, cpusC := add("STATE", 0), add("PID", 2), add("GPU", 8), add("CPUS", 1)
-	wall, restarts, cpuC, rssC := add("WALL", 7), add("RESTARTS", 6), add("CPU%", 5), add("RSS", 4)
-	utilC, memC, exitC := add("GPU%", 0), add("GPU MEM", 3), add("LAST EXIT", 0)
-	for _, r := range s.Instances {
-		pid, up, cpu, rss, util, mem := "-", "-", "-", "-", "-", "-"
-		if r.PID > 0 {
-			pid = strconv.Itoa(r.PID)
-			up = r.Wall.Round(time.Second).String()
-		}
-		if r.State == launcher.StateRunning || r.State == launcher.StateStopping {
-			if r.RSS > 0 {
-				cpu, rss = fmt.Sprintf("%.0f", r.CPUPercent), humanBytes(r.RSS)
-			}
-			if r.GPUUtil >= 0 {
-				util, mem = strconv.Itoa(r.GPUUtil), humanBytes(r.GPUMem)
-			}
-		}
-		first.add(strconv.Itoa(r.Index), cellPlain)
-		switch {
-		case s.Queue != nil && r.Task == 0:
-			second.add("-", cellPlain)
-		case s.Queue != nil:
-			second.add(strconv.Itoa(r.Task), cellPlain)
-		case second != nil:
-			second.add(strconv.Itoa(r.Rank), cellPlain)
-		}
-		state.add(r.State, cellPlain)
-		pidC.add(pid, cellPlain)
-		gpuC.add(orDash(r.GPUs), cellPlain)
-		cpusC.add(orDash(r.CPUs), cellPlain)
-		wall.add(up, cellPlain)
-		restarts.add(strconv.Itoa(r.Restarts), cellPlain)
-		cpuC.add(cpu, cellPlain)
-		rssC.add(rss, cellPlain)
-		utilC.add(util, cellPlain)
-		memC.add(mem, cellPlain)
-		exit, kind := r.Exit, cellPlain
-		switch {
-		case exit != "" && exit != "0" && r.EndedBy == "":
-			kind = cellFail
-		case exit != "" && r.EndedBy != "":
-			exit, kind = exit+" ("+string(r.EndedBy)+")", cellWarn
-		}
-		exitC.add(orDash(exit), kind)
-	}
-	return cols
-}
-
-func humanBytes(b uint64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1fG", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.0fM", float64(b)/(1<<20))
-	case b > 0:
-		return fmt.Sprintf("%dK", b>>10)
-	}
-	return "0"
+// paint is how gpulaunch's tables on w are coloured (summary.UseColour).
+func (a *app) paint(w io.Writer) summary.Paint {
+	return summary.Paint(summary.UseColour(isTerminal(w), a.env))
 }
 
 // listenControl opens this run's control socket. A run goes on without
