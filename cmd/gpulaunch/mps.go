@@ -20,6 +20,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 )
 
 // mpsFlags are --mps and its settings (run and plan: the flags with -n).
@@ -310,7 +311,7 @@ func (s *sharing) lines() []string {
 		if g.Threads > 0 {
 			share = fmt.Sprintf(", %d%% of its SMs each", g.Threads)
 		}
-		out = append(out, fmt.Sprintf("GPU %d (%s): instances %s %s%s", g.Index, shortUUID(g.GPU), strings.Join(ids, ","), how, share))
+		out = append(out, fmt.Sprintf("GPU %d (%s): instances %s %s%s", g.Index, table.ShortUUID(g.GPU), strings.Join(ids, ","), how, share))
 	}
 	return out
 }

@@ -60,3 +60,12 @@ func BytesShort(b uint64) string {
 	}
 	return "0"
 }
+
+// ShortUUID is a GPU's UUID in a table: its first 12 characters and
+// "…" ("GPU-1a2b3c4d…"), enough to tell a node's GPUs apart.
+func ShortUUID(u string) string {
+	if len(u) > 12 {
+		return u[:12] + "…"
+	}
+	return u
+}
