@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,39 +62,6 @@ func (cf *clientFlags) register(fs *pflag.FlagSet) {
 	cf.pidGiven = func() bool { return fs.Changed("pid") }
 }
 
-// socketGiven checks --socket PATH before anything dials it: a path with
-// nothing there, or something that is not a socket, is a mistyped path,
-// not a gpulaunch that has ended.
-func (a *app) socketGiven(path string) error {
-	fi, err := os.Stat(path)
-	where := fmt.Sprintf("a run's socket is %s in %s; `gpulaunch status` without --socket finds the one of this job",
-		strings.Replace(control.SocketName(a.hostname, 1), ".1.sock", ".PID.sock", 1), strings.Join(a.socketDirs(), " or "))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usagef("--socket %s: no such file: %s", path, where)
-	case err != nil:
-		return usagef("--socket %s: %v", path, err)
-	case fi.Mode()&os.ModeSocket == 0:
-		return usagef("--socket %s is %s, not a socket: %s", path, fileKind(fi), where)
-	}
-	return nil
-}
-
-// fileKind names what a path is, for messages.
-func fileKind(fi fs.FileInfo) string {
-	switch {
-	case fi.IsDir():
-		return "a directory"
-	case fi.Mode().IsRegular():
-		return "a regular file"
-	case fi.Mode()&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case fi.Mode()&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a plain file"
-}
-
 func statusFlagSet(cf *clientFlags, asJSON *bool) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
 	cf.register(fs)
@@ -130,70 +95,14 @@ func (a *app) socketDirs() []string {
 	return control.Dirs(control.Env(a.env), a.uid, a.tmpRoot)
 }
 
-// findRun picks the running gpulaunch the user means.
+// findRun picks the running gpulaunch the user means (control.Choose).
 func (a *app) findRun(cf clientFlags) (control.Client, error) {
-	dirs := a.socketDirs()
-	switch {
-	case cf.pid < 0:
-		return control.Client{}, usagef("--pid %d: a process id is a positive number (see `gpulaunch status` for the runs here)", cf.pid)
-	case cf.socket != "" && cf.pid != 0:
-		return control.Client{}, usagef("--pid and --socket both choose the gpulaunch: give one")
-	case cf.socket != "":
-		return control.Client{Path: cf.socket}, a.socketGiven(cf.socket)
-	case cf.pidGiven != nil && cf.pidGiven() && cf.pid <= 0:
-		return control.Client{}, usagef("--pid %d: give the pid of a running gpulaunch of yours on this node (`gpulaunch status` lists them when there are several)", cf.pid)
-	case cf.pid != 0:
-		for _, d := range dirs {
-			p := filepath.Join(d, control.SocketName(a.hostname, cf.pid))
-			if _, err := os.Lstat(p); err == nil {
-				return control.Client{Path: p}, nil
-			}
-		}
-		return control.Client{}, fmt.Errorf("no control socket of pid %d in %s: is that a running gpulaunch of yours on this node (%s)?", cf.pid, strings.Join(dirs, ", "), a.hostname)
+	choice := control.Choice{PID: cf.pid, PIDGiven: cf.pidGiven != nil && cf.pidGiven(), Socket: cf.socket}
+	c, err := control.Choose(choice, a.socketDirs(), a.hostname, a.env["SLURM_JOB_ID"])
+	if errors.As(err, new(control.Refusal)) {
+		return c, usageError{err}
 	}
-	job := a.env["SLURM_JOB_ID"]
-	runs, err := control.Find(dirs, a.hostname, job)
-	if err != nil {
-		return control.Client{}, err
-	}
-	switch {
-	case len(runs) == 1:
-		return runs[0].Client, nil
-	case len(runs) > 1:
-		var list []string
-		for _, r := range runs {
-			list = append(list, describeRun(r))
-		}
-		return control.Client{}, usagef("%d gpulaunch runs%s on %s: %s; choose one with --pid", len(runs), ofJob(job), a.hostname, strings.Join(list, "; "))
-	}
-	msg := fmt.Sprintf("no running gpulaunch%s on %s (looked in %s)", ofJob(job), a.hostname, strings.Join(dirs, ", "))
-	if job != "" {
-		if others, _ := control.Find(dirs, a.hostname, ""); len(others) > 0 {
-			var list []string
-			for _, r := range others {
-				list = append(list, describeRun(r))
-			}
-			msg += fmt.Sprintf("; %d of other jobs or none run here (%s): choose with --pid", len(others), strings.Join(list, "; "))
-		} else {
-			msg += fmt.Sprintf(": status talks to the gpulaunch of this node; for one on another node of the job use `srun --jobid %s --overlap -w NODE gpulaunch status`", job)
-		}
-	}
-	return control.Client{}, fmt.Errorf("%s", msg)
-}
-
-func ofJob(job string) string {
-	if job == "" {
-		return ""
-	}
-	return " of job " + job
-}
-
-func describeRun(r control.Run) string {
-	cmd := shellJoin(r.Info.Command)
-	if len(cmd) > 40 {
-		cmd = cmd[:37] + "..."
-	}
-	return fmt.Sprintf("pid %d (%s, started %s)", r.Info.PID, cmd, r.Info.Started.Format("15:04:05"))
+	return c, err
 }
 
 // runStatus finds the run and takes its table.
