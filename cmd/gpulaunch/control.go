@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -164,56 +163,20 @@ func (a *app) top(args []string) error {
 		summary.WriteStatus(a.stdout, snap, 0, false)
 		return nil
 	}
-	if every == 0 {
-		every = 2 * time.Second
-		if d, err := time.ParseDuration(snap.Run.Monitor); err == nil && d > 0 {
-			every = d
-		}
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	// The run's last state, with every exit: asked for now and answered
-	// when the run ends, since the socket closes then and a refresh would
-	// find nobody.
-	final := make(chan launcher.Snapshot, 1)
-	go func() {
-		defer close(final)
-		if last, err := c.Final(ctx); err == nil && last.Run.Finished {
-			final <- last
-		}
-	}()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		a.drawTop(snap)
-		if snap.Run.Finished {
-			fmt.Fprintf(a.stdout, "gpulaunch pid %d has finished.\n", snap.Run.PID)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case last, ok := <-final:
-			if ok {
-				snap = last
-				continue
-			}
-			final = nil // no last state to wait for (a gpulaunch older than this client)
-		case <-tick.C:
-		}
-		next, err := c.Status()
-		if err != nil {
-			if final != nil { // the run ended between two frames: its last state comes
-				if last, ok := <-final; ok {
-					snap = last
-					continue
-				}
-			}
-			fmt.Fprintf(a.stdout, "gpulaunch pid %d has ended.\n", snap.Run.PID)
-			return nil
-		}
-		snap = next
+	w := c.Watch(ctx, snap, every) // every 0: the run's monitor interval
+	defer w.Stop()
+	for w.Next(ctx) {
+		a.drawTop(w.Snapshot())
 	}
+	switch w.End() {
+	case control.Finished:
+		fmt.Fprintf(a.stdout, "gpulaunch pid %d has finished.\n", snap.Run.PID)
+	case control.Gone:
+		fmt.Fprintf(a.stdout, "gpulaunch pid %d has ended.\n", snap.Run.PID)
+	}
+	return nil
 }
 
 // drawTop draws one frame of top: home, the table fitted to the terminal,
