@@ -13,27 +13,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// Rules of useColour, each by its number.
-func TestUseColourRules(t *testing.T) {
-	for _, tc := range []struct {
-		rule     string
-		terminal bool
-		env      map[string]string
-		want     bool
-	}{
-		{"1: NO_COLOR set", true, map[string]string{"NO_COLOR": "1"}, false},
-		{"1: NO_COLOR empty counts as unset", true, map[string]string{"NO_COLOR": ""}, true},
-		{"2: TERM=dumb", true, map[string]string{"TERM": "dumb"}, false},
-		{"3: a terminal", true, map[string]string{"TERM": "xterm"}, true},
-		{"3: not a terminal", false, map[string]string{"TERM": "xterm"}, false},
-	} {
-		if got := useColour(tc.terminal, tc.env); got != tc.want {
-			t.Errorf("%s: colour %v, want %v", tc.rule, got, tc.want)
-		}
-	}
-}
+	"github.com/gpulaunch/gpulaunch/pkg/summary"
+)
 
 // openPty opens a pseudo-terminal: its controller and its terminal end.
 func openPty(t *testing.T) (ctl, term *os.File) {
@@ -118,7 +100,7 @@ func TestSummaryColour(t *testing.T) {
 				t.Errorf("failed exit in red: %v, want %v:\n%q", red, tc.colour, out)
 			}
 			// the table still lines up: the header's EXIT over each row's
-			lines := strings.Split(stripSGR(strings.ReplaceAll(out, "\r", "")), "\n")
+			lines := strings.Split(summary.StripSGR(strings.ReplaceAll(out, "\r", "")), "\n")
 			for i, l := range lines {
 				if strings.HasPrefix(l, "INSTANCE") {
 					col := strings.Index(l, "EXIT")

@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
+
+	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
 // The CLI contract: every flag of every command, with the values it must
@@ -777,7 +779,7 @@ func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir str
 		"node.json":     `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
 		"topo.json": `{"name": "topo", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
 			"gpus": [{"pci": "0000:01:00.0", "numa": 0}, {"pci": "0000:02:00.0", "numa": 0}]}`,
-		"run.json": fmt.Sprintf(`{"schema_version": %d, "plan": {}, "instances": [], "monitor_interval_seconds": 2}`, reportSchemaVersion),
+		"run.json": fmt.Sprintf(`{"schema_version": %d, "plan": {}, "instances": [], "monitor_interval_seconds": 2}`, report.SchemaVersion),
 	}
 	for _, d := range []string{"dir", "ro"} {
 		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {

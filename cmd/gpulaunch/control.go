@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -65,39 +62,6 @@ func (cf *clientFlags) register(fs *pflag.FlagSet) {
 	cf.pidGiven = func() bool { return fs.Changed("pid") }
 }
 
-// socketGiven checks --socket PATH before anything dials it: a path with
-// nothing there, or something that is not a socket, is a mistyped path,
-// not a gpulaunch that has ended.
-func (a *app) socketGiven(path string) error {
-	fi, err := os.Stat(path)
-	where := fmt.Sprintf("a run's socket is %s in %s; `gpulaunch status` without --socket finds the one of this job",
-		strings.Replace(control.SocketName(a.hostname, 1), ".1.sock", ".PID.sock", 1), strings.Join(a.socketDirs(), " or "))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usagef("--socket %s: no such file: %s", path, where)
-	case err != nil:
-		return usagef("--socket %s: %v", path, err)
-	case fi.Mode()&os.ModeSocket == 0:
-		return usagef("--socket %s is %s, not a socket: %s", path, fileKind(fi), where)
-	}
-	return nil
-}
-
-// fileKind names what a path is, for messages.
-func fileKind(fi fs.FileInfo) string {
-	switch {
-	case fi.IsDir():
-		return "a directory"
-	case fi.Mode().IsRegular():
-		return "a regular file"
-	case fi.Mode()&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case fi.Mode()&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a plain file"
-}
-
 func statusFlagSet(cf *clientFlags, asJSON *bool) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
 	cf.register(fs)
@@ -131,71 +95,15 @@ func (a *app) socketDirs() []string {
 	return control.Dirs(control.Env(a.env), a.uid, a.tmpRoot)
 }
 
-// findRun picks the running gpulaunch the user means.
+// findRun picks the running gpulaunch the user means (control.Choose).
 func (a *app) findRun(cf clientFlags) (control.Client, error) {
-	dirs := a.socketDirs()
-	switch {
-	case cf.pid < 0:
-		return control.Client{}, usagef("--pid %d: a process id is a positive number (see `gpulaunch status` for the runs here)", cf.pid)
-	case cf.socket != "" && cf.pid != 0:
-		return control.Client{}, usagef("--pid and --socket both choose the gpulaunch: give one")
-	case cf.socket != "":
-		return control.Client{Path: cf.socket}, a.socketGiven(cf.socket)
-	case cf.pidGiven != nil && cf.pidGiven() && cf.pid <= 0:
-		return control.Client{}, usagef("--pid %d: give the pid of a running gpulaunch of yours on this node (`gpulaunch status` lists them when there are several)", cf.pid)
-	case cf.pid != 0:
-		for _, d := range dirs {
-			p := filepath.Join(d, control.SocketName(a.hostname, cf.pid))
-			if _, err := os.Lstat(p); err == nil {
-				return control.Client{Path: p}, nil
-			}
-		}
-		return control.Client{}, fmt.Errorf("no control socket of pid %d in %s: is that a running gpulaunch of yours on this node (%s)?", cf.pid, strings.Join(dirs, ", "), a.hostname)
+	choice := control.Choice{PID: cf.pid, PIDGiven: cf.pidGiven != nil && cf.pidGiven(), Socket: cf.socket}
+	granted, _ := sched.Detect(a.env)
+	c, err := control.Choose(choice, a.socketDirs(), a.hostname, granted.JobID)
+	if errors.As(err, new(control.Refusal)) {
+		return c, usageError{err}
 	}
-	alloc, _ := sched.Detect(a.env)
-	job := alloc.JobID
-	runs, err := control.Find(dirs, a.hostname, job)
-	if err != nil {
-		return control.Client{}, err
-	}
-	switch {
-	case len(runs) == 1:
-		return runs[0].Client, nil
-	case len(runs) > 1:
-		var list []string
-		for _, r := range runs {
-			list = append(list, describeRun(r))
-		}
-		return control.Client{}, usagef("%d gpulaunch runs%s on %s: %s; choose one with --pid", len(runs), ofJob(job), a.hostname, strings.Join(list, "; "))
-	}
-	msg := fmt.Sprintf("no running gpulaunch%s on %s (looked in %s)", ofJob(job), a.hostname, strings.Join(dirs, ", "))
-	if job != "" {
-		if others, _ := control.Find(dirs, a.hostname, ""); len(others) > 0 {
-			var list []string
-			for _, r := range others {
-				list = append(list, describeRun(r))
-			}
-			msg += fmt.Sprintf("; %d of other jobs or none run here (%s): choose with --pid", len(others), strings.Join(list, "; "))
-		} else {
-			msg += fmt.Sprintf(": status talks to the gpulaunch of this node; for one on another node of the job use `srun --jobid %s --overlap -w NODE gpulaunch status`", job)
-		}
-	}
-	return control.Client{}, fmt.Errorf("%s", msg)
-}
-
-func ofJob(job string) string {
-	if job == "" {
-		return ""
-	}
-	return " of job " + job
-}
-
-func describeRun(r control.Run) string {
-	cmd := shellJoin(r.Info.Command)
-	if len(cmd) > 40 {
-		cmd = cmd[:37] + "..."
-	}
-	return fmt.Sprintf("pid %d (%s, started %s)", r.Info.PID, cmd, r.Info.Started.Format("15:04:05"))
+	return c, err
 }
 
 // runStatus finds the run and takes its table.
@@ -227,7 +135,7 @@ func (a *app) status(args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(snap)
 	}
-	writeStatus(a.stdout, snap, termWidth(a.stdout), a.paint(a.stdout))
+	summary.WriteStatus(a.stdout, snap, termWidth(a.stdout), a.paint(a.stdout))
 	return nil
 }
 
@@ -254,66 +162,30 @@ func (a *app) top(args []string) error {
 		return err
 	}
 	if !isTerminal(a.stdout) {
-		writeStatus(a.stdout, snap, 0, false)
+		summary.WriteStatus(a.stdout, snap, 0, false)
 		return nil
-	}
-	if every == 0 {
-		every = 2 * time.Second
-		if d, err := time.ParseDuration(snap.Run.Monitor); err == nil && d > 0 {
-			every = d
-		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	// The run's last state, with every exit: asked for now and answered
-	// when the run ends, since the socket closes then and a refresh would
-	// find nobody.
-	final := make(chan launcher.Snapshot, 1)
-	go func() {
-		defer close(final)
-		if last, err := c.Final(ctx); err == nil && last.Run.Finished {
-			final <- last
-		}
-	}()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		a.drawTop(snap)
-		if snap.Run.Finished {
-			fmt.Fprintf(a.stdout, "gpulaunch pid %d has finished.\n", snap.Run.PID)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case last, ok := <-final:
-			if ok {
-				snap = last
-				continue
-			}
-			final = nil // no last state to wait for (a gpulaunch older than this client)
-		case <-tick.C:
-		}
-		next, err := c.Status()
-		if err != nil {
-			if final != nil { // the run ended between two frames: its last state comes
-				if last, ok := <-final; ok {
-					snap = last
-					continue
-				}
-			}
-			fmt.Fprintf(a.stdout, "gpulaunch pid %d has ended.\n", snap.Run.PID)
-			return nil
-		}
-		snap = next
+	w := c.Watch(ctx, snap, every) // every 0: the run's monitor interval
+	defer w.Stop()
+	for w.Next(ctx) {
+		a.drawTop(w.Snapshot())
 	}
+	switch w.End() {
+	case control.Finished:
+		fmt.Fprintf(a.stdout, "gpulaunch pid %d has finished.\n", snap.Run.PID)
+	case control.Gone:
+		fmt.Fprintf(a.stdout, "gpulaunch pid %d has ended.\n", snap.Run.PID)
+	}
+	return nil
 }
 
 // drawTop draws one frame of top: home, the table fitted to the terminal,
 // clear what the last frame left below: no flicker.
 func (a *app) drawTop(snap launcher.Snapshot) {
 	var b strings.Builder
-	writeStatus(&b, snap, termWidth(a.stdout), a.paint(a.stdout))
+	summary.WriteStatus(&b, snap, termWidth(a.stdout), a.paint(a.stdout))
 	fmt.Fprintf(a.stdout, "\x1b[H%s\x1b[J", strings.ReplaceAll(b.String(), "\n", "\x1b[K\n"))
 }
 
@@ -388,153 +260,9 @@ func (a *app) signal(args []string) error {
 	return nil
 }
 
-// writeStatus renders a snapshot as the live table, fitted to width
-// columns (0: no limit) by fitTable, its failure and warning cells
-// painted.
-func writeStatus(w io.Writer, s launcher.Snapshot, width int, paint summary.Paint) {
-	counts := map[string]int{}
-	for _, r := range s.Instances {
-		counts[r.State]++
-	}
-	var parts []string
-	for _, st := range []string{launcher.StateStarting, launcher.StateRunning, launcher.StateStopping, launcher.StateRestarting, launcher.StateExited} {
-		if counts[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-		}
-	}
-	where := "pid " + strconv.Itoa(s.Run.PID) + " on " + s.Run.Host
-	if s.Run.JobID != "" {
-		where += ", job " + s.Run.JobID
-		if s.Run.StepID != "" {
-			where += " step " + s.Run.StepID
-		}
-	}
-	sampled := "telemetry off"
-	if s.Run.Monitor != "" && s.Run.Monitor != "0s" {
-		sampled = "sampled every " + s.Run.Monitor
-		if s.Run.GPUTelemetry != "" {
-			sampled += ", GPU use unmeasured (" + strings.TrimPrefix(s.Run.GPUTelemetry, "no GPU telemetry: ") + ")"
-		}
-	}
-	state := "up " + s.Taken.Sub(s.Run.Started).Round(time.Second).String()
-	if s.Run.Finished {
-		state = "finished"
-	}
-	instances := fmt.Sprintf("%d instances", len(s.Instances))
-	if len(s.Instances) == 1 {
-		instances = "1 instance"
-	}
-	fmt.Fprintln(w, cutLine(fmt.Sprintf("gpulaunch %s · %s · %s: %s · %s", where, state, instances, strings.Join(parts, ", "), sampled), width))
-	if len(s.Run.Command) > 0 { // a --tasks queue has no COMMAND of its own
-		// quoted as the joblog quotes a task's command, so that it reads back
-		fmt.Fprintln(w, cutLine("  "+shellJoin(s.Run.Command), width))
-	}
-	for _, line := range s.Run.Sharing {
-		fmt.Fprintln(w, cutLine("sharing: "+line, width))
-	}
-	multiNode := s.Run.Nodes > 1
-	if multiNode && len(s.Instances) > 0 {
-		fmt.Fprintln(w, cutLine(fmt.Sprintf("node %d of %d: ranks %d..%d of %d (the other nodes' instances: gpulaunch status on each node)",
-			s.Run.Node, s.Run.Nodes, s.Instances[0].Rank, s.Instances[len(s.Instances)-1].Rank, s.Run.WorldSize), width))
-	}
-	if q := s.Queue; q != nil {
-		line := fmt.Sprintf("queue: %d/%d done, %d failed, %d running, %d left", q.Done, q.Total-q.Skipped, q.Failed, q.Running, q.Remaining)
-		if q.Skipped > 0 {
-			line += fmt.Sprintf(" (%d done before, by the joblog)", q.Skipped)
-		}
-		if q.Halted != "" {
-			line += " · stopping: " + q.Halted
-		}
-		fmt.Fprintln(w, cutLine(line, width))
-	}
-	cols := statusColumns(s)
-	fitTable(cols, width)
-	writeColumns(w, cols, paint)
-	for _, r := range s.Instances {
-		for _, m := range r.Warnings {
-			rest := 0 // the room after "warning: "; 0: no limit
-			if width > 0 {
-				rest = max(width-len("warning: "), 1)
-			}
-			fmt.Fprintln(w, paint.Warn("warning:")+" "+cutLine(m, rest))
-		}
-	}
-}
-
-// statusColumns are the live table's columns, in order.
-func statusColumns(s launcher.Snapshot) []*column {
-	var cols []*column
-	add := func(name string, drop int) *column {
-		c := &column{Name: name, Drop: drop}
-		cols = append(cols, c)
-		return c
-	}
-	first := add("INSTANCE", 0)
-	var second *column
-	switch {
-	case s.Queue != nil: // a queue's instances are slots; each row says which task it runs
-		first.Name, second = "SLOT", add("TASK", 0)
-	case s.Run.Nodes > 1:
-		second = add("RANK", 0)
-	}
-	state, pidC, gpuC, cpusC := add("STATE", 0), add("PID", 2), add("GPU", 8), add("CPUS", 1)
-	wall, restarts, cpuC, rssC := add("WALL", 7), add("RESTARTS", 6), add("CPU%", 5), add("RSS", 4)
-	utilC, memC, exitC := add("GPU%", 0), add("GPU MEM", 3), add("LAST EXIT", 0)
-	for _, r := range s.Instances {
-		pid, up, cpu, rss, util, mem := "-", "-", "-", "-", "-", "-"
-		if r.PID > 0 {
-			pid = strconv.Itoa(r.PID)
-			up = r.Wall.Round(time.Second).String()
-		}
-		if r.State == launcher.StateRunning || r.State == launcher.StateStopping {
-			if r.RSS > 0 {
-				cpu, rss = fmt.Sprintf("%.0f", r.CPUPercent), humanBytes(r.RSS)
-			}
-			if r.GPUUtil >= 0 {
-				util, mem = strconv.Itoa(r.GPUUtil), humanBytes(r.GPUMem)
-			}
-		}
-		first.add(strconv.Itoa(r.Index), cellPlain)
-		switch {
-		case s.Queue != nil && r.Task == 0:
-			second.add("-", cellPlain)
-		case s.Queue != nil:
-			second.add(strconv.Itoa(r.Task), cellPlain)
-		case second != nil:
-			second.add(strconv.Itoa(r.Rank), cellPlain)
-		}
-		state.add(r.State, cellPlain)
-		pidC.add(pid, cellPlain)
-		gpuC.add(orDash(r.GPUs), cellPlain)
-		cpusC.add(orDash(r.CPUs), cellPlain)
-		wall.add(up, cellPlain)
-		restarts.add(strconv.Itoa(r.Restarts), cellPlain)
-		cpuC.add(cpu, cellPlain)
-		rssC.add(rss, cellPlain)
-		utilC.add(util, cellPlain)
-		memC.add(mem, cellPlain)
-		exit, kind := r.Exit, cellPlain
-		switch {
-		case exit != "" && exit != "0" && r.EndedBy == "":
-			kind = cellFail
-		case exit != "" && r.EndedBy != "":
-			exit, kind = exit+" ("+string(r.EndedBy)+")", cellWarn
-		}
-		exitC.add(orDash(exit), kind)
-	}
-	return cols
-}
-
-func humanBytes(b uint64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1fG", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.0fM", float64(b)/(1<<20))
-	case b > 0:
-		return fmt.Sprintf("%dK", b>>10)
-	}
-	return "0"
+// paint is how gpulaunch's tables on w are coloured (summary.UseColour).
+func (a *app) paint(w io.Writer) summary.Paint {
+	return summary.Paint(summary.UseColour(isTerminal(w), a.env))
 }
 
 // listenControl opens this run's control socket. A run goes on without

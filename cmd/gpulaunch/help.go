@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
 )
 
 // Help, "did you mean" and the version: what a user who typed something
@@ -89,36 +91,7 @@ func editDistance(a, b string) int {
 	return d[len(ra)][len(rb)]
 }
 
-// buildVersion is what `gpulaunch version` says: the version -ldflags set
-// (make build), else what the Go toolchain recorded in the binary — the
-// module's version for `go install …@v1.2.3`, the commit (and "+dirty"
-// for uncommitted changes) for a `go build` in a checkout — else "dev".
+// buildVersion is what `gpulaunch version` says (buildinfo.Version).
 func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {
-	if ldflags != "dev" && ldflags != "" {
-		return ldflags
-	}
-	bi, ok := read()
-	if !ok {
-		return "dev"
-	}
-	v := vcsOf(bi)
-	rev := v.rev
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if rev != "" && v.modified {
-		rev += "+dirty"
-	}
-	mod := bi.Main.Version
-	switch {
-	case mod != "" && mod != "(devel)" && len(rev) >= 12 && strings.Contains(mod, rev[:12]):
-		return mod // a pseudo-version (Go 1.24's go build) names the commit already
-	case mod != "" && mod != "(devel)" && rev != "":
-		return mod + " (" + rev + ")"
-	case mod != "" && mod != "(devel)":
-		return mod
-	case rev != "":
-		return rev
-	}
-	return "dev"
+	return buildinfo.Version(ldflags, read)
 }

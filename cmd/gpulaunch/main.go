@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
 	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
@@ -160,7 +161,7 @@ func (a *app) dispatch(args []string) error {
 			}
 			return usagef("%s takes no %s (got %q): run `gpulaunch version`", args[0], what, args[1])
 		}
-		return writeDoc(a.stdout, "the version", readBuild(version, commit, buildDate, debug.ReadBuildInfo).text())
+		return writeDoc(a.stdout, "the version", buildinfo.Read(version, commit, buildDate, debug.ReadBuildInfo).Text())
 	case "help", "-h", "--help":
 		return a.help(args[1:])
 	}

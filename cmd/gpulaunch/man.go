@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
 )
 
 // `gpulaunch man`: the manual page in roff, written by a small generator
@@ -40,7 +42,7 @@ func (a *app) man(args []string) error {
 		}
 		return usagef("man takes no arguments (got %q): %s", strings.Join(fs.Args(), " "), fix)
 	}
-	b := readBuild(version, commit, buildDate, debug.ReadBuildInfo)
+	b := buildinfo.Read(version, commit, buildDate, debug.ReadBuildInfo)
 	date, _, _ := strings.Cut(b.Date, "T") // the commit's day: a rebuild writes the same page
 	return writeDoc(a.stdout, "the man page", manPage(cliCommands(), b.Version, date))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
 // validateAgainstSchema fails t unless data, JSON that gpulaunch wrote, is
@@ -279,7 +280,7 @@ func TestRunReportMatchesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	validateAgainstSchema(t, "report", b)
-	var r runReport
+	var r report.Run
 	json.Unmarshal(b, &r)
 	i0 := r.Instances[0]
 	if i0.GPUUtilPeak != 60 || i0.GPUUtilMean == nil || *i0.GPUUtilMean <= 0 || i0.GPUMemPeak != 1024<<20 || len(i0.Warnings) != 0 {
@@ -362,7 +363,7 @@ func TestInterruptedRunReportMatchesSchema(t *testing.T) {
 		t.Fatalf("exit %v, want 130\n%s", err, out.String())
 	}
 	validateFileAgainstSchema(t, "report", file)
-	var r runReport
+	var r report.Run
 	b, _ := os.ReadFile(file)
 	json.Unmarshal(b, &r)
 	if r.ExitCode != 130 || len(r.Instances) != 2 || r.Instances[0].EndedBy != string(job.EndedSignalled) {
@@ -595,25 +596,5 @@ func TestLogFormatJSONLinesParse(t *testing.T) {
 				t.Errorf("%d JSON log lines; want the starts and exits at least:\n%s", logs, stderr.String())
 			}
 		})
-	}
-}
-
-// jsonKind's rules, each by the fields that decide it.
-func TestJSONKindRules(t *testing.T) {
-	for _, tc := range []struct {
-		rule, doc, want string
-	}{
-		{"1: a run report", `{"plan": {}, "instances": [], "monitor_interval_seconds": 2, "points": []}`, ""},
-		{"2: a scaling study", `{"points": [], "verdict": "", "command": []}`, "a scaling study"},
-		{"3: a plan", `{"slots": [], "request": {}, "warnings": []}`, "a plan"},
-		{"4: info", `{"gpus": [], "gpu_reason": "", "topology": {}}`, "info --json"},
-		{"5: status", `{"run": {}, "taken": "", "instances": []}`, "status --json"},
-		{"6: anything else", `{"instances": []}`, "not a gpulaunch run report"},
-	} {
-		var fields map[string]json.RawMessage
-		json.Unmarshal([]byte(tc.doc), &fields)
-		if what, fix := jsonKind(fields); !strings.Contains(what, tc.want) || (tc.want == "") != (what == "") || (what != "") == (fix == "") {
-			t.Errorf("rule %s: %q, %q; want %q", tc.rule, what, fix, tc.want)
-		}
 	}
 }

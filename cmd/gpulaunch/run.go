@@ -757,7 +757,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 	queue := rq.q
 	to, paint := con.stderr, a.paint(a.stderr)
 	if quiet { // -q: the summary's warnings only
-		to = &warningsOnly{w: con.stderr}
+		to = &summary.WarningsOnly{W: con.stderr}
 	}
 	switch {
 	case rq.feed != nil:

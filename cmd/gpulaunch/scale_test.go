@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gpulaunch/gpulaunch/pkg/report"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 )
 
@@ -257,14 +258,14 @@ func TestScaleBadInput(t *testing.T) {
 // use: a well-formed SVG with one series per instance; --html a page.
 func TestReportPicture(t *testing.T) {
 	dir := t.TempDir()
-	report, svg, page := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.svg"), filepath.Join(dir, "run.html")
-	cmd := gpulaunch(t, "-n", "4", "--simulate", "dgx-h100", "--monitor-interval", "20ms", "--report", report, "--", amdahlApp)
+	reportFile, svg, page := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.svg"), filepath.Join(dir, "run.html")
+	cmd := gpulaunch(t, "-n", "4", "--simulate", "dgx-h100", "--monitor-interval", "20ms", "--report", reportFile, "--", amdahlApp)
 	cmd.Env = append(cmd.Env, "AMDAHL_SECONDS=2")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	var r runReport
-	b, _ := os.ReadFile(report)
+	var r report.Run
+	b, _ := os.ReadFile(reportFile)
 	validateAgainstSchema(t, "report", b)
 	json.Unmarshal(b, &r)
 	for _, in := range r.Instances {
@@ -272,7 +273,7 @@ func TestReportPicture(t *testing.T) {
 			t.Fatalf("instance %d: series %v, events %v", in.Instance, in.Series, in.Events)
 		}
 	}
-	for _, args := range [][]string{{"report", report, "--svg", svg}, {"report", report, "--html", page}} {
+	for _, args := range [][]string{{"report", reportFile, "--svg", svg}, {"report", reportFile, "--html", page}} {
 		if _, stderr, code := runCLI(t, nil, args...); code != 0 {
 			t.Fatalf("%v: %d %s", args, code, stderr)
 		}
@@ -299,7 +300,7 @@ func TestReportPicture(t *testing.T) {
 	if !strings.HasPrefix(string(html), "<!DOCTYPE html>") || !strings.Contains(string(html), "<svg") {
 		t.Errorf("the page:\n%.200s", html)
 	}
-	for _, bad := range [][]string{{"report", report}, {"report", filepath.Join(dir, "none.json"), "--svg", svg}, {"report", svg, "--svg", svg + "2"}} {
+	for _, bad := range [][]string{{"report", reportFile}, {"report", filepath.Join(dir, "none.json"), "--svg", svg}, {"report", svg, "--svg", svg + "2"}} {
 		if _, stderr, code := runCLI(t, nil, bad...); code != 2 || !strings.HasPrefix(stderr, "gpulaunch: error: ") {
 			t.Errorf("%v: exit %d, %q", bad, code, stderr)
 		}

@@ -167,24 +167,51 @@ const (
 	MaxCPUsPerInstance = 8192
 )
 
-// validate checks the request's counts (rule 11 and their signs).
+// validate checks the request's counts (rule 11 and their signs), N
+// decided, and its memory policy.
 func (r Request) validate() error {
+	if err := r.CheckCounts(Given{Instances: true}); err != nil {
+		return err
+	}
+	if _, err := ParseMemPolicy(string(r.MemPolicy)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Given says which of a Request's counts a command line gave (-n, -G,
+// -c). A count not given is decided later (N, from the allocation, by
+// run) or is its default: C 0 is an even share of the GPU-local CPUs.
+type Given struct{ Instances, GPUs, CPUs bool }
+
+// CheckCounts checks a request's counts: by the CLI as soon as a command
+// line is read, so that a command line that parses is one a plan can be
+// asked of, and by NewPlan (N given or decided). The rules, in order:
+//  1. N, when given, is at least 1 and at most MaxInstances (rule 11).
+//  2. G is 0 (no GPU) to MaxGPUsPerInstance.
+//  3. C is 0 (not given: an even share) to MaxCPUsPerInstance.
+//  4. --share-gpus with G given as 0 is refused: slots without a GPU
+//     have none to share.
+//  5. C given as 0 is refused: taken as given it would be ignored for
+//     an even share, which is not what -c 0 says.
+func (r Request) CheckCounts(given Given) error {
 	switch {
-	case r.Instances < 1:
+	case given.Instances && r.Instances < 1:
 		return fmt.Errorf("-n %d: the number of instances must be at least 1", r.Instances)
-	case r.Instances > MaxInstances:
+	case given.Instances && r.Instances > MaxInstances:
 		return fmt.Errorf("-n %d: too large: instances on one node are 1..%d", r.Instances, MaxInstances)
 	case r.GPUsPerInstance < 0:
-		return fmt.Errorf("-G %d: GPUs per instance cannot be negative", r.GPUsPerInstance)
+		return fmt.Errorf("-G %d: GPUs per instance cannot be negative (-G 0: no GPU)", r.GPUsPerInstance)
 	case r.GPUsPerInstance > MaxGPUsPerInstance:
 		return fmt.Errorf("-G %d: too large: GPUs per instance are 0..%d", r.GPUsPerInstance, MaxGPUsPerInstance)
 	case r.CPUsPerInstance < 0:
 		return fmt.Errorf("-c %d: CPUs per instance cannot be negative", r.CPUsPerInstance)
 	case r.CPUsPerInstance > MaxCPUsPerInstance:
 		return fmt.Errorf("-c %d: too large: CPUs per instance are 1..%d", r.CPUsPerInstance, MaxCPUsPerInstance)
-	}
-	if _, err := ParseMemPolicy(string(r.MemPolicy)); err != nil {
-		return err
+	case given.GPUs && r.GPUsPerInstance == 0 && r.ShareGPUs:
+		return fmt.Errorf("--share-gpus with -G 0: slots without a GPU have none to share; drop --share-gpus, or give -G 1 or more")
+	case given.CPUs && r.CPUsPerInstance == 0:
+		return fmt.Errorf("-c 0: a slot needs at least 1 CPU; give -c 1 or more, or leave -c out for an even share of the GPU-local CPUs")
 	}
 	return nil
 }

@@ -378,3 +378,36 @@ func BenchmarkPlacementScore(b *testing.B) {
 		})
 	}
 }
+
+// CheckCounts' rules, each by its number: what a command line's -n, -G
+// and -c may be, given or not.
+func TestCheckCountsRules(t *testing.T) {
+	all := Given{Instances: true, GPUs: true, CPUs: true}
+	for _, tc := range []struct {
+		rule  string
+		r     Request
+		given Given
+		want  string // "" accepted
+	}{
+		{"1: -n 0 given", Request{Instances: 0, GPUsPerInstance: 1}, all, "-n 0: the number of instances must be at least 1"},
+		{"1: N not given yet (run decides it)", Request{Instances: 0, GPUsPerInstance: 1}, Given{}, ""},
+		{"1: -n beyond MaxInstances", Request{Instances: MaxInstances + 1}, all, "too large: instances on one node are 1..8192"},
+		{"2: -G negative", Request{Instances: 1, GPUsPerInstance: -1}, Given{}, "-G -1: GPUs per instance cannot be negative (-G 0: no GPU)"},
+		{"2: -G beyond MaxGPUsPerInstance", Request{Instances: 1, GPUsPerInstance: MaxGPUsPerInstance + 1}, Given{}, "too large: GPUs per instance are 0..1024"},
+		{"2: -G 0", Request{Instances: 1, GPUsPerInstance: 0}, Given{Instances: true, GPUs: true}, ""},
+		{"3: -c negative", Request{Instances: 1, CPUsPerInstance: -2}, Given{}, "-c -2: CPUs per instance cannot be negative"},
+		{"3: -c beyond MaxCPUsPerInstance", Request{Instances: 1, CPUsPerInstance: MaxCPUsPerInstance + 1}, Given{}, "too large: CPUs per instance are 1..8192"},
+		{"4: --share-gpus with -G 0 given", Request{Instances: 2, ShareGPUs: true}, all, "--share-gpus with -G 0: slots without a GPU have none to share"},
+		{"4: --share-gpus, -G not given", Request{Instances: 2, ShareGPUs: true}, Given{Instances: true}, ""},
+		{"5: -c 0 given", Request{Instances: 1, GPUsPerInstance: 1}, all, "-c 0: a slot needs at least 1 CPU"},
+		{"5: -c not given: an even share", Request{Instances: 1, GPUsPerInstance: 1}, Given{Instances: true, GPUs: true}, ""},
+	} {
+		err := tc.r.CheckCounts(tc.given)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("rule %s: %v, want it accepted", tc.rule, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("rule %s: %v, want %q", tc.rule, err, tc.want)
+		}
+	}
+}

@@ -11,6 +11,10 @@
 // peer who reaches the socket some other way (a directory made
 // accessible by mistake, a descriptor passed on).
 //
+// Its client side also holds the clients' rules: which running gpulaunch
+// a command means (Choose: --pid, --socket, the job's one run) and how
+// top follows a run to its end (Watch).
+//
 // It may touch the socket, its directory and the run's Board (pkg/launcher),
 // which it reads and asks to signal; it starts no process.
 package control

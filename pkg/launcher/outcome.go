@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 )
 
 // Outcome is how one instance ended.
@@ -118,23 +119,9 @@ func describeSent(sent []Signalled) string {
 }
 
 // FormatBytes is a size as the summary and the log write it: "1.5 GiB",
-// "640 KiB"; "-" for 0, never sampled.
-func FormatBytes(b uint64) string {
-	switch {
-	case b == 0:
-		return "-" // never sampled: the instance ran shorter than a sample interval
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	}
-	return fmt.Sprintf("%d KiB", b>>10)
-}
+// "640.0 MiB"; "-" for 0, never sampled (table.Bytes, its one home).
+func FormatBytes(b uint64) string { return table.Bytes(b) }
 
-// orDash is a value for a table or the log: "-" when there is none.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+// orDash is a value for a table or the log: "-" when there is none
+// (table.OrDash, its one home).
+func orDash(s string) string { return table.OrDash(s) }

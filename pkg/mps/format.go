@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 )
 
 // Sharing is how a plan's instances share GPUs, for the plan, the
@@ -94,7 +95,7 @@ func (s *Sharing) Lines() []string {
 		if g.Threads > 0 {
 			share = fmt.Sprintf(", %d%% of its SMs each", g.Threads)
 		}
-		out = append(out, fmt.Sprintf("GPU %d (%s): instances %s %s%s", g.Index, gpu.ShortUUID(g.GPU), strings.Join(ids, ","), how, share))
+		out = append(out, fmt.Sprintf("GPU %d (%s): instances %s %s%s", g.Index, table.ShortUUID(g.GPU), strings.Join(ids, ","), how, share))
 	}
 	return out
 }

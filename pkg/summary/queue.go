@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
@@ -54,13 +55,13 @@ func writeSlotTable(w io.Writer, insts []launcher.Instance, outs []launcher.Outc
 	fmt.Fprintln(tw, "SLOT\tGPU\tCPUS\tTASKS\t"+paint.Plain("FAILED")+"\tGPU% MEAN/PEAK\tGPU MEM\tPEAK RSS")
 	var warnings []string
 	for i, o := range outs {
-		util := "-"
+		util := table.Dash
 		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
 			util = fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
 		}
 		failed := paint.Exit(strconv.Itoa(o.TasksFailed), o.TasksFailed > 0, job.EndedItself)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, orDash(insts[i].GPUs), orDash(insts[i].CPUs), o.Tasks, failed,
-			util, launcher.FormatBytes(o.GPUMemPeak), launcher.FormatBytes(o.PeakRSS))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, table.OrDash(insts[i].GPUs), table.OrDash(insts[i].CPUs), o.Tasks, failed,
+			util, table.Bytes(o.GPUMemPeak), table.Bytes(o.PeakRSS))
 		warnings = append(warnings, o.Warnings...)
 	}
 	tw.Flush()

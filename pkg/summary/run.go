@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 )
 
 // Write prints the end-of-run table, its failure and warning
@@ -35,12 +36,12 @@ func Write(w io.Writer, insts []launcher.Instance, outs []launcher.Outcome, pain
 	restarted := false
 	for i, o := range outs {
 		failed := o.Code != 0 || o.Signal != 0
-		endedBy := paint.Plain("-")
+		endedBy := paint.Plain(table.Dash)
 		if o.EndedBy != job.EndedItself {
 			endedBy = paint.Warn(string(o.EndedBy))
 		}
-		fmt.Fprintf(tw, "%d\t%s%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, rank(i), o.PID, orDash(insts[i].GPUs), orDash(insts[i].CPUs),
-			o.Wall.Round(time.Millisecond), paint.Exit(o.Status(), failed, o.EndedBy), o.Restarts, utilString(o, insts[i]), launcher.FormatBytes(o.GPUMemPeak), launcher.FormatBytes(o.PeakRSS), o.CPUSeconds, endedBy)
+		fmt.Fprintf(tw, "%d\t%s%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.1fs\t%s\n", o.Index, rank(i), o.PID, table.OrDash(insts[i].GPUs), table.OrDash(insts[i].CPUs),
+			o.Wall.Round(time.Millisecond), paint.Exit(o.Status(), failed, o.EndedBy), o.Restarts, utilString(o, insts[i]), table.Bytes(o.GPUMemPeak), table.Bytes(o.PeakRSS), o.CPUSeconds, endedBy)
 		warnings = append(warnings, o.Warnings...)
 		restarted = restarted || o.Restarts > 0
 	}
@@ -65,7 +66,7 @@ func WriteWarnings(w io.Writer, outs []launcher.Outcome, paint Paint) {
 // GPUs or without a sample.
 func utilString(o launcher.Outcome, inst launcher.Instance) string {
 	if o.GPUUtilMean < 0 || len(inst.GPUUUIDs) == 0 {
-		return "-"
+		return table.Dash
 	}
 	return fmt.Sprintf("%.0f/%d", o.GPUUtilMean, o.GPUUtilPeak)
 }
@@ -74,11 +75,4 @@ func writeWarnings(w io.Writer, warnings []string, paint Paint) {
 	for _, msg := range warnings {
 		fmt.Fprintf(w, "%s %s\n", paint.Warn("warning:"), msg)
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

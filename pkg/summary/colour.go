@@ -1,18 +1,18 @@
-package main
+//go:build linux
+
+package summary
 
 import (
 	"io"
 	"strings"
-
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
-// useColour says whether output to a writer gets colour:
+// UseColour says whether output to a writer gets colour (Paint):
 //  1. never when NO_COLOR is set to anything but "" (no-color.org);
 //  2. never on a terminal that says it has none (TERM=dumb);
 //  3. else only when the writer is a terminal: a file, a pipe or a
 //     batch job's output gets no escape codes.
-func useColour(terminal bool, env map[string]string) bool {
+func UseColour(terminal bool, env map[string]string) bool {
 	switch {
 	case env["NO_COLOR"] != "":
 		return false
@@ -22,26 +22,21 @@ func useColour(terminal bool, env map[string]string) bool {
 	return terminal
 }
 
-// paint is how gpulaunch's tables on w are coloured (useColour).
-func (a *app) paint(w io.Writer) summary.Paint {
-	return summary.Paint(useColour(isTerminal(w), a.env))
-}
-
-// warningsOnly passes on the lines that are warnings ("warning: …", in
-// colour or not) and drops the rest: -q's summary.
-type warningsOnly struct {
-	w    io.Writer
+// WarningsOnly passes on to W the lines that are warnings ("warning: …",
+// in colour or not) and drops the rest: -q's summary.
+type WarningsOnly struct {
+	W    io.Writer
 	line []byte
 }
 
-func (q *warningsOnly) Write(p []byte) (int, error) {
+func (q *WarningsOnly) Write(p []byte) (int, error) {
 	for _, c := range p {
 		q.line = append(q.line, c)
 		if c != '\n' {
 			continue
 		}
-		if strings.HasPrefix(stripSGR(string(q.line)), "warning: ") {
-			if _, err := q.w.Write(q.line); err != nil {
+		if strings.HasPrefix(StripSGR(string(q.line)), "warning: ") {
+			if _, err := q.W.Write(q.line); err != nil {
 				return 0, err
 			}
 		}
@@ -50,8 +45,8 @@ func (q *warningsOnly) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// stripSGR drops ANSI colour escapes (ESC [ … m) from s.
-func stripSGR(s string) string {
+// StripSGR drops ANSI colour escapes (ESC [ … m) from s.
+func StripSGR(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {

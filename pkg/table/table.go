@@ -1,37 +1,40 @@
-package main
+package table
 
 import (
 	"io"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/gpulaunch/gpulaunch/pkg/summary"
 )
 
-// A column of a table that fitTable may shorten.
-type column struct {
+// A Column of a table that Fit may shorten.
+type Column struct {
 	Name  string
 	Cells []string
-	Kinds []cellKind // how each cell is painted
+	Kinds []Kind // how each cell is painted
 	// Drop is the column's turn to be left out of a table too wide, 1
 	// first; 0: never left out.
 	Drop int
 }
 
-type cellKind int
+// Kind is how a cell is painted.
+type Kind int
 
 const (
-	cellPlain cellKind = iota
-	cellFail
-	cellWarn
+	Plain Kind = iota
+	Fail       // a failure's cell
+	Warn       // a warning's cell
 )
 
-func (c *column) add(cell string, k cellKind) {
+// Add appends a cell of kind k.
+func (c *Column) Add(cell string, k Kind) {
 	c.Cells, c.Kinds = append(c.Cells, cell), append(c.Kinds, k)
 }
 
+// Shown says whether the column is shown: Fit has not left it out.
+func (c *Column) Shown() bool { return c.Drop >= 0 }
+
 // width is the column's: its widest cell or its name.
-func (c *column) width() int {
+func (c *Column) width() int {
 	w := utf8.RuneCountInString(c.Name)
 	for _, s := range c.Cells {
 		w = max(w, utf8.RuneCountInString(s))
@@ -42,20 +45,21 @@ func (c *column) width() int {
 // columnGap is the spaces between two columns.
 const columnGap = 2
 
-func tableWidth(cols []*column) int {
+// Width is the width of the columns shown, their gaps included.
+func Width(cols []*Column) int {
 	w := 0
 	for _, c := range cols {
-		if c.Drop >= 0 {
+		if c.Shown() {
 			w += c.width() + columnGap
 		}
 	}
 	return w - columnGap
 }
 
-// fitTable makes cols fit width characters (a terminal's, or a tmux
-// pane's: a wrapped row pushes the rows below out of a pane, the exits
-// among them). Its rules, in order, each applied only while the table is
-// still too wide:
+// Fit makes cols fit width characters (a terminal's, or a tmux pane's:
+// a wrapped row pushes the rows below out of a pane, the exits among
+// them). Its rules, in order, each applied only while the table is still
+// too wide:
 //  1. width 0 (not a terminal): the table is left whole.
 //  2. GPU addresses lose the PCI domain "0000:" (18:00.0 for
 //     0000:18:00.0), as nvidia-smi shows them.
@@ -67,41 +71,42 @@ func tableWidth(cols []*column) int {
 //     is cut with "…" to fit, down to 8 characters a column.
 //
 // A left-out column has Drop -1.
-func fitTable(cols []*column, width int) {
-	if width <= 0 || tableWidth(cols) <= width {
+func Fit(cols []*Column, width int) {
+	if width <= 0 || Width(cols) <= width {
 		return
 	}
-	if g := find(cols, "GPU"); g != nil {
+	if g := Find(cols, "GPU"); g != nil {
 		for i, s := range g.Cells {
 			g.Cells[i] = shortPCI(s)
 		}
 	}
-	for turn := 1; tableWidth(cols) > width; turn++ {
+	for turn := 1; Width(cols) > width; turn++ {
 		c := nextToDrop(cols, turn)
 		if c == nil {
 			break
 		}
 		c.Drop = -1
 	}
-	for tableWidth(cols) > width {
+	for Width(cols) > width {
 		c := widest(cols)
 		if c == nil || c.width() <= 8 {
 			return
 		}
 		w := c.width()
-		cut := max(w-(tableWidth(cols)-width), 8, utf8.RuneCountInString(c.Name))
+		cut := max(w-(Width(cols)-width), 8, utf8.RuneCountInString(c.Name))
 		if cut >= w {
 			return
 		}
 		for i, s := range c.Cells {
-			c.Cells[i] = cutLine(s, cut)
+			c.Cells[i] = CutLine(s, cut)
 		}
 	}
 }
 
-func find(cols []*column, name string) *column {
+// Find is the column shown named name; nil when there is none.
+func Find(cols []*Column, name string) *Column {
 	for _, c := range cols {
-		if c.Name == name && c.Drop >= 0 {
+		if c.Name == name && c.Shown() {
 			return c
 		}
 	}
@@ -110,8 +115,8 @@ func find(cols []*column, name string) *column {
 
 // nextToDrop is the column whose turn it is, or the next one's; nil when
 // only those that stay are left.
-func nextToDrop(cols []*column, turn int) *column {
-	var next *column
+func nextToDrop(cols []*Column, turn int) *Column {
+	var next *Column
 	for _, c := range cols {
 		if c.Drop >= turn && (next == nil || c.Drop < next.Drop) {
 			next = c
@@ -121,10 +126,10 @@ func nextToDrop(cols []*column, turn int) *column {
 }
 
 // widest is the widest column still shown.
-func widest(cols []*column) *column {
-	var w *column
+func widest(cols []*Column) *Column {
+	var w *Column
 	for _, c := range cols {
-		if c.Drop >= 0 && (w == nil || c.width() > w.width()) {
+		if c.Shown() && (w == nil || c.width() > w.width()) {
 			w = c
 		}
 	}
@@ -140,9 +145,9 @@ func shortPCI(cell string) string {
 	return strings.Join(parts, ",")
 }
 
-// cutLine cuts s to width characters, its end "…"; width 0 or less: no
+// CutLine cuts s to width characters, its end "…"; width 0 or less: no
 // limit.
-func cutLine(s string, width int) string {
+func CutLine(s string, width int) string {
 	if width <= 0 || utf8.RuneCountInString(s) <= width {
 		return s
 	}
@@ -150,12 +155,18 @@ func cutLine(s string, width int) string {
 	return string(r[:width-1]) + "…"
 }
 
-// writeColumns writes the columns shown, padded to their widths and
-// painted after the padding, so that escape codes never shift a column.
-func writeColumns(w io.Writer, cols []*column, paint summary.Paint) {
-	var shown []*column
+// Painter paints a failure's and a warning's cell (summary.Paint).
+type Painter interface {
+	Fail(s string) string
+	Warn(s string) string
+}
+
+// Write writes the columns shown, padded to their widths and painted
+// after the padding, so that escape codes never shift a column.
+func Write(w io.Writer, cols []*Column, paint Painter) {
+	var shown []*Column
 	for _, c := range cols {
-		if c.Drop >= 0 {
+		if c.Shown() {
 			shown = append(shown, c)
 		}
 	}
@@ -163,14 +174,14 @@ func writeColumns(w io.Writer, cols []*column, paint summary.Paint) {
 		return
 	}
 	var b strings.Builder
-	row := func(cell func(c *column) (string, cellKind)) {
+	row := func(cell func(c *Column) (string, Kind)) {
 		for i, c := range shown {
 			s, k := cell(c)
 			pad := c.width() - utf8.RuneCountInString(s)
 			switch k {
-			case cellFail:
+			case Fail:
 				s = paint.Fail(s)
-			case cellWarn:
+			case Warn:
 				s = paint.Warn(s)
 			}
 			b.WriteString(s)
@@ -180,9 +191,9 @@ func writeColumns(w io.Writer, cols []*column, paint summary.Paint) {
 		}
 		b.WriteByte('\n')
 	}
-	row(func(c *column) (string, cellKind) { return c.Name, cellPlain })
+	row(func(c *Column) (string, Kind) { return c.Name, Plain })
 	for r := range shown[0].Cells {
-		row(func(c *column) (string, cellKind) { return c.Cells[r], c.Kinds[r] })
+		row(func(c *Column) (string, Kind) { return c.Cells[r], c.Kinds[r] })
 	}
 	io.WriteString(w, b.String())
 }
