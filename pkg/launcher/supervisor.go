@@ -45,20 +45,18 @@ import (
 // forks and sweeps, never with mu held.
 type supervisor struct {
 	// What it runs, fixed when it starts.
-	spec   Spec
-	policy Policy // spec.Policy, defaults filled in
-	mode   runMode
-	log    *zap.Logger
-	board  *Board
-	joblog *taskqueue.Joblog // a queue's, or nil
-	// progress is told a queue's counts at every change; nil: nobody.
-	progress func(taskqueue.QueueStatus)
-	stdout   *process.LineMux     // the console's stdout, shared by every slot
-	stderr   *process.LineMux     // and its stderr
-	files    *process.OutputFiles // the jobs' output files
-	devnull  *os.File             // every process's stdin
-	reaper   *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
-	begun    time.Time            // when the run started
+	spec    Spec
+	policy  Policy // spec.Policy, defaults filled in
+	mode    runMode
+	traits  modeTraits // the mode's, read as policy
+	log     *zap.Logger
+	board   *Board
+	stdout  *process.LineMux     // the console's stdout, shared by every slot
+	stderr  *process.LineMux     // and its stderr
+	files   *process.OutputFiles // the jobs' output files
+	devnull *os.File             // every process's stdin
+	reaper  *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
+	begun   time.Time            // when the run started
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -115,7 +113,7 @@ func Run(spec Spec) (Result, error) {
 	}
 	defer s.devnull.Close()
 	defer s.board.finish()
-	if s.mode.manyStarts() && os.Getenv("GOMAXPROCS") == "" {
+	if s.traits.manyStarts && os.Getenv("GOMAXPROCS") == "" {
 		// Each slot thread spends its life in a blocking poll, holding
 		// one of Go's Ps (the right to run Go code) while it waits. When
 		// no P is idle, Go's monitor takes them back as often as every
@@ -157,7 +155,7 @@ func Run(spec Spec) (Result, error) {
 	}
 	s.board.finish()
 	res := Result{Outcomes: s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), Signal: s.stopSignal}
-	if f := s.mode.firstFailure(); f != nil {
+	if f := s.traits.failure(); f != nil {
 		rc := *f
 		rc.readErrorFile()
 		res.RootCause = &rc
@@ -194,10 +192,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	if s.board == nil {
 		s.board = NewBoard(RunInfo{}, spec.Instances)
 	}
-	s.mode = modeOf(spec, s.policy)
-	if spec.Work != nil {
-		s.joblog, s.progress = spec.Work.journal()
-	}
+	s.mode, s.traits = modeOf(spec, s.policy)
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].gpus = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
 		s.slots[i].tl.begun = s.begun
@@ -243,7 +238,7 @@ func (s *supervisor) run(ctx context.Context) error {
 func (s *supervisor) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.running == 0 && s.pending == 0 && !s.mode.awaitsNodes()
+	return s.running == 0 && s.pending == 0 && !s.traits.awaitsNodes()
 }
 
 // startAll starts every slot's first job, all at once: every slot's
@@ -369,8 +364,8 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 	switch {
 	case s.stopping:
 		s.terminate(i, s.stopWhy)
-	case s.mode.ending() != job.EndedItself:
-		s.terminate(i, s.mode.ending())
+	case s.traits.endingNow() != job.EndedItself:
+		s.terminate(i, s.traits.endingNow())
 	}
 	s.publish(i)
 	s.noteStart(i)
@@ -424,7 +419,7 @@ const stopGrace = 2 * time.Second
 // did not send; handleSignal then marks the task ended by gpulaunch.
 func (s *supervisor) awaitStop(i int, end process.Reaped) {
 	ws := end.Status
-	if !s.mode.records() || !ws.Signaled() {
+	if !s.traits.records || !ws.Signaled() {
 		return
 	}
 	switch ws.Signal() {
@@ -562,11 +557,11 @@ func (s *supervisor) recordTask(i int, rec job.Record) {
 		}
 	}
 	switch {
-	case s.joblog == nil:
+	case s.traits.joblog == nil:
 	case i < 0:
-		s.joblog.Add(rec) // written when fromNode's turn ends, before it answers
+		s.traits.joblog.Add(rec) // written when fromNode's turn ends, before it answers
 	default:
-		s.sayJoblogError(s.joblog.Record(rec))
+		s.sayJoblogError(s.traits.joblog.Record(rec))
 	}
 }
 
@@ -666,7 +661,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 	if sig == syscall.SIGINT {
 		s.interrupts++
 	}
-	a := onSignal(sig, s.mode.drainsOnHangup(), s.stopping, s.interrupts)
+	a := onSignal(sig, s.traits.drainsOnHangup, s.stopping, s.interrupts)
 	// whether anything runs or waits to: read before the stop below wakes
 	// the waiting slots, which then are done (a group in its backoff)
 	busy := s.running > 0 || s.pending > 0
@@ -789,13 +784,13 @@ func (s *supervisor) publish(i int) {
 
 // publishCounts gives a queue's counts to the board and the progress line.
 func (s *supervisor) publishCounts() {
-	qs, ok := s.mode.counts(s.running, time.Since(s.begun))
-	if !ok {
+	if s.traits.counts == nil {
 		return
 	}
+	qs := s.traits.counts.Counts(s.running, time.Since(s.begun))
 	s.board.setQueue(qs)
-	if s.progress != nil {
-		s.progress(qs)
+	if s.traits.progress != nil {
+		s.traits.progress(qs)
 	}
 }
 
@@ -803,7 +798,7 @@ func (s *supervisor) publishCounts() {
 // tasks of a queue (whose message is then built only when read).
 func (s *supervisor) noteStart(i int) {
 	sl := &s.slots[i]
-	if !s.mode.manyStarts() {
+	if !s.traits.manyStarts {
 		sl.tl.event(sl.started, "start", fmt.Sprintf("pid %d", sl.pid))
 	}
 	level := s.startLevel()
@@ -822,7 +817,7 @@ func (s *supervisor) noteStart(i int) {
 
 // noteExit logs an exit, at the level of the mode's starts.
 func (s *supervisor) noteExit(i, pid int, e job.Exit) {
-	if !s.mode.manyStarts() {
+	if !s.traits.manyStarts {
 		detail := e.Status()
 		if e.By != job.EndedItself {
 			detail += " (" + string(e.By) + ")"
@@ -840,7 +835,7 @@ func (s *supervisor) noteExit(i, pid int, e job.Exit) {
 }
 
 func (s *supervisor) startLevel() zapcore.Level {
-	if s.mode.manyStarts() {
+	if s.traits.manyStarts {
 		return zap.DebugLevel
 	}
 	return zap.InfoLevel
