@@ -7,7 +7,7 @@
 // memory cap), a --ddp group (groupMode), a task queue or a node's share
 // of one (queueMode, feedMode over pkg/taskqueue); it also holds what a
 // run publishes (Board for the control socket, Outcome and the exit
-// status, the telemetry and launch verification). It may touch processes
+// status, and the samples pkg/telemetry takes, folded in). It may touch processes
 // (through pkg/process), signals, timers and the GPU source it is given;
 // its rules (mode.go, group.go, policy.go, signals.go, outcome.go) touch
 // none of them.

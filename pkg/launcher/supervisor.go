@@ -17,9 +17,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // supervisor runs one Spec: it starts every slot, follows the exits,
@@ -30,7 +32,8 @@ import (
 //     a signal to gpulaunch, a request from `gpulaunch signal`, a restart
 //     whose backoff ran out, a wake of the waiting slots, a deadline
 //     (--timeout, the kill wait, -W), a message from another node;
-//   - the sampler (sampler.go): measures the slots every tick;
+//   - the sampler (pkg/telemetry, folded in by sample.go): measures the
+//     slots every tick;
 //   - the reaper's sweep (pkg/process): reaps orphans once a second;
 //   - output streams that outlive their process (pkg/process);
 //   - and, outside the group, one locked thread per slot
@@ -140,13 +143,15 @@ func Run(spec Spec) (Result, error) {
 	s.ctx, s.leftovers = ctx, group
 	defer s.closeThreads()
 	startErr := s.startAll()
-	sm := newSampler(spec, s.policy.sampleEvery())
+	sm := s.newSampler(spec, s.policy.sampleEvery())
 	// One sample now, thrown away, to learn whether the backend measures
 	// GPU use at all: a run shorter than the interval must still say so.
 	// After the starts, so that it does not delay them.
-	sm.gpuUsage(s.log, s.board)
+	sm.GPUUsage()
 	group.Go(func() error { defer endLoop(); return s.run(ctx) })
-	group.Go(func() error { return sm.run(ctx, s) })
+	group.Go(func() error {
+		return sm.Run(ctx, func(now time.Time, procs *process.ProcTable, usage []gpu.Usage) { s.fold(now, procs, usage, sm) })
+	})
 	group.Go(func() error { s.reaper.SweepUntil(ctx); return nil })
 	err = group.Wait()
 	s.stopTimers()
@@ -194,8 +199,8 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	}
 	s.mode, s.traits = modeOf(spec, s.policy)
 	for i, inst := range spec.Instances {
-		s.slots[i].inst, s.slots[i].gpus = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
-		s.slots[i].tl.begun = s.begun
+		s.slots[i].inst, s.slots[i].gpus = inst, telemetry.NewGPUWatch(inst.GPUUUIDs, inst.Env)
+		s.slots[i].tl.Begun = s.begun
 	}
 	return s, nil
 }
@@ -799,7 +804,7 @@ func (s *supervisor) publishCounts() {
 func (s *supervisor) noteStart(i int) {
 	sl := &s.slots[i]
 	if !s.traits.manyStarts {
-		sl.tl.event(sl.started, "start", fmt.Sprintf("pid %d", sl.pid))
+		sl.tl.Event(sl.started, "start", fmt.Sprintf("pid %d", sl.pid))
 	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
@@ -822,7 +827,7 @@ func (s *supervisor) noteExit(i, pid int, e job.Exit) {
 		if e.By != job.EndedItself {
 			detail += " (" + string(e.By) + ")"
 		}
-		s.slots[i].tl.event(e.Started.Add(e.Wall), "exit", detail)
+		s.slots[i].tl.Event(e.Started.Add(e.Wall), "exit", detail)
 	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
@@ -869,14 +874,14 @@ func (s *supervisor) outcomes(verify bool) []Outcome {
 	for i := range s.slots {
 		w := s.slots[i].gpus
 		if verify {
-			for _, msg := range w.verify(i) {
+			for _, msg := range w.Verify(i) {
 				s.log.Warn(msg)
-				w.warnings = append(w.warnings, msg)
+				w.Warnings = append(w.Warnings, msg)
 			}
 		}
 		outs[i] = s.slots[i].outcome(i)
 		tl := &s.slots[i].tl
-		outs[i].Series, outs[i].Events, outs[i].EventsDropped = tl.buf.series(), tl.events, tl.dropped
+		outs[i].Series, outs[i].Events, outs[i].EventsDropped = tl.Series(), tl.Events, tl.Dropped
 	}
 	return outs
 }
