@@ -47,15 +47,6 @@ type launch struct {
 	monitor time.Duration
 	// nodes is this node's part in a queue over several nodes.
 	nodes nodeQueue
-	// errorDir holds the ranks' error files under --ddp (errorFiles);
-	// keepErrors: it holds the root cause of the run's failure, which
-	// the summary and the report point at, and stays.
-	errorDir   string
-	keepErrors bool
-	// mps is the run's MPS (--mps), decided by checkMPS; nil without.
-	mps *mpsRun
-	// sharing is how the instances share GPUs; nil when they do not.
-	sharing *sharing
 }
 
 // found is what discovery found to run on: the allocation, the GPU
@@ -173,10 +164,11 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 }
 
 // runInfo says which run this is, for `gpulaunch status`.
-func (l *launch) runInfo(a *app, started time.Time) launcher.RunInfo {
+// sh is how the instances share GPUs (checkStart's).
+func (l *launch) runInfo(a *app, started time.Time, sh *sharing) launcher.RunInfo {
 	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"],
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
-		Sharing: l.sharing.lines()}
+		Sharing: sh.lines()}
 }
 
 // hasCPUs reports whether this process may run on every CPU the plan

@@ -394,6 +394,10 @@ type startChecks struct {
 	tmux  string // --tmux's session; "" without
 	insts []launcher.Instance
 	qc    *taskqueue.QueueConfig // the queue kept here; nil for none
+	// mps is the run's MPS (--mps), decided by checkMPS; nil without.
+	mps *mpsRun
+	// sharing is how the instances share GPUs; nil when they do not.
+	sharing *sharing
 	// nothingLeft: a queue whose every task the joblog records as done.
 	nothingLeft bool
 }
@@ -420,7 +424,7 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 	if wait != nil {
 		ctx = wait.Context()
 	}
-	l.mps, err = a.checkMPS(ctx, o, l)
+	c.mps, err = a.checkMPS(ctx, o, l)
 	if wait != nil {
 		if stopped := stoppedBeforeRun(wait, o, "while asking the node's MPS whether it answers", log); stopped != nil {
 			return c, stopped // what it answered is moot
@@ -429,7 +433,7 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 	if err != nil {
 		return c, err
 	}
-	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps != nil && l.mps.existing != nil)
+	c.sharing = sharingOf(l.plan, o.shape.mps, c.mps != nil && c.mps.existing != nil)
 	if err := lock(); err != nil {
 		return c, err
 	}
@@ -448,7 +452,9 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 // --report's file, then the control socket, then the joblog. From here on
 // signals are caught (launcher.Waiting): a wait before the run — the
 // queue's holder, the MPS daemons — ends at a stop signal, and the run
-// ends with its status (stoppedBeforeRun).
+// ends with its status (stoppedBeforeRun). What it opens it closes with
+// defer, when it returns: the control socket and the link to the other
+// nodes only if the run did not take them over (supervise closes them).
 func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
 	wait := launcher.StartWaiting()
 	defer wait.Stop()
@@ -462,7 +468,6 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	if err != nil || c.nothingLeft {
 		return err
 	}
-	tmux, insts, qc := c.tmux, c.insts, c.qc
 	metricsLn, err := listenMetrics(o.flags.metricsListen)
 	if err != nil {
 		return err
@@ -476,50 +481,37 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 	}
 	defer unlockMetrics() // after the final write
 	a.warnBeforeStart(o, l, log)
-	started := time.Now()
-	board := launcher.NewBoard(l.runInfo(a, started), insts)
-	srv, err := a.listenControl(board, log, tmux != "")
-	if err != nil {
+	board := launcher.NewBoard(l.runInfo(a, time.Now(), c.sharing), c.insts)
+	parts := runParts{insts: c.insts, board: board, con: con, tmux: c.tmux, wait: wait, policy: o.policy, sharing: c.sharing}
+	if parts.srv, err = a.listenControl(board, log, c.tmux != ""); err != nil {
 		return err
 	}
-	var queue *taskqueue.Queue
-	if qc != nil {
-		if o.tasks.joblog != "" {
-			if qc.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
-				srv.Close(0)
-				return usagef("--joblog: %v: nothing was started", err)
-			}
-			begun = true
-			defer qc.Joblog.Close()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			parts.closeUnrun(log)
 		}
-		if con.progress != nil {
-			qc.Progress = con.progress.update
-		}
-		queue = taskqueue.NewQueue(*qc)
+	}()
+	if parts.queue.q, begun, err = a.openQueue(o, c.qc, con); err != nil {
+		return err
+	}
+	if begun {
+		defer c.qc.Joblog.Close()
 	}
 	peers, err := a.openPeers(wait.Context(), o, l, log)
 	if err != nil {
-		srv.Close(0)
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
 			return nil
 		}
-		if stopped := stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log); stopped != nil {
-			return stopped
-		}
-		return err
+		return cmp.Or(stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log), err)
 	}
-	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
-		metrics: newRunMetrics(l, metricsLn, board, insts, log), wait: wait}
-	if l.mps != nil {
-		daemons, err := l.mps.start(a, insts, log, wait)
+	parts.queue.peers = peers // from here closed with the socket
+	parts.metrics = newRunMetrics(l, metricsLn, board, c.insts, log)
+	if c.mps != nil {
+		daemons, err := c.mps.start(a, c.insts, log, wait)
 		if err != nil {
-			srv.Close(0)
-			peers.close(log)
-			if stopped := stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log); stopped != nil {
-				return stopped
-			}
-			return err
+			return cmp.Or(stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log), err)
 		}
 		defer stopMPS(daemons, log)
 		if daemons != nil {
@@ -527,18 +519,56 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 	}
 	if o.policy.DDP {
-		o.policy.ErrorDir = a.errorFiles(l, log)
-		defer l.dropErrorFiles()
+		parts.errs = a.errorFiles(log)
+		parts.policy.ErrorDir = parts.errs.dir
+		defer parts.errs.drop()
 	}
+	handedOver = true
 	return a.supervise(o, l, parts, log)
 }
 
-// errorFiles makes the private directory of the ranks' error files
-// (TORCHELASTIC_ERROR_FILE) under --ddp, in the temp directory as
-// torchrun makes its own (torchelastic_*): once every check has passed,
-// so that a refused run leaves nothing. Without one the ranks get no
-// error file and a failure no root cause; the run goes on.
-func (a *app) errorFiles(l *launch, log *zap.Logger) string {
+// openQueue makes the queue kept here from qc (nil: none), with its
+// joblog opened — opened says so: the lock's joblog then stays — and the
+// progress line told its counts.
+func (a *app) openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskqueue.Queue, opened bool, err error) {
+	if qc == nil {
+		return nil, false, nil
+	}
+	if o.tasks.joblog != "" {
+		if qc.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
+			return nil, false, usagef("--joblog: %v: nothing was started", err)
+		}
+		opened = true
+	}
+	if con.progress != nil {
+		qc.Progress = con.progress.update
+	}
+	return taskqueue.NewQueue(*qc), opened, nil
+}
+
+// closeUnrun closes what a start that did not reach the run had opened:
+// the control socket and the link to the other nodes.
+func (st runParts) closeUnrun(log *zap.Logger) {
+	if st.srv != nil {
+		st.srv.Close(0)
+	}
+	st.queue.close(log)
+}
+
+// errorFiles is --ddp's private directory of the ranks' error files
+// (TORCHELASTIC_ERROR_FILE); keep: it holds the root cause of the run's
+// failure, which the summary and the report point at, and stays.
+type errorFiles struct {
+	dir  string // "": none
+	keep bool
+}
+
+// errorFiles makes the directory of the ranks' error files under --ddp,
+// in the temp directory as torchrun makes its own (torchelastic_*): once
+// every check has passed, so that a refused run leaves nothing. Without
+// one the ranks get no error file and a failure no root cause; the run
+// goes on.
+func (a *app) errorFiles(log *zap.Logger) *errorFiles {
 	tmp := a.tmpRoot
 	if t := a.env["TMPDIR"]; filepath.IsAbs(t) {
 		tmp = t
@@ -546,17 +576,16 @@ func (a *app) errorFiles(l *launch, log *zap.Logger) string {
 	dir, err := os.MkdirTemp(tmp, "gpulaunch-torchelastic-") // 0700
 	if err != nil {
 		log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
-		return ""
+		return &errorFiles{}
 	}
-	l.errorDir = dir
-	return dir
+	return &errorFiles{dir: dir}
 }
 
-// dropErrorFiles removes the error files' directory, unless it holds the
-// root cause of the run's failure.
-func (l *launch) dropErrorFiles() {
-	if l.errorDir != "" && !l.keepErrors {
-		_ = os.RemoveAll(l.errorDir)
+// drop removes the error files' directory, unless it holds the root
+// cause of the run's failure.
+func (e *errorFiles) drop() {
+	if e.dir != "" && !e.keep {
+		_ = os.RemoveAll(e.dir)
 	}
 }
 
@@ -665,6 +694,12 @@ type runParts struct {
 	metrics *runMetrics
 	// wait holds gpulaunch's signals until the supervisor takes them.
 	wait *launcher.Waiting
+	// policy is the run's (--ddp's with its error files' directory).
+	policy launcher.Policy
+	// sharing is how the instances share GPUs; nil when they do not.
+	sharing *sharing
+	// errs are --ddp's error files; nil without --ddp.
+	errs *errorFiles
 }
 
 // stoppedBeforeRun is the end of a run that a signal stopped before it
@@ -731,7 +766,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		defer runEnded()
 		var err error
 		res, err = launcher.Run(launcher.Spec{
-			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
+			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
 			Work: rq.work(), Link: rq.link(), Spare: st.spare, Signals: sigs,
 		})
@@ -744,13 +779,14 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	if err != nil {
 		return err
 	}
-	return a.finish(l, insts, res, rq, con, board.Snapshot().Run, o.flags.quiet)
+	return a.finish(l, st, res, board.Snapshot().Run, o.flags.quiet)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, rq runQueue, con *console, run launcher.RunInfo, quiet bool) error {
+func (a *app) finish(l *launch, st runParts, res launcher.Result, run launcher.RunInfo, quiet bool) error {
+	insts, rq, con := st.insts, st.queue, st.con
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
@@ -783,12 +819,14 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		summary.Write(a.stderr, insts, outs, paint)
 	}
 	if !quiet {
-		l.sharing.write(con.stderr)
+		st.sharing.write(con.stderr)
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
-	l.keepErrors = res.RootCause != nil && res.RootCause.Wrote
+	if st.errs != nil {
+		st.errs.keep = res.RootCause != nil && res.RootCause.Wrote
+	}
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, run, insts, res, code)); err != nil {
+		if err := writeReport(l.report, buildReport(l, st.sharing, run, insts, res, code)); err != nil {
 			return err
 		}
 	}

@@ -113,14 +113,14 @@ type instanceReport struct {
 const reportSchemaVersion = 1
 
 // buildReport is the report of launch l, the run run, whose instances
-// ended as outs and whose exit status is code.
-func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) runReport {
+// ended as outs and whose exit status is code; sh is how they shared GPUs.
+func buildReport(l *launch, sh *sharing, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) runReport {
 	outs := res.Outcomes
 	g := l.group
 	r := runReport{
 		SchemaVersion: reportSchemaVersion, Host: l.alloc.Hostname, Command: l.argv, Started: run.Started.UTC(),
 		WallSeconds: time.Since(run.Started).Seconds(), ExitCode: code, MonitorSecs: l.monitor.Seconds(), GPUTelemetry: run.GPUTelemetry,
-		Plan: planJSON(l.alloc, l.req, l.plan, l.sharing), Warnings: append([]string{}, l.plan.Warnings...), Instances: []instanceReport{},
+		Plan: planJSON(l.alloc, l.req, l.plan, sh), Warnings: append([]string{}, l.plan.Warnings...), Instances: []instanceReport{},
 		Launch: launchReport{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source,
 			Hosts: append([]string{}, g.Hosts...), Rendezvous: l.rdv},
 		RootCause: rootCauseOf(res.RootCause),
