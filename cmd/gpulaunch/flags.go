@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
@@ -219,24 +220,12 @@ func flagError(err error, fs *pflag.FlagSet) string {
 	return fmt.Sprintf("%s: invalid argument %q: not %s", name, bad.GetValue(), want)
 }
 
-// closestFlag is the flag of fs a mistyped --name most likely meant: the
-// only one it begins (--gpus for --gpus-per-task), else the nearest
-// within the edit distance closestCommand allows; "" for none.
+// closestFlag is the flag of fs a mistyped --name most likely meant
+// (clidoc.ClosestFlag's rule); "" for none.
 func closestFlag(fs *pflag.FlagSet, name string) string {
-	var prefixed []string
-	best, bestD := "", 3
-	fs.VisitAll(func(f *pflag.Flag) {
-		if strings.HasPrefix(f.Name, name) {
-			prefixed = append(prefixed, f.Name)
-		}
-		if d := editDistance(name, f.Name); d < bestD && 2*d < len(f.Name) {
-			best, bestD = f.Name, d
-		}
-	})
-	if len(prefixed) == 1 && bestD > 1 {
-		return prefixed[0]
-	}
-	return best
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return clidoc.ClosestFlag(name, names)
 }
 
 // outOfRange says why a number the parser read is still refused: it is
