@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,6 +20,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
@@ -366,47 +364,12 @@ type commandError struct {
 
 func (e commandError) Error() string { return e.msg }
 
-// lookPath resolves COMMAND as a shell would, against the PATH gpulaunch
-// was given, before anything starts.
+// lookPath resolves COMMAND as a shell would (process.LookPath's rules),
+// its refusal a commandError with the shell's status.
 func lookPath(name, pathEnv string) (string, error) {
-	check := func(p string) error {
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return commandError{127, fmt.Sprintf("%s: no such file: nothing was started", p)}
-		case err != nil:
-			return commandError{126, fmt.Sprintf("%s: %v: nothing was started", p, err)}
-		case fi.IsDir():
-			return commandError{126, fmt.Sprintf("%s is a directory: nothing was started", p)}
-		case fi.Mode().Perm()&0o111 == 0:
-			return commandError{126, fmt.Sprintf("%s is not executable (chmod +x?): nothing was started", p)}
-		}
-		return nil
+	p, err := process.LookPath(name, pathEnv)
+	if nr := (process.NotRunnable{}); errors.As(err, &nr) {
+		return p, commandError{nr.Code, nr.Msg}
 	}
-	if strings.Contains(name, "/") {
-		abs, err := filepath.Abs(name)
-		if err != nil {
-			return "", err
-		}
-		return abs, check(abs)
-	}
-	var denied error
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		err := check(p)
-		if err == nil {
-			return filepath.Abs(p)
-		}
-		var ce commandError
-		if errors.As(err, &ce) && ce.code == 126 && denied == nil {
-			denied = err
-		}
-	}
-	if denied != nil {
-		return "", denied
-	}
-	return "", commandError{127, fmt.Sprintf("%s: command not found in PATH: nothing was started", name)}
+	return p, err
 }

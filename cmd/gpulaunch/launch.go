@@ -58,27 +58,21 @@ type found struct {
 }
 
 // newLaunch plans the run on what was found and places this node among
-// the others.
+// the others, by the rules of a run's shape (launcher's S1-S3).
 func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*launch, error) {
 	alloc := f.alloc
 	l := &launch{alloc: alloc, src: f.src, usageDir: f.usageDir, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
 		names: instance.Names{JobID: a.env["SLURM_JOB_ID"], StepID: a.env["SLURM_STEP_ID"], Host: a.hostname}}
-	if o.auto() {
-		if l.req.GPUsPerInstance == 0 || len(alloc.GPUs) < l.req.GPUsPerInstance {
-			return nil, usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
-		}
-		l.req.Instances = len(alloc.GPUs) / l.req.GPUsPerInstance
-	}
 	var err error
+	if o.auto() {
+		if l.req.Instances, err = launcher.AutoInstances(len(alloc.GPUs), l.req.GPUsPerInstance, alloc.GPUReason); err != nil {
+			return nil, usageError{err}
+		}
+	}
 	if l.plan, err = binding.NewPlan(alloc, l.req); err != nil {
 		return nil, usageError{err}
 	}
-	// Every node runs the same N when -n is on the command line (the
-	// launcher runs the same one everywhere), or when Slurm granted every
-	// node the GPUs that made this node's N.
-	// A queue's nodes check it themselves: the holder refuses a node with
-	// another number of slots (nodelink.Holder), since {%} counts node × N.
-	sameN := !o.auto() || binding.GPUsPerNodeGranted(a.env) == len(alloc.GPUs) || o.tasks.queueMode()
+	sameN := launcher.SameNEverywhere(o.auto(), binding.GPUsPerNodeGranted(a.env), len(alloc.GPUs), o.tasks.queueMode())
 	if l.group, err = binding.FindNodeGroup(a.env, alloc.Slurm, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
 		return nil, usageError{err}
 	}
@@ -86,9 +80,8 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
 		return nil, err
 	}
-	if g.MultiNode() && o.policy.DDP && o.policy.Restarts > 0 {
-		return nil, usagef("--ddp --restarts %d on %d nodes: a group restart here would leave the other nodes' ranks waiting for these in their collectives; over several nodes let a failure end the step (srun -K, see docs/multinode.md) and resubmit, or drop --restarts",
-			o.policy.Restarts, g.Size)
+	if err := o.policy.CheckNodes(g.Size); err != nil {
+		return nil, usageError{err}
 	}
 	if g.MultiNode() {
 		l.names.NodeIndex, l.names.Host = g.Rank, g.Host
