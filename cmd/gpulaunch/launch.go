@@ -91,7 +91,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.rdv, err = a.rendezvous(o.flags.ddp, alloc.Slurm, g, g.Rank == 0); err != nil {
 		return nil, err
 	}
-	if l.report, err = a.reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
+	if l.report, err = reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
 		return nil, err
 	}
 	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
@@ -104,7 +104,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 
 // reportFile is where this node writes --report pattern, checked before
 // anything starts.
-func (a *app) reportFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
+func reportFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
 	if pattern == "" {
 		return "", nil
 	}

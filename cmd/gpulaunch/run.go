@@ -299,7 +299,7 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	defer done()
-	if rank, err := a.oneRankOfSeveral(o, alloc); rank || err != nil {
+	if rank, err := oneRankOfSeveral(o, alloc); rank || err != nil {
 		if err != nil {
 			return err
 		}
@@ -310,6 +310,7 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	r := runner{a, o, l, log}
 	// The tasks are read where the queue is kept: here, or on node 0 of
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
@@ -323,8 +324,8 @@ func (a *app) run(args []string) error {
 		// a dry run refuses what the run would refuse: its locks are
 		// taken and let go at once (a joblog or metrics file another run
 		// holds), the metrics port listened on and closed
-		probeJoblog := func() error { lock, err := a.lockJoblog(o, l, log); lock.Release(false); return err }
-		if _, err := a.checkStart(o, l, tasks, log, nil, probeJoblog); err != nil {
+		probeJoblog := func() error { lock, err := r.lockJoblog(); lock.Release(false); return err }
+		if _, err := r.checkStart(tasks, nil, probeJoblog); err != nil {
 			return err
 		}
 		unlock, err := lockMetricsFile(l.metricsFile, log)
@@ -345,7 +346,7 @@ func (a *app) run(args []string) error {
 		writePlan(a.stdout, l.alloc, l.plan, sh)
 		return nil
 	}
-	err = a.start(o, l, tasks, con, log)
+	err = r.start(tasks, con)
 	if errors.As(err, new(usageError)) || errors.As(err, new(commandError)) {
 		l.nodes.failed(err, log) // refused before the queue began: the other nodes stop too
 	}
@@ -369,7 +370,7 @@ func (a *app) mayBeRank(o *runOptions) bool {
 	return err == nil && ok && lr.Size > 1
 }
 
-func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
+func oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
 	lr := alloc.LocalRank
 	if lr == nil || lr.Size <= 1 || o.common.simulate != "" {
 		return false, nil
@@ -387,6 +388,16 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 		return false, manyLaunchersError(o.req.Instances, *lr, alloc.Slurm)
 	}
 	return false, nil
+}
+
+// runner is one run once its launch is decided (newLaunch): what
+// checkStart, start, supervise and finish share — this gpulaunch (a), the
+// command line (o), the launch (l) and the log.
+type runner struct {
+	a   *app
+	o   *runOptions
+	l   *launch
+	log *zap.Logger
 }
 
 // startChecks are what checkStart found ready to start.
@@ -409,7 +420,8 @@ type startChecks struct {
 // after it, so that it refuses what the run would (it passed -o into a
 // missing directory). wait is the run's waiting (nil in a dry run, which
 // catches no signal): asking the job's MPS ends at a stop signal.
-func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger, wait *launcher.Waiting, lock func() error) (startChecks, error) {
+func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func() error) (startChecks, error) {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	var c startChecks
 	var err error
 	if o.flags.tmux {
@@ -438,7 +450,7 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 		return c, err
 	}
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if c.qc, err = a.queueConfig(o, l, tasks, log); err != nil || c.qc == nil {
+		if c.qc, err = r.queueConfig(tasks); err != nil || c.qc == nil {
 			c.nothingLeft = err == nil
 			return c, err
 		}
@@ -455,13 +467,14 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 // ends with its status (stoppedBeforeRun). What it opens it closes with
 // defer, when it returns: the control socket and the link to the other
 // nodes only if the run did not take them over (supervise closes them).
-func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
+func (r runner) start(tasks []job.Task, con *console) error {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	wait := launcher.StartWaiting()
 	defer wait.Stop()
 	var lock *taskqueue.JoblogLock
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	c, err := a.checkStart(o, l, tasks, log, wait, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
+	c, err := r.checkStart(tasks, wait, func() (err error) { lock, err = r.lockJoblog(); return err })
 	if c.nothingLeft {
 		l.nodes.over(log)
 	}
@@ -480,7 +493,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		return err
 	}
 	defer unlockMetrics() // after the final write
-	a.warnBeforeStart(o, l, log)
+	r.warnBeforeStart()
 	board := launcher.NewBoard(l.runInfo(a, time.Now(), c.sharing), c.insts)
 	parts := runParts{insts: c.insts, board: board, con: con, tmux: c.tmux, wait: wait, policy: o.policy, sharing: c.sharing}
 	if parts.srv, err = a.listenControl(board, log, c.tmux != ""); err != nil {
@@ -492,7 +505,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 			parts.closeUnrun(log)
 		}
 	}()
-	if parts.queue.q, begun, err = a.openQueue(o, c.qc, con); err != nil {
+	if parts.queue.q, begun, err = openQueue(o, c.qc, con); err != nil {
 		return err
 	}
 	if begun {
@@ -519,18 +532,18 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 	}
 	if o.policy.DDP {
-		parts.errs = a.errorFiles(log)
+		parts.errs = newErrorFiles(a.tmpRoot, a.env["TMPDIR"], log)
 		parts.policy.ErrorDir = parts.errs.dir
 		defer parts.errs.drop()
 	}
 	handedOver = true
-	return a.supervise(o, l, parts, log)
+	return r.supervise(parts)
 }
 
 // openQueue makes the queue kept here from qc (nil: none), with its
 // joblog opened — opened says so: the lock's joblog then stays — and the
 // progress line told its counts.
-func (a *app) openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskqueue.Queue, opened bool, err error) {
+func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskqueue.Queue, opened bool, err error) {
 	if qc == nil {
 		return nil, false, nil
 	}
@@ -563,15 +576,16 @@ type errorFiles struct {
 	keep bool
 }
 
-// errorFiles makes the directory of the ranks' error files under --ddp,
+// newErrorFiles makes the directory of the ranks' error files under --ddp,
 // in the temp directory as torchrun makes its own (torchelastic_*): once
 // every check has passed, so that a refused run leaves nothing. Without
 // one the ranks get no error file and a failure no root cause; the run
-// goes on.
-func (a *app) errorFiles(log *zap.Logger) *errorFiles {
-	tmp := a.tmpRoot
-	if t := a.env["TMPDIR"]; filepath.IsAbs(t) {
-		tmp = t
+// goes on. tmpRoot is gpulaunch's temp directory; tmpdir, $TMPDIR, is
+// taken instead when it is absolute.
+func newErrorFiles(tmpRoot, tmpdir string, log *zap.Logger) *errorFiles {
+	tmp := tmpRoot
+	if filepath.IsAbs(tmpdir) {
+		tmp = tmpdir
 	}
 	dir, err := os.MkdirTemp(tmp, "gpulaunch-torchelastic-") // 0700
 	if err != nil {
@@ -604,7 +618,8 @@ func checkListen(addr string) error {
 // naming the owner. Only where the queue is kept: on one node, or on the
 // holder of a queue over several. nil: no joblog, or no lock on this
 // file system (a warning says so and the run goes on, as parallel's).
-func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.JoblogLock, error) {
+func (r runner) lockJoblog() (*taskqueue.JoblogLock, error) {
+	o, l, log := r.o, r.l, r.log
 	path := o.tasks.joblog
 	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" || taskqueue.JoblogStream(path) {
 		return nil, nil // a stream has nothing to keep: nothing reads it back
@@ -631,7 +646,8 @@ func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.
 
 // warnBeforeStart says what the user should know before the instances
 // start: the plan's compromises, and a batch script that did not exec.
-func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
+func (r runner) warnBeforeStart() {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	warnings := l.plan.Warnings
 	if o.req.GPUsPerInstance > 0 {
 		warnings = append(append([]string{}, l.alloc.Warnings...), warnings...)
@@ -651,7 +667,8 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 // run, and on the holder of a queue over several nodes the others. Nil
 // and no error: the joblog has every task done. The joblog and the
 // progress line are added once the checks have passed (start).
-func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger) (*taskqueue.QueueConfig, error) {
+func (r runner) queueConfig(tasks []job.Task) (*taskqueue.QueueConfig, error) {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	todo, skipped, err := skipDone(tasks, o.tasks, log)
 	if err != nil {
 		return nil, err
@@ -720,7 +737,8 @@ func stoppedBeforeRun(wait *launcher.Waiting, o *runOptions, while string, log *
 // status` reads, --tmux's window and the progress line beside them, and
 // then says how it went. The supervisor, the socket and the progress line
 // are one group: the command returns when all three have ended.
-func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) error {
+func (r runner) supervise(st runParts) error {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	insts, rq, board, srv, con, tmux := st.insts, st.queue, st.board, st.srv, st.con, st.tmux
 	// Output to a reader that has gone (`gpulaunch … | head`) is dropped
 	// with a warning (process.LineMux) instead of killing gpulaunch, which would
@@ -779,19 +797,20 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	if err != nil {
 		return err
 	}
-	return a.finish(l, st, res, board.Snapshot().Run, o.flags.quiet)
+	return r.finish(st, res, board.Snapshot().Run)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, st runParts, res launcher.Result, run launcher.RunInfo, quiet bool) error {
+func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) error {
+	a, l := r.a, r.l
 	insts, rq, con := st.insts, st.queue, st.con
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
 	to, paint := con.stderr, a.paint(a.stderr)
-	if quiet { // -q: the summary's warnings only
+	if r.o.flags.quiet { // -q: the summary's warnings only
 		to = &warningsOnly{w: con.stderr}
 	}
 	switch {
@@ -807,7 +826,7 @@ func (a *app) finish(l *launch, st runParts, res launcher.Result, run launcher.R
 			fmt.Fprintf(con.stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
 			code = 255
 		}
-	case quiet:
+	case r.o.flags.quiet:
 		code = res.ExitCode()
 		summary.WriteWarnings(a.stderr, outs, paint)
 	default:
@@ -818,7 +837,7 @@ func (a *app) finish(l *launch, st runParts, res launcher.Result, run launcher.R
 		}
 		summary.Write(a.stderr, insts, outs, paint)
 	}
-	if !quiet {
+	if !r.o.flags.quiet {
 		st.sharing.write(con.stderr)
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
