@@ -98,7 +98,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		return nil, err
 	}
 	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
-	l.bind = o.common.simulate == "" || a.hasCPUs(l.plan)
+	l.bind = o.common.simulate == "" || hasCPUs(a.root, l.plan)
 	return l, nil
 }
 
@@ -165,9 +165,9 @@ func (l *launch) runInfo(a *app, started time.Time, sh *sharing) launcher.RunInf
 }
 
 // hasCPUs reports whether this process may run on every CPU the plan
-// uses: then a simulated or described node's binding can really be applied.
-func (a *app) hasCPUs(plan binding.Plan) bool {
-	status, err := fs.ReadFile(a.root, "proc/self/status")
+// uses (its status read under root): then a simulated or described node's binding can really be applied.
+func hasCPUs(root fs.FS, plan binding.Plan) bool {
+	status, err := fs.ReadFile(root, "proc/self/status")
 	if err != nil {
 		return false
 	}

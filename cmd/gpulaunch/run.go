@@ -946,10 +946,12 @@ func manyLaunchersError(n int, lr binding.LocalRank, s binding.Slurm) error {
 		n, lr.Size, lr.Source, n*lr.Size, fix)
 }
 
+// policy reads run's flags into the instances' policy, each value
+// checked by launcher's rules V1-V3 as it is read.
 func (rf runFlags) policy() (launcher.Policy, error) {
 	p := launcher.Policy{KillOnBadExit: rf.killOnBad, Restarts: rf.restarts}
-	if rf.restarts < 0 {
-		return p, usagef("--restarts %d: cannot be negative", rf.restarts)
+	if err := launcher.CheckRestarts(rf.restarts); err != nil {
+		return p, usageError{err}
 	}
 	var err error
 	if p.WaitAfterFirst, err = parseDuration("--wait", rf.wait); err != nil {
@@ -961,8 +963,8 @@ func (rf runFlags) policy() (launcher.Policy, error) {
 	if p.KillWait, err = parseDuration("--kill-wait", rf.killWait); err != nil {
 		return p, err
 	}
-	if p.KillWait == 0 {
-		return p, usagef("--kill-wait must be longer than 0: instances need a moment to stop")
+	if err := launcher.CheckKillWait(p.KillWait); err != nil {
+		return p, usageError{err}
 	}
 	// 0 is read as Slurm reads --mem=0, "all the memory": no cap of
 	// gpulaunch's own (a cgroup's limit stays), as without the flag
@@ -972,19 +974,11 @@ func (rf runFlags) policy() (launcher.Policy, error) {
 	if p.Monitor, err = parseDuration("--monitor-interval", rf.monitor); err != nil {
 		return p, err
 	}
-	if p.Monitor > 0 && p.Monitor < minMonitorInterval {
-		return p, usagef("--monitor-interval %s: below the floor of %s, sampling would take most of a core away from the instances (85%% of one at 1ms); give %s or more (the default is 2s), or 0 to turn telemetry off",
-			rf.monitor, minMonitorInterval, minMonitorInterval)
+	if err := launcher.CheckMonitor(p.Monitor, rf.monitor); err != nil {
+		return p, usageError{err}
 	}
 	return p, nil
 }
 
-// minMonitorInterval is the shortest --monitor-interval: every sample
-// reads /proc for each instance's process tree (and asks the GPU driver),
-// and the cost is per tick more than per instance. gpulaunch's own CPU
-// time (user+sys) over 3 s of `sleep`, start included, on 2 shared cores:
-// 2 instances: 1ms 2.5 s (85% of a core), 10ms 0.73 s, 100ms 0.12 s;
-// 8 instances: 10ms 0.95 s (a third of a core), 50ms 0.32 s. 10ms keeps
-// fast sampling for short runs (tests, a scale study's sizes) and refuses
-// the values that would take the core.
-const minMonitorInterval = 10 * time.Millisecond
+// minMonitorInterval is the shortest --monitor-interval (launcher's V3).
+const minMonitorInterval = launcher.MinMonitorInterval
