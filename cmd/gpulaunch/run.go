@@ -279,7 +279,7 @@ func (a *app) run(args []string) error {
 	if o == nil {
 		return err
 	}
-	con := a.newConsole(o)
+	con := newConsole(a.stdout, a.stderr, o)
 	level := zap.InfoLevel
 	if o.flags.quiet { // -q: warnings and errors only
 		level = zap.WarnLevel
@@ -863,14 +863,16 @@ type console struct {
 	progress       *progressLine // nil: none
 }
 
-func (a *app) newConsole(o *runOptions) *console {
-	c := &console{stdout: a.stdout, stderr: a.stderr}
+// newConsole is the console of a run with options o on gpulaunch's stdout
+// and stderr.
+func newConsole(stdout, stderr io.Writer, o *runOptions) *console {
+	c := &console{stdout: stdout, stderr: stderr}
 	// The line is drawn on stderr among the output on stdout: both must be
 	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
 	// pipe: the line would land in the job's output file.)
-	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(a.stdout) && isTerminal(a.stderr) {
-		c.progress = &progressLine{term: a.stderr, started: time.Now()}
-		c.stdout, c.stderr = c.progress.wrap(a.stdout), c.progress.wrap(a.stderr)
+	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(stdout) && isTerminal(stderr) {
+		c.progress = &progressLine{term: stderr, started: time.Now()}
+		c.stdout, c.stderr = c.progress.wrap(stdout), c.progress.wrap(stderr)
 	}
 	return c
 }
