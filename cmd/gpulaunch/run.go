@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -532,9 +531,11 @@ func (r runner) start(tasks []job.Task, con *console) error {
 		}
 	}
 	if o.policy.DDP {
-		parts.errs = newErrorFiles(a.tmpRoot, a.env["TMPDIR"], log)
-		parts.policy.ErrorDir = parts.errs.dir
-		defer parts.errs.drop()
+		if parts.errs, err = launcher.MakeErrorDir(a.tmpRoot, a.env["TMPDIR"]); err != nil {
+			log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
+		}
+		parts.policy.ErrorDir = parts.errs.Path
+		defer parts.errs.Drop()
 	}
 	handedOver = true
 	return r.supervise(parts)
@@ -566,41 +567,6 @@ func (st runParts) closeUnrun(log *zap.Logger) {
 		st.srv.Close(0)
 	}
 	st.queue.close(log)
-}
-
-// errorFiles is --ddp's private directory of the ranks' error files
-// (TORCHELASTIC_ERROR_FILE); keep: it holds the root cause of the run's
-// failure, which the summary and the report point at, and stays.
-type errorFiles struct {
-	dir  string // "": none
-	keep bool
-}
-
-// newErrorFiles makes the directory of the ranks' error files under --ddp,
-// in the temp directory as torchrun makes its own (torchelastic_*): once
-// every check has passed, so that a refused run leaves nothing. Without
-// one the ranks get no error file and a failure no root cause; the run
-// goes on. tmpRoot is gpulaunch's temp directory; tmpdir, $TMPDIR, is
-// taken instead when it is absolute.
-func newErrorFiles(tmpRoot, tmpdir string, log *zap.Logger) *errorFiles {
-	tmp := tmpRoot
-	if filepath.IsAbs(tmpdir) {
-		tmp = tmpdir
-	}
-	dir, err := os.MkdirTemp(tmp, "gpulaunch-torchelastic-") // 0700
-	if err != nil {
-		log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
-		return &errorFiles{}
-	}
-	return &errorFiles{dir: dir}
-}
-
-// drop removes the error files' directory, unless it holds the root
-// cause of the run's failure.
-func (e *errorFiles) drop() {
-	if e.dir != "" && !e.keep {
-		_ = os.RemoveAll(e.dir)
-	}
 }
 
 // checkListen says whether --metrics-listen's address could be listened
@@ -716,7 +682,7 @@ type runParts struct {
 	// sharing is how the instances share GPUs; nil when they do not.
 	sharing *sharing
 	// errs are --ddp's error files; nil without --ddp.
-	errs *errorFiles
+	errs *launcher.ErrorDir
 }
 
 // stoppedBeforeRun is the end of a run that a signal stopped before it
@@ -842,7 +808,7 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
 	if st.errs != nil {
-		st.errs.keep = res.RootCause != nil && res.RootCause.Wrote
+		st.errs.Keep(res.RootCause)
 	}
 	if l.report != "" {
 		if err := writeReport(l.report, buildReport(l, st.sharing, run, insts, res, code)); err != nil {
