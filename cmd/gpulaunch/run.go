@@ -240,18 +240,9 @@ func (o *runOptions) checkCommand() error {
 	return checkArgv(o.argv)
 }
 
-// checkArgv refuses a COMMAND no program could be started with.
-func checkArgv(argv []string) error {
-	if len(argv) > 0 && argv[0] == "" {
-		return usagef("the COMMAND after -- is an empty word: give the program to run")
-	}
-	for _, a := range argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return usagef("an argument holds a NUL byte, which no program argument can carry: %q", a)
-		}
-	}
-	return nil
-}
+// checkArgv refuses a COMMAND no program could be started with
+// (process.CheckArgv) as bad input.
+func checkArgv(argv []string) error { return asUsage(process.CheckArgv(argv)) }
 
 // taskFiles are what a queue's task files are named from, here.
 func (o *runOptions) taskFiles(l *launch) taskFiles {

@@ -78,3 +78,19 @@ func runnable(p string) error {
 	}
 	return nil
 }
+
+// CheckArgv refuses a COMMAND no program could be started with:
+//
+//	A1. Its first word, the program, is not empty.
+//	A2. No word holds a NUL byte, which no program argument can carry.
+func CheckArgv(argv []string) error {
+	if len(argv) > 0 && argv[0] == "" {
+		return errors.New("the COMMAND after -- is an empty word: give the program to run")
+	}
+	for _, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("an argument holds a NUL byte, which no program argument can carry: %q", a)
+		}
+	}
+	return nil
+}

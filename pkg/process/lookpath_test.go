@@ -56,3 +56,22 @@ func TestLookPath(t *testing.T) {
 		}
 	}
 }
+
+// CheckArgv's rules A1-A2.
+func TestCheckArgv(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		argv []string
+		want string
+	}{
+		{"no COMMAND is left to the caller", nil, ""},
+		{"A1: a program", []string{"./app", ""}, ""},
+		{"A1: an empty program", []string{""}, "empty word"},
+		{"A2: a NUL byte in any word", []string{"./app", "a\x00b"}, "NUL byte"},
+	} {
+		err := CheckArgv(tc.argv)
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.rule, err, tc.want)
+		}
+	}
+}
