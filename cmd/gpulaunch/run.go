@@ -871,16 +871,11 @@ func rankModeConflicts(fs *pflag.FlagSet) []string {
 	return out
 }
 
-// gpuNaming reads --gpu-ids and --gpu-visibility.
+// gpuNaming reads --gpu-ids and --gpu-visibility (instance.ParseGPUNaming),
+// refusing a bad value as bad input.
 func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility, error) {
-	ids, vis := instance.GPUIDs(gpuIDs), instance.Visibility(visibility)
-	if ids != instance.GPUIDsUUID && ids != instance.GPUIDsIndex {
-		return ids, vis, usagef("--gpu-ids %q: use uuid or index", gpuIDs)
-	}
-	if vis != instance.VisibleOwn && vis != instance.VisibleAll {
-		return ids, vis, usagef("--gpu-visibility %q: use own or all", visibility)
-	}
-	return ids, vis, nil
+	ids, vis, err := instance.ParseGPUNaming(gpuIDs, visibility)
+	return ids, vis, asUsage(err)
 }
 
 // childOfBatchShell: gpulaunch was forked by a batch script (the batch
