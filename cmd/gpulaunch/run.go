@@ -311,36 +311,42 @@ func (a *app) run(args []string) error {
 		}
 	}
 	if o.flags.dryRun {
-		// a dry run refuses what the run would refuse: its locks are
-		// taken and let go at once (a joblog or metrics file another run
-		// holds), the metrics port listened on and closed
-		probeJoblog := func() error { lock, err := r.lockJoblog(); lock.Release(false); return err }
-		if _, err := r.checkStart(tasks, nil, probeJoblog); err != nil {
-			return err
-		}
-		unlock, err := lockMetricsFile(l.metricsFile, log)
-		if err != nil {
-			return err
-		}
-		unlock()
-		if err := checkListen(o.flags.metricsListen); err != nil {
-			return err
-		}
-		sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
-		if err != nil {
-			return err
-		}
-		if o.common.json {
-			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
-		}
-		writePlan(a.stdout, l.alloc, l.plan, sh)
-		return nil
+		return r.dryRun(tasks)
 	}
 	err = r.start(tasks, con)
 	if errors.As(err, new(usageError)) || errors.As(err, new(commandError)) {
 		l.nodes.failed(err, log) // refused before the queue began: the other nodes stop too
 	}
 	return err
+}
+
+// dryRun is --dry-run: the plan printed, nothing started. It refuses what
+// the run would refuse: its locks are taken and let go at once (a joblog
+// or metrics file another run holds), the metrics port listened on and
+// closed.
+func (r runner) dryRun(tasks []job.Task) error {
+	a, o, l, log := r.a, r.o, r.l, r.log
+	probeJoblog := func() error { lock, err := r.lockJoblog(); lock.Release(false); return err }
+	if _, err := r.checkStart(tasks, nil, probeJoblog); err != nil {
+		return err
+	}
+	unlock, err := lockMetricsFile(l.metricsFile, log)
+	if err != nil {
+		return err
+	}
+	unlock()
+	if err := checkListen(o.flags.metricsListen); err != nil {
+		return err
+	}
+	sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
+	if err != nil {
+		return err
+	}
+	if o.common.json {
+		return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
+	}
+	writePlan(a.stdout, l.alloc, l.plan, sh)
+	return nil
 }
 
 // oneRankOfSeveral says whether this gpulaunch is one of several ranks a
