@@ -11,5 +11,5 @@
 // shape among nodes (shape.go) and of its policy's values (policy.go). It
 // may touch processes (through pkg/process), signals, timers and the GPU
 // source it is given; its rules (mode.go, group.go, policy.go, signals.go,
-// outcome.go, shape.go) touch none of them, but ErrorDir its directory.
+// outcome.go, shape.go) touch none of them.
 package launcher
