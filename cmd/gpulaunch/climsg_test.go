@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 )
 
 // Messages, help and version (issue 22's "half right" list): what was
@@ -164,8 +165,8 @@ func TestEveryCountIsBounded(t *testing.T) {
 			}
 			for _, v := range values {
 				n, err := strconv.ParseInt(v, 10, 64)
-				if err == nil && n <= r.hi {
-					dec := decimal{f.Value, r.hi}
+				if err == nil && n <= r.Hi {
+					dec := flagvalue.Decimal{Value: f.Value, Hi: r.Hi}
 					if err := dec.Set(v); err != nil {
 						t.Errorf("%s --%s %s: %v; its range %s takes it", cmd, f.Name, v, err, r)
 					}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 )
 
 // Every command's flag set is built by one function, which the command
@@ -37,9 +39,4 @@ func commandFlagSets() map[string]*pflag.FlagSet {
 func helpFlag(fs *pflag.FlagSet) *bool { return fs.BoolP("help", "h", false, "show this help") }
 
 // flagName is how messages name a flag: -o/--output, --report.
-func flagName(f *pflag.Flag) string {
-	if f.Shorthand != "" {
-		return "-" + f.Shorthand + "/--" + f.Name
-	}
-	return "--" + f.Name
-}
+func flagName(f *pflag.Flag) string { return flagvalue.Name(f) }

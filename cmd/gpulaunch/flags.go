@@ -4,14 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -20,8 +14,10 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/control"
+	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
@@ -58,49 +54,24 @@ func (c *commonFlags) registerLog(fs *pflag.FlagSet) {
 }
 
 // parseFlags parses args into fs: its errors become usage errors, a flag
-// given an empty value is one (emptyValue), and --help prints usage to
+// given an empty value is one (flagvalue.Empty), and --help prints usage to
 // stdout (then done is true).
 func (a *app) parseFlags(fs *pflag.FlagSet, args []string, usage string) (bool, error) {
 	fs.SetOutput(io.Discard)
 	help := helpFlag(fs)
-	decimalInts(fs)
+	flagvalue.Strict(fs, countRanges)
 	if err := fs.Parse(args); err != nil {
-		return false, usagef("%s (see `gpulaunch %s --help`)", flagError(err, fs), fs.Name())
+		return false, usagef("%s (see `gpulaunch %s --help`)", flagvalue.Explain(err, fs, countRanges), fs.Name())
 	}
 	if *help {
 		fmt.Fprintf(a.stdout, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 		return true, nil
 	}
-	return false, emptyValue(fs)
-}
-
-// decimalInts makes every whole-number flag of fs read its value in base
-// 10, as srun and GNU parallel read counts: pflag's own reads 010 as
-// octal 8, 0x10 as 16, and refuses 08 (`seq -w` pads with zeros); and
-// refuse a value above the flag's countRange as it is parsed. Number
-// flags take finite numbers only: NaN passes every range check (each
-// comparison with it is false).
-func decimalInts(fs *pflag.FlagSet) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		switch f.Value.Type() {
-		case "int":
-			r, _ := countRangeOf(f.Name)
-			f.Value = decimal{f.Value, r.hi}
-		case "float64":
-			f.Value = finite{f.Value}
-		}
-	})
-}
-
-// countRange is the values a whole-number flag takes and what they count.
-type countRange struct {
-	name   string // the flag's
-	lo, hi int64
-	of     string
+	return false, asUsage(flagvalue.Empty(fs, ownEmptyCheck))
 }
 
 // countRanges are the values of every whole-number flag, by name, each
-// from the package whose rule it is. A value above hi is refused as the
+// from the package whose rule it is (flagvalue.Strict applies them). A value above hi is refused as the
 // flag is parsed, before anything is allocated by it: -n 99999999999
 // made a plan of 10^11 slots, and the runtime died out of memory. The
 // lower ends stay the commands' own checks, which say what the smallest
@@ -108,153 +79,28 @@ type countRange struct {
 // TestEveryCountIsBounded holds every int flag of every command to a row.
 // A list, not a map: a map is built at init, at every start of gpulaunch
 // (TestStartPathInits); this is laid out by the linker.
-var countRanges = []countRange{
-	{"ntasks", 1, binding.MaxInstances, "instances on one node are"},
-	{"gpus-per-task", 0, binding.MaxGPUsPerInstance, "GPUs per instance are"},
-	{"cpus-per-task", 1, binding.MaxCPUsPerInstance, "CPUs per instance are"},
-	{"restarts", 0, launcher.MaxRestarts, "restarts of an instance are"},
-	{"retries", 1, taskqueue.MaxTries, "tries of a task are"},
-	{"repeat", 1, scaling.MaxRepeat, "rounds of a study are"},
-	{"master-port", 1, 65535, "a port is"},
-	{"mps-threads", 1, 100, "an instance's active thread percentage is"},
-	{"pid", 1, control.MaxPID, "a pid is"},
+var countRanges = flagvalue.Ranges{
+	{Name: "ntasks", Lo: 1, Hi: binding.MaxInstances, Of: "instances on one node are"},
+	{Name: "gpus-per-task", Lo: 0, Hi: binding.MaxGPUsPerInstance, Of: "GPUs per instance are"},
+	{Name: "cpus-per-task", Lo: 1, Hi: binding.MaxCPUsPerInstance, Of: "CPUs per instance are"},
+	{Name: "restarts", Lo: 0, Hi: launcher.MaxRestarts, Of: "restarts of an instance are"},
+	{Name: "retries", Lo: 1, Hi: taskqueue.MaxTries, Of: "tries of a task are"},
+	{Name: "repeat", Lo: 1, Hi: scaling.MaxRepeat, Of: "rounds of a study are"},
+	{Name: "master-port", Lo: 1, Hi: 65535, Of: "a port is"},
+	{Name: "mps-threads", Lo: 1, Hi: 100, Of: "an instance's active thread percentage is"},
+	{Name: "pid", Lo: 1, Hi: control.MaxPID, Of: "a pid is"},
 	// as tail -n: a count beyond the lines kept shows all that is kept
-	{"tail", 0, math.MaxInt64, "lines are"},
+	{Name: "tail", Lo: 0, Hi: math.MaxInt64, Of: "lines are"},
 }
 
 // countRangeOf is the range of the whole-number flag name.
-func countRangeOf(name string) (countRange, bool) {
-	for _, r := range countRanges {
-		if r.name == name {
-			return r, true
-		}
-	}
-	return countRange{}, false
-}
-
-// String is the range in a message: "instances on one node are 1..8192".
-func (r countRange) String() string { return fmt.Sprintf("%s %d..%d", r.of, r.lo, r.hi) }
-
-// finite is a number flag's value that is a number.
-type finite struct{ pflag.Value }
-
-func (v finite) Set(s string) error {
-	n, err := strconv.ParseFloat(s, 64)
-	if err == nil && (math.IsNaN(n) || math.IsInf(n, 0)) {
-		return strconv.ErrSyntax
-	}
-	if err != nil {
-		return err
-	}
-	return v.Value.Set(s)
-}
-
-// decimal is an int flag's value read in base 10, at most hi (0: any).
-type decimal struct {
-	pflag.Value
-	hi int64
-}
-
-func (d decimal) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return err
-	}
-	if d.hi > 0 && n > d.hi {
-		return &strconv.NumError{Func: "ParseInt", Num: s, Err: strconv.ErrRange}
-	}
-	return d.Value.Set(strconv.FormatInt(n, 10))
-}
+func countRangeOf(name string) (flagvalue.Range, bool) { return countRanges.Of(name) }
 
 // ownEmptyCheck are the word flags whose own checks refuse "" with a fix
 // of their own (a list of the values, what to give): the choices and
 // --master-addr, scale's --metric.
 var ownEmptyCheck = map[string]bool{"log-format": true, "gpu-ids": true,
 	"gpu-visibility": true, "mem-bind": true, "ranks": true, "master-addr": true, "metric": true}
-
-// emptyValue refuses a word flag given an empty value (-o "$OUT" with
-// OUT unset): every one of them would otherwise fall back to its default
-// without a word (an empty -o writes to the terminal, an empty --simulate
-// plans this machine), which is not what the command line says.
-func emptyValue(fs *pflag.FlagSet) error {
-	var bad *pflag.Flag
-	fs.Visit(func(f *pflag.Flag) {
-		if bad == nil && f.Value.Type() == "string" && f.Value.String() == "" && !ownEmptyCheck[f.Name] {
-			bad = f
-		}
-	})
-	if bad == nil {
-		return nil
-	}
-	def := ""
-	if bad.DefValue != "" {
-		def = fmt.Sprintf(" (its default is %s)", bad.DefValue)
-	}
-	return usagef("%s \"\": an empty value (a variable that expanded to nothing?): give it a value, or leave %s out%s",
-		flagName(bad), flagName(bad), def)
-}
-
-// flagError says what pflag found wrong in words, without the parser's
-// own (`strconv.ParseInt: parsing "abc": invalid syntax`), and for an
-// unknown flag the one of fs that was likely meant.
-func flagError(err error, fs *pflag.FlagSet) string {
-	var bad *pflag.InvalidValueError
-	if !errors.As(err, &bad) {
-		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
-			if near := closestFlag(fs, name); near != "" {
-				return fmt.Sprintf("unknown flag: --%s: did you mean --%s?", name, near)
-			}
-		}
-		return err.Error()
-	}
-	f := bad.GetFlag()
-	name := flagName(f)
-	if errors.Is(err, strconv.ErrRange) {
-		return fmt.Sprintf("%s %s: %s", name, bad.GetValue(), outOfRange(f, bad.GetValue()))
-	}
-	want := map[string]string{"int": "a whole number", "bool": "true or false", "string": "a word", "float64": "a number"}[f.Value.Type()]
-	if want == "" {
-		want = "a " + f.Value.Type()
-	}
-	return fmt.Sprintf("%s: invalid argument %q: not %s", name, bad.GetValue(), want)
-}
-
-// closestFlag is the flag of fs a mistyped --name most likely meant: the
-// only one it begins (--gpus for --gpus-per-task), else the nearest
-// within the edit distance closestCommand allows; "" for none.
-func closestFlag(fs *pflag.FlagSet, name string) string {
-	var prefixed []string
-	best, bestD := "", 3
-	fs.VisitAll(func(f *pflag.Flag) {
-		if strings.HasPrefix(f.Name, name) {
-			prefixed = append(prefixed, f.Name)
-		}
-		if d := editDistance(name, f.Name); d < bestD && 2*d < len(f.Name) {
-			best, bestD = f.Name, d
-		}
-	})
-	if len(prefixed) == 1 && bestD > 1 {
-		return prefixed[0]
-	}
-	return best
-}
-
-// outOfRange says why a number the parser read is still refused: it is
-// a number, beyond the flag's range (countRanges), or what its type holds.
-func outOfRange(f *pflag.Flag, value string) string {
-	neg := strings.HasPrefix(strings.TrimSpace(value), "-")
-	typ := f.Value.Type()
-	if r, ok := countRangeOf(f.Name); ok && typ == "int" {
-		return map[bool]string{false: "too large: ", true: "too small: "}[neg] + r.String()
-	}
-	switch {
-	case typ == "int" && neg:
-		return fmt.Sprintf("too small: a whole number here is %d or more", math.MinInt64)
-	case typ == "int":
-		return fmt.Sprintf("too large: a whole number here is at most %d", math.MaxInt64)
-	}
-	return fmt.Sprintf("out of range: a number here is between %g and %g", -math.MaxFloat64, math.MaxFloat64)
-}
 
 func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
 
@@ -297,76 +143,26 @@ func (m messageOnly) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 
 func (m messageOnly) Write(e zapcore.Entry, _ []zapcore.Field) error { return m.Core.Write(e, nil) }
 
-// parseDuration reads a Go duration ("90s", "1h30m") or plain seconds.
+// parseDuration reads a duration (flagvalue.Duration), refusing a bad
+// one as bad input.
 func parseDuration(flag, s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		switch {
-		case math.IsNaN(n):
-			return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
-		case n < 0:
-			return 0, usagef("%s %q: cannot be negative", flag, s)
-		case n*float64(time.Second) >= math.MaxInt64:
-			// converted, it would wrap to a negative duration: no limit at all
-			return 0, usagef("%s %q: too long: the longest is %.0f seconds (%s)", flag, s, float64(math.MaxInt64)/float64(time.Second), time.Duration(math.MaxInt64))
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		if durationSyntax().MatchString(s) { // well formed: it overflowed
-			return 0, usagef("%s %q: too long: the longest is %s", flag, s, time.Duration(math.MaxInt64))
-		}
-		return 0, usagef("%s %q: not a duration (use seconds, or 90s, 15m, 2h)", flag, s)
-	}
-	if d < 0 {
-		return 0, usagef("%s %q: cannot be negative", flag, s)
-	}
-	return d, nil
+	d, err := flagvalue.Duration(flag, s)
+	return d, asUsage(err)
 }
 
-// durationSyntax is time.ParseDuration's grammar, to tell a duration too
-// long for it from one it cannot read (it says "invalid" for both);
-// compiled at its first use, not at every start (see jsonerr's).
-var durationSyntax = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
-})
-
-// parseSize reads a memory size: K, M, G, T suffixes (binary), plain
-// numbers in MiB as Slurm's --mem. 0 (in any unit) is 0: what it means
-// is the caller's.
+// parseSize reads a memory size (flagvalue.Size), refusing a bad one as
+// bad input.
 func parseSize(flag, s string) (uint64, error) {
-	if s == "" {
-		return 0, nil
+	n, err := flagvalue.Size(flag, s)
+	return n, asUsage(err)
+}
+
+// asUsage is err as bad input (exit 2); nil for nil.
+func asUsage(err error) error {
+	if err == nil {
+		return nil
 	}
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := float64(1 << 20)
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'K':
-			mult, t = 1<<10, t[:len(t)-1]
-		case 'M':
-			mult, t = 1<<20, t[:len(t)-1]
-		case 'G':
-			mult, t = 1<<30, t[:len(t)-1]
-		case 'T':
-			mult, t = 1<<40, t[:len(t)-1]
-		}
-	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err == nil && n == 0 {
-		return 0, nil
-	}
-	if err == nil && n*mult > 1<<62 {
-		return 0, usagef("%s %q: too large: a memory size is at most %dT (4 EiB)", flag, s, (1<<62)>>40)
-	}
-	if err != nil || math.IsNaN(n) || n < 0 || n*mult < 1 {
-		return 0, usagef("%s %q: not a memory size (use e.g. 512M, 16G, 1.5T)", flag, s)
-	}
-	return uint64(n * mult), nil
+	return usageError{err}
 }
 
 // commandError is a command that cannot be run: exit 127 or 126, like a shell.
@@ -377,47 +173,12 @@ type commandError struct {
 
 func (e commandError) Error() string { return e.msg }
 
-// lookPath resolves COMMAND as a shell would, against the PATH gpulaunch
-// was given, before anything starts.
+// lookPath resolves COMMAND as a shell would (process.LookPath's rules),
+// its refusal a commandError with the shell's status.
 func lookPath(name, pathEnv string) (string, error) {
-	check := func(p string) error {
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return commandError{127, fmt.Sprintf("%s: no such file: nothing was started", p)}
-		case err != nil:
-			return commandError{126, fmt.Sprintf("%s: %v: nothing was started", p, err)}
-		case fi.IsDir():
-			return commandError{126, fmt.Sprintf("%s is a directory: nothing was started", p)}
-		case fi.Mode().Perm()&0o111 == 0:
-			return commandError{126, fmt.Sprintf("%s is not executable (chmod +x?): nothing was started", p)}
-		}
-		return nil
+	p, err := process.LookPath(name, pathEnv)
+	if nr := (process.NotRunnable{}); errors.As(err, &nr) {
+		return p, commandError{nr.Code, nr.Msg}
 	}
-	if strings.Contains(name, "/") {
-		abs, err := filepath.Abs(name)
-		if err != nil {
-			return "", err
-		}
-		return abs, check(abs)
-	}
-	var denied error
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		err := check(p)
-		if err == nil {
-			return filepath.Abs(p)
-		}
-		var ce commandError
-		if errors.As(err, &ce) && ce.code == 126 && denied == nil {
-			denied = err
-		}
-	}
-	if denied != nil {
-		return "", denied
-	}
-	return "", commandError{127, fmt.Sprintf("%s: command not found in PATH: nothing was started", name)}
+	return p, err
 }

@@ -91,7 +91,7 @@ func validScale(o *scaleOptions) string {
 	return emptyFlag(o.fs)
 }
 
-// emptyFlag names a flag given an empty value, which emptyValue refuses.
+// emptyFlag names a flag given an empty value, which flagvalue.Empty refuses.
 func emptyFlag(fs *pflag.FlagSet) string {
 	var bad string
 	fs.Visit(func(f *pflag.Flag) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 )
 
 // Help, "did you mean" and the version: what a user who typed something
@@ -49,47 +50,8 @@ func (a *app) help(args []string) error {
 }
 
 // closestCommand is the command a mistyped name most likely meant, or ""
-// for none: the nearest within an edit distance of 2 (a swap of two
-// letters counts 1, as in `stauts`) that keeps more than half of the
-// command's letters, so that short words far from every command (ls, cat,
-// python) get no suggestion.
-func closestCommand(word string) string {
-	best, bestD := "", 3
-	for _, c := range commands {
-		d := editDistance(word, c)
-		if d < bestD && 2*d < len(c) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the optimal string alignment distance: insertions,
-// deletions, substitutions and swaps of two neighbours each cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
-}
+// for none (clidoc.Closest's rule).
+func closestCommand(word string) string { return clidoc.Closest(word, commands) }
 
 // buildVersion is what `gpulaunch version` says (buildinfo.Version).
 func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {

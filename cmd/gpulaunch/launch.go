@@ -49,15 +49,6 @@ type launch struct {
 	monitor time.Duration
 	// nodes is this node's part in a queue over several nodes.
 	nodes nodeQueue
-	// errorDir holds the ranks' error files under --ddp (errorFiles);
-	// keepErrors: it holds the root cause of the run's failure, which
-	// the summary and the report point at, and stays.
-	errorDir   string
-	keepErrors bool
-	// mps is the run's MPS (--mps), decided by checkMPS; nil without.
-	mps *mpsRun
-	// sharing is how the instances share GPUs; nil when they do not.
-	sharing *sharing
 }
 
 // found is what discovery found to run on: the allocation, the GPU
@@ -69,27 +60,21 @@ type found struct {
 }
 
 // newLaunch plans the run on what was found and places this node among
-// the others.
+// the others, by the rules of a run's shape (launcher's S1-S3).
 func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*launch, error) {
 	alloc := f.alloc
 	l := &launch{alloc: alloc, src: f.src, usageDir: f.usageDir, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
 		names: instance.Names{JobID: alloc.Sched.JobID, StepID: alloc.Sched.StepID, Host: a.hostname}}
-	if o.auto() {
-		if l.req.GPUsPerInstance == 0 || len(alloc.GPUs) < l.req.GPUsPerInstance {
-			return nil, usagef("-n N is required: the allocation has %d GPU(s) (%s)", len(alloc.GPUs), alloc.GPUReason)
-		}
-		l.req.Instances = len(alloc.GPUs) / l.req.GPUsPerInstance
-	}
 	var err error
+	if o.auto() {
+		if l.req.Instances, err = launcher.AutoInstances(len(alloc.GPUs), l.req.GPUsPerInstance, alloc.GPUReason); err != nil {
+			return nil, usageError{err}
+		}
+	}
 	if l.plan, err = binding.NewPlan(alloc, l.req); err != nil {
 		return nil, usageError{err}
 	}
-	// Every node runs the same N when -n is on the command line (the
-	// launcher runs the same one everywhere), or when Slurm granted every
-	// node the GPUs that made this node's N.
-	// A queue's nodes check it themselves: the holder refuses a node with
-	// another number of slots (nodelink.Holder), since {%} counts node × N.
-	sameN := !o.auto() || alloc.Sched.GPUsPerNode == len(alloc.GPUs) || o.tasks.queueMode()
+	sameN := launcher.SameNEverywhere(o.auto(), alloc.Sched.GPUsPerNode, len(alloc.GPUs), o.tasks.queueMode())
 	if l.group, err = nodegroup.Find(a.env, alloc.Sched, a.hostname, len(l.plan.Slots), sameN, o.flags.ranks == "local"); err != nil {
 		return nil, usageError{err}
 	}
@@ -97,9 +82,8 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
 		return nil, err
 	}
-	if g.MultiNode() && o.policy.DDP && o.policy.Restarts > 0 {
-		return nil, usagef("--ddp --restarts %d on %d nodes: a group restart here would leave the other nodes' ranks waiting for these in their collectives; over several nodes let a failure end the step (srun -K, see docs/multinode.md) and resubmit, or drop --restarts",
-			o.policy.Restarts, g.Size)
+	if err := o.policy.CheckNodes(g.Size); err != nil {
+		return nil, usageError{err}
 	}
 	if g.MultiNode() {
 		l.names.NodeIndex, l.names.Host = g.Rank, g.Host
@@ -109,20 +93,20 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.rdv, err = a.rendezvous(o.flags.ddp, alloc.Sched, g, g.Rank == 0); err != nil {
 		return nil, err
 	}
-	if l.report, err = a.reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
+	if l.report, err = reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
 		return nil, err
 	}
 	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
 		return nil, err
 	}
 	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
-	l.bind = o.common.simulate == "" || a.hasCPUs(l.plan)
+	l.bind = o.common.simulate == "" || hasCPUs(a.root, l.plan)
 	return l, nil
 }
 
 // reportFile is where this node writes --report pattern, checked before
 // anything starts.
-func (a *app) reportFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
+func reportFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
 	if pattern == "" {
 		return "", nil
 	}
@@ -175,16 +159,17 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 }
 
 // runInfo says which run this is, for `gpulaunch status`.
-func (l *launch) runInfo(a *app, started time.Time) launcher.RunInfo {
+// sh is how the instances share GPUs (checkStart's).
+func (l *launch) runInfo(a *app, started time.Time, sh *sharing) launcher.RunInfo {
 	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: l.alloc.Sched.JobID, StepID: l.alloc.Sched.StepID,
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
-		Sharing: l.sharing.Lines()}
+		Sharing: sh.Lines()}
 }
 
 // hasCPUs reports whether this process may run on every CPU the plan
-// uses: then a simulated or described node's binding can really be applied.
-func (a *app) hasCPUs(plan binding.Plan) bool {
-	status, err := fs.ReadFile(a.root, "proc/self/status")
+// uses (its status read under root): then a simulated or described node's binding can really be applied.
+func hasCPUs(root fs.FS, plan binding.Plan) bool {
+	status, err := fs.ReadFile(root, "proc/self/status")
 	if err != nil {
 		return false
 	}

@@ -195,7 +195,7 @@ func (a *app) discover(c commonFlags) (binding.Allocation, error) { return a.dis
 // execs (rank mode: discover.Request's BindOnly).
 func (a *app) discoverFor(c commonFlags, bindOnly bool) (binding.Allocation, error) {
 	alloc, err := discover.Allocation(a.discoverRequest(c, bindOnly))
-	return alloc, asUsage(err)
+	return alloc, discoverError(err)
 }
 
 // discoverToRun discovers the allocation for runs that will start
@@ -203,7 +203,7 @@ func (a *app) discoverFor(c commonFlags, bindOnly bool) (binding.Allocation, err
 // directory of a simulated node's GPU use.
 func (a *app) discoverToRun(c commonFlags, running, bindOnly bool) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
 	f, err := discover.ForRun(a.discoverRequest(c, bindOnly), running)
-	return f.Alloc, f.Source, f.UsageDir, f.Done, asUsage(err)
+	return f.Alloc, f.Source, f.UsageDir, f.Done, discoverError(err)
 }
 
 // discoverRequest is the node the flags name, as this process sees it.
@@ -212,8 +212,8 @@ func (a *app) discoverRequest(c commonFlags, bindOnly bool) discover.Request {
 		Machine: gpu.Options{Root: a.root, ProbeDevice: a.probeDevice, NVML: a.nvml}, BindOnly: bindOnly}
 }
 
-// asUsage is discover's bad input as a usage error (exit 2).
-func asUsage(err error) error {
+// discoverError is discover's bad input as a usage error (exit 2).
+func discoverError(err error) error {
 	var bad discover.InputError
 	if errors.As(err, &bad) {
 		return usageError{bad.Err}

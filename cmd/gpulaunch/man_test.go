@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 )
 
 // manSource is `gpulaunch man`'s output.
@@ -56,10 +58,10 @@ func TestManPageNamesEveryFlag(t *testing.T) {
 		if f == nil {
 			return
 		}
-		if !strings.Contains(sec, `\fB\-\-`+roffEscape(f.Name)+`\fR`) {
+		if !strings.Contains(sec, `\fB\-\-`+clidoc.RoffEscape(f.Name)+`\fR`) {
 			t.Errorf("gpulaunch %s: --%s is not in its subsection", cmd, f.Name)
 		}
-		if f.Shorthand != "" && !strings.Contains(sec, `\fB\-`+f.Shorthand+`\fR, \fB\-\-`+roffEscape(f.Name)) {
+		if f.Shorthand != "" && !strings.Contains(sec, `\fB\-`+f.Shorthand+`\fR, \fB\-\-`+clidoc.RoffEscape(f.Name)) {
 			t.Errorf("gpulaunch %s: -%s (--%s) is not in its subsection", cmd, f.Shorthand, f.Name)
 		}
 	})
@@ -106,7 +108,7 @@ func TestManPageNamesEnvironment(t *testing.T) {
 		t.Fatalf("found only %v in the source", found)
 	}
 	for v := range found {
-		if !strings.Contains(env, roffEscape(v)) {
+		if !strings.Contains(env, clidoc.RoffEscape(v)) {
 			t.Errorf("%s is read or set by gpulaunch but not in the man page's ENVIRONMENT", v)
 		}
 	}

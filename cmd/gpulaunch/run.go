@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -242,18 +241,9 @@ func (o *runOptions) checkCommand() error {
 	return checkArgv(o.argv)
 }
 
-// checkArgv refuses a COMMAND no program could be started with.
-func checkArgv(argv []string) error {
-	if len(argv) > 0 && argv[0] == "" {
-		return usagef("the COMMAND after -- is an empty word: give the program to run")
-	}
-	for _, a := range argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return usagef("an argument holds a NUL byte, which no program argument can carry: %q", a)
-		}
-	}
-	return nil
-}
+// checkArgv refuses a COMMAND no program could be started with
+// (process.CheckArgv) as bad input.
+func checkArgv(argv []string) error { return asUsage(process.CheckArgv(argv)) }
 
 // taskFiles are what a queue's task files are named from, here.
 func (o *runOptions) taskFiles(l *launch) taskFiles {
@@ -280,7 +270,7 @@ func (a *app) run(args []string) error {
 	if o == nil {
 		return err
 	}
-	con := a.newConsole(o)
+	con := newConsole(a.stdout, a.stderr, o)
 	level := zap.InfoLevel
 	if o.flags.quiet { // -q: warnings and errors only
 		level = zap.WarnLevel
@@ -300,7 +290,7 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	defer done()
-	if rank, err := a.oneRankOfSeveral(o, alloc); rank || err != nil {
+	if rank, err := oneRankOfSeveral(o, alloc); rank || err != nil {
 		if err != nil {
 			return err
 		}
@@ -311,6 +301,7 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	r := runner{a, o, l, log}
 	// The tasks are read where the queue is kept: here, or on node 0 of
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
@@ -321,36 +312,42 @@ func (a *app) run(args []string) error {
 		}
 	}
 	if o.flags.dryRun {
-		// a dry run refuses what the run would refuse: its locks are
-		// taken and let go at once (a joblog or metrics file another run
-		// holds), the metrics port listened on and closed
-		probeJoblog := func() error { lock, err := a.lockJoblog(o, l, log); lock.Release(false); return err }
-		if _, err := a.checkStart(o, l, tasks, log, nil, probeJoblog); err != nil {
-			return err
-		}
-		unlock, err := lockMetricsFile(l.metricsFile, log)
-		if err != nil {
-			return err
-		}
-		unlock()
-		if err := checkListen(o.flags.metricsListen); err != nil {
-			return err
-		}
-		sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
-		if err != nil {
-			return err
-		}
-		if o.common.json {
-			return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
-		}
-		writePlan(a.stdout, l.alloc, l.plan, sh)
-		return nil
+		return r.dryRun(tasks)
 	}
-	err = a.start(o, l, tasks, con, log)
+	err = r.start(tasks, con)
 	if errors.As(err, new(usageError)) || errors.As(err, new(commandError)) {
 		l.nodes.failed(err, log) // refused before the queue began: the other nodes stop too
 	}
 	return err
+}
+
+// dryRun is --dry-run: the plan printed, nothing started. It refuses what
+// the run would refuse: its locks are taken and let go at once (a joblog
+// or metrics file another run holds), the metrics port listened on and
+// closed.
+func (r runner) dryRun(tasks []job.Task) error {
+	a, o, l, log := r.a, r.o, r.l, r.log
+	probeJoblog := func() error { lock, err := r.lockJoblog(); lock.Release(false); return err }
+	if _, err := r.checkStart(tasks, nil, probeJoblog); err != nil {
+		return err
+	}
+	unlock, err := lockMetricsFile(l.metricsFile, log)
+	if err != nil {
+		return err
+	}
+	unlock()
+	if err := checkListen(o.flags.metricsListen); err != nil {
+		return err
+	}
+	sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
+	if err != nil {
+		return err
+	}
+	if o.common.json {
+		return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
+	}
+	writePlan(a.stdout, l.alloc, l.plan, sh)
+	return nil
 }
 
 // oneRankOfSeveral says whether this gpulaunch is one of several ranks a
@@ -370,7 +367,7 @@ func (a *app) mayBeRank(o *runOptions) bool {
 	return err == nil && ok && lr.Size > 1
 }
 
-func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
+func oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
 	lr := alloc.LocalRank
 	if lr == nil || lr.Size <= 1 || o.common.simulate != "" {
 		return false, nil
@@ -390,11 +387,25 @@ func (a *app) oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, e
 	return false, nil
 }
 
+// runner is one run once its launch is decided (newLaunch): what
+// checkStart, start, supervise and finish share — this gpulaunch (a), the
+// command line (o), the launch (l) and the log.
+type runner struct {
+	a   *app
+	o   *runOptions
+	l   *launch
+	log *zap.Logger
+}
+
 // startChecks are what checkStart found ready to start.
 type startChecks struct {
 	tmux  string // --tmux's session; "" without
 	insts []launcher.Instance
 	qc    *taskqueue.QueueConfig // the queue kept here; nil for none
+	// mps is the run's MPS (--mps), decided by checkMPS; nil without.
+	mps *mpsRun
+	// sharing is how the instances share GPUs; nil when they do not.
+	sharing *sharing
 	// nothingLeft: a queue whose every task the joblog records as done.
 	nothingLeft bool
 }
@@ -406,7 +417,8 @@ type startChecks struct {
 // after it, so that it refuses what the run would (it passed -o into a
 // missing directory). wait is the run's waiting (nil in a dry run, which
 // catches no signal): asking the job's MPS ends at a stop signal.
-func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger, wait *launcher.Waiting, lock func() error) (startChecks, error) {
+func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func() error) (startChecks, error) {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	var c startChecks
 	var err error
 	if o.flags.tmux {
@@ -421,7 +433,7 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 	if wait != nil {
 		ctx = wait.Context()
 	}
-	l.mps, err = a.checkMPS(ctx, o, l)
+	c.mps, err = a.checkMPS(ctx, o, l)
 	if wait != nil {
 		if stopped := stoppedBeforeRun(wait, o, "while asking the node's MPS whether it answers", log); stopped != nil {
 			return c, stopped // what it answered is moot
@@ -430,12 +442,12 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 	if err != nil {
 		return c, err
 	}
-	l.sharing = sharingOf(l.plan, o.shape.mps, l.mps)
+	c.sharing = sharingOf(l.plan, o.shape.mps, c.mps)
 	if err := lock(); err != nil {
 		return c, err
 	}
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if c.qc, err = a.queueConfig(o, l, tasks, log); err != nil || c.qc == nil {
+		if c.qc, err = r.queueConfig(tasks); err != nil || c.qc == nil {
 			c.nothingLeft = err == nil
 			return c, err
 		}
@@ -449,21 +461,23 @@ func (a *app) checkStart(o *runOptions, l *launch, tasks []job.Task, log *zap.Lo
 // --report's file, then the control socket, then the joblog. From here on
 // signals are caught (launcher.Waiting): a wait before the run — the
 // queue's holder, the MPS daemons — ends at a stop signal, and the run
-// ends with its status (stoppedBeforeRun).
-func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, log *zap.Logger) error {
+// ends with its status (stoppedBeforeRun). What it opens it closes with
+// defer, when it returns: the control socket and the link to the other
+// nodes only if the run did not take them over (supervise closes them).
+func (r runner) start(tasks []job.Task, con *console) error {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	wait := launcher.StartWaiting()
 	defer wait.Stop()
 	var lock *taskqueue.JoblogLock
 	begun := false // the joblog was opened for this run: a joblog the lock made stays
 	defer func() { lock.Release(begun) }()
-	c, err := a.checkStart(o, l, tasks, log, wait, func() (err error) { lock, err = a.lockJoblog(o, l, log); return err })
+	c, err := r.checkStart(tasks, wait, func() (err error) { lock, err = r.lockJoblog(); return err })
 	if c.nothingLeft {
 		l.nodes.over(log)
 	}
 	if err != nil || c.nothingLeft {
 		return err
 	}
-	tmux, insts, qc := c.tmux, c.insts, c.qc
 	metricsLn, err := listenMetrics(o.flags.metricsListen)
 	if err != nil {
 		return err
@@ -476,51 +490,38 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		return err
 	}
 	defer unlockMetrics() // after the final write
-	a.warnBeforeStart(o, l, log)
-	started := time.Now()
-	board := launcher.NewBoard(l.runInfo(a, started), insts)
-	srv, err := a.listenControl(board, log, tmux != "")
-	if err != nil {
+	r.warnBeforeStart()
+	board := launcher.NewBoard(l.runInfo(a, time.Now(), c.sharing), c.insts)
+	parts := runParts{insts: c.insts, board: board, con: con, tmux: c.tmux, wait: wait, policy: o.policy, sharing: c.sharing}
+	if parts.srv, err = a.listenControl(board, log, c.tmux != ""); err != nil {
 		return err
 	}
-	var queue *taskqueue.Queue
-	if qc != nil {
-		if o.tasks.joblog != "" {
-			if qc.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
-				srv.Close(0)
-				return usagef("--joblog: %v: nothing was started", err)
-			}
-			begun = true
-			defer qc.Joblog.Close()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			parts.closeUnrun(log)
 		}
-		if con.progress != nil {
-			qc.Progress = con.progress.update
-		}
-		queue = taskqueue.NewQueue(*qc)
+	}()
+	if parts.queue.q, begun, err = openQueue(o, c.qc, con); err != nil {
+		return err
+	}
+	if begun {
+		defer c.qc.Joblog.Close()
 	}
 	peers, err := a.openPeers(wait.Context(), o, l, log)
 	if err != nil {
-		srv.Close(0)
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
 			return nil
 		}
-		if stopped := stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log); stopped != nil {
-			return stopped
-		}
-		return err
+		return cmp.Or(stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log), err)
 	}
-	parts := runParts{insts: insts, queue: runQueue{queue, peers}, board: board, srv: srv, con: con, tmux: tmux,
-		metrics: newRunMetrics(l, metricsLn, board, insts, log), wait: wait}
-	if l.mps != nil {
-		daemons, err := startMPS(l.mps, insts, log, wait)
+	parts.queue.peers = peers // from here closed with the socket
+	parts.metrics = newRunMetrics(l, metricsLn, board, c.insts, log)
+	if c.mps != nil {
+		daemons, err := startMPS(c.mps, c.insts, log, wait)
 		if err != nil {
-			srv.Close(0)
-			peers.close(log)
-			if stopped := stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log); stopped != nil {
-				return stopped
-			}
-			return err
+			return cmp.Or(stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log), err)
 		}
 		defer daemons.StopAfterRun(log)
 		if daemons != nil {
@@ -528,37 +529,42 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		}
 	}
 	if o.policy.DDP {
-		o.policy.ErrorDir = a.errorFiles(l, log)
-		defer l.dropErrorFiles()
+		if parts.errs, err = launcher.MakeErrorDir(a.tmpRoot, a.env["TMPDIR"]); err != nil {
+			log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
+		}
+		parts.policy.ErrorDir = parts.errs.Path
+		defer parts.errs.Drop()
 	}
-	return a.supervise(o, l, parts, log)
+	handedOver = true
+	return r.supervise(parts)
 }
 
-// errorFiles makes the private directory of the ranks' error files
-// (TORCHELASTIC_ERROR_FILE) under --ddp, in the temp directory as
-// torchrun makes its own (torchelastic_*): once every check has passed,
-// so that a refused run leaves nothing. Without one the ranks get no
-// error file and a failure no root cause; the run goes on.
-func (a *app) errorFiles(l *launch, log *zap.Logger) string {
-	tmp := a.tmpRoot
-	if t := a.env["TMPDIR"]; filepath.IsAbs(t) {
-		tmp = t
+// openQueue makes the queue kept here from qc (nil: none), with its
+// joblog opened — opened says so: the lock's joblog then stays — and the
+// progress line told its counts.
+func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskqueue.Queue, opened bool, err error) {
+	if qc == nil {
+		return nil, false, nil
 	}
-	dir, err := os.MkdirTemp(tmp, "gpulaunch-torchelastic-") // 0700
-	if err != nil {
-		log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
-		return ""
+	if o.tasks.joblog != "" {
+		if qc.Joblog, err = taskqueue.OpenJoblog(o.tasks.joblog, o.tasks.resume || o.tasks.resumeFailed); err != nil {
+			return nil, false, usagef("--joblog: %v: nothing was started", err)
+		}
+		opened = true
 	}
-	l.errorDir = dir
-	return dir
+	if con.progress != nil {
+		qc.Progress = con.progress.update
+	}
+	return taskqueue.NewQueue(*qc), opened, nil
 }
 
-// dropErrorFiles removes the error files' directory, unless it holds the
-// root cause of the run's failure.
-func (l *launch) dropErrorFiles() {
-	if l.errorDir != "" && !l.keepErrors {
-		_ = os.RemoveAll(l.errorDir)
+// closeUnrun closes what a start that did not reach the run had opened:
+// the control socket and the link to the other nodes.
+func (st runParts) closeUnrun(log *zap.Logger) {
+	if st.srv != nil {
+		st.srv.Close(0)
 	}
+	st.queue.close(log)
 }
 
 // checkListen says whether --metrics-listen's address could be listened
@@ -576,7 +582,8 @@ func checkListen(addr string) error {
 // naming the owner. Only where the queue is kept: on one node, or on the
 // holder of a queue over several. nil: no joblog, or no lock on this
 // file system (a warning says so and the run goes on, as parallel's).
-func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.JoblogLock, error) {
+func (r runner) lockJoblog() (*taskqueue.JoblogLock, error) {
+	o, l, log := r.o, r.l, r.log
 	path := o.tasks.joblog
 	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" || taskqueue.JoblogStream(path) {
 		return nil, nil // a stream has nothing to keep: nothing reads it back
@@ -603,7 +610,8 @@ func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.
 
 // warnBeforeStart says what the user should know before the instances
 // start: the plan's compromises, and a batch script that did not exec.
-func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
+func (r runner) warnBeforeStart() {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	warnings := l.plan.Warnings
 	if o.req.GPUsPerInstance > 0 {
 		warnings = append(append([]string{}, l.alloc.Warnings...), warnings...)
@@ -623,7 +631,8 @@ func (a *app) warnBeforeStart(o *runOptions, l *launch, log *zap.Logger) {
 // run, and on the holder of a queue over several nodes the others. Nil
 // and no error: the joblog has every task done. The joblog and the
 // progress line are added once the checks have passed (start).
-func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task, log *zap.Logger) (*taskqueue.QueueConfig, error) {
+func (r runner) queueConfig(tasks []job.Task) (*taskqueue.QueueConfig, error) {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	todo, skipped, err := skipDone(tasks, o.tasks, log)
 	if err != nil {
 		return nil, err
@@ -666,6 +675,12 @@ type runParts struct {
 	metrics *runMetrics
 	// wait holds gpulaunch's signals until the supervisor takes them.
 	wait *launcher.Waiting
+	// policy is the run's (--ddp's with its error files' directory).
+	policy launcher.Policy
+	// sharing is how the instances share GPUs; nil when they do not.
+	sharing *sharing
+	// errs are --ddp's error files; nil without --ddp.
+	errs *launcher.ErrorDir
 }
 
 // stoppedBeforeRun is the end of a run that a signal stopped before it
@@ -686,7 +701,8 @@ func stoppedBeforeRun(wait *launcher.Waiting, o *runOptions, while string, log *
 // status` reads, --tmux's window and the progress line beside them, and
 // then says how it went. The supervisor, the socket and the progress line
 // are one group: the command returns when all three have ended.
-func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) error {
+func (r runner) supervise(st runParts) error {
+	a, o, l, log := r.a, r.o, r.l, r.log
 	insts, rq, board, srv, con, tmux := st.insts, st.queue, st.board, st.srv, st.con, st.tmux
 	// Output to a reader that has gone (`gpulaunch … | head`) is dropped
 	// with a warning (process.LineMux) instead of killing gpulaunch, which would
@@ -732,7 +748,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		defer runEnded()
 		var err error
 		res, err = launcher.Run(launcher.Spec{
-			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
+			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
 			Work: rq.work(), Link: rq.link(), Spare: st.spare, Signals: sigs,
 		})
@@ -745,18 +761,20 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	if err != nil {
 		return err
 	}
-	return a.finish(l, insts, res, rq, con, board.Snapshot().Run, o.flags.quiet)
+	return r.finish(st, res, board.Snapshot().Run)
 }
 
 // finish says how the run went — the summary on stderr, the --report file —
 // and returns its exit status: srun's for instances, GNU parallel's for a
 // task queue.
-func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, rq runQueue, con *console, run launcher.RunInfo, quiet bool) error {
+func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) error {
+	a, l := r.a, r.l
+	insts, rq, con := st.insts, st.queue, st.con
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
 	to, paint := con.stderr, a.paint(a.stderr)
-	if quiet { // -q: the summary's warnings only
+	if r.o.flags.quiet { // -q: the summary's warnings only
 		to = &summary.WarningsOnly{W: con.stderr}
 	}
 	switch {
@@ -772,7 +790,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 			fmt.Fprintf(con.stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
 			code = 255
 		}
-	case quiet:
+	case r.o.flags.quiet:
 		code = res.ExitCode()
 		summary.WriteWarnings(a.stderr, outs, paint)
 	default:
@@ -783,13 +801,15 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		}
 		summary.Write(a.stderr, insts, outs, paint)
 	}
-	if !quiet {
-		l.sharing.Write(con.stderr)
+	if !r.o.flags.quiet {
+		st.sharing.Write(con.stderr)
 	}
 	summary.WriteRootCause(con.stderr, res.RootCause, paint)
-	l.keepErrors = res.RootCause != nil && res.RootCause.Wrote
+	if st.errs != nil {
+		st.errs.Keep(res.RootCause)
+	}
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, run, insts, res, code)); err != nil {
+		if err := writeReport(l.report, buildReport(l, st.sharing, run, insts, res, code)); err != nil {
 			return err
 		}
 	}
@@ -807,14 +827,16 @@ type console struct {
 	progress       *progressLine // nil: none
 }
 
-func (a *app) newConsole(o *runOptions) *console {
-	c := &console{stdout: a.stdout, stderr: a.stderr}
+// newConsole is the console of a run with options o on gpulaunch's stdout
+// and stderr.
+func newConsole(stdout, stderr io.Writer, o *runOptions) *console {
+	c := &console{stdout: stdout, stderr: stderr}
 	// The line is drawn on stderr among the output on stdout: both must be
 	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
 	// pipe: the line would land in the job's output file.)
-	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(a.stdout) && isTerminal(a.stderr) {
-		c.progress = &progressLine{term: a.stderr, started: time.Now()}
-		c.stdout, c.stderr = c.progress.wrap(a.stdout), c.progress.wrap(a.stderr)
+	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(stdout) && isTerminal(stderr) {
+		c.progress = &progressLine{term: stderr, started: time.Now()}
+		c.stdout, c.stderr = c.progress.wrap(stdout), c.progress.wrap(stderr)
 	}
 	return c
 }
@@ -856,16 +878,11 @@ func rankModeConflicts(fs *pflag.FlagSet) []string {
 	return out
 }
 
-// gpuNaming reads --gpu-ids and --gpu-visibility.
+// gpuNaming reads --gpu-ids and --gpu-visibility (instance.ParseGPUNaming),
+// refusing a bad value as bad input.
 func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility, error) {
-	ids, vis := instance.GPUIDs(gpuIDs), instance.Visibility(visibility)
-	if ids != instance.GPUIDsUUID && ids != instance.GPUIDsIndex {
-		return ids, vis, usagef("--gpu-ids %q: use uuid or index", gpuIDs)
-	}
-	if vis != instance.VisibleOwn && vis != instance.VisibleAll {
-		return ids, vis, usagef("--gpu-visibility %q: use own or all", visibility)
-	}
-	return ids, vis, nil
+	ids, vis, err := instance.ParseGPUNaming(gpuIDs, visibility)
+	return ids, vis, asUsage(err)
 }
 
 // manyLaunchersError is the guard against `srun -n 4 gpulaunch -n 4`:
@@ -876,10 +893,12 @@ func manyLaunchersError(n int, lr sched.LocalRank, s sched.Allocation) error {
 		n, lr.Size, lr.Source, n*lr.Size, fix)
 }
 
+// policy reads run's flags into the instances' policy, each value
+// checked by launcher's rules V1-V3 as it is read.
 func (rf runFlags) policy() (launcher.Policy, error) {
 	p := launcher.Policy{KillOnBadExit: rf.killOnBad, Restarts: rf.restarts}
-	if rf.restarts < 0 {
-		return p, usagef("--restarts %d: cannot be negative", rf.restarts)
+	if err := launcher.CheckRestarts(rf.restarts); err != nil {
+		return p, usageError{err}
 	}
 	var err error
 	if p.WaitAfterFirst, err = parseDuration("--wait", rf.wait); err != nil {
@@ -891,8 +910,8 @@ func (rf runFlags) policy() (launcher.Policy, error) {
 	if p.KillWait, err = parseDuration("--kill-wait", rf.killWait); err != nil {
 		return p, err
 	}
-	if p.KillWait == 0 {
-		return p, usagef("--kill-wait must be longer than 0: instances need a moment to stop")
+	if err := launcher.CheckKillWait(p.KillWait); err != nil {
+		return p, usageError{err}
 	}
 	// 0 is read as Slurm reads --mem=0, "all the memory": no cap of
 	// gpulaunch's own (a cgroup's limit stays), as without the flag
@@ -902,19 +921,11 @@ func (rf runFlags) policy() (launcher.Policy, error) {
 	if p.Monitor, err = parseDuration("--monitor-interval", rf.monitor); err != nil {
 		return p, err
 	}
-	if p.Monitor > 0 && p.Monitor < minMonitorInterval {
-		return p, usagef("--monitor-interval %s: below the floor of %s, sampling would take most of a core away from the instances (85%% of one at 1ms); give %s or more (the default is 2s), or 0 to turn telemetry off",
-			rf.monitor, minMonitorInterval, minMonitorInterval)
+	if err := launcher.CheckMonitor(p.Monitor, rf.monitor); err != nil {
+		return p, usageError{err}
 	}
 	return p, nil
 }
 
-// minMonitorInterval is the shortest --monitor-interval: every sample
-// reads /proc for each instance's process tree (and asks the GPU driver),
-// and the cost is per tick more than per instance. gpulaunch's own CPU
-// time (user+sys) over 3 s of `sleep`, start included, on 2 shared cores:
-// 2 instances: 1ms 2.5 s (85% of a core), 10ms 0.73 s, 100ms 0.12 s;
-// 8 instances: 10ms 0.95 s (a third of a core), 50ms 0.32 s. 10ms keeps
-// fast sampling for short runs (tests, a scale study's sizes) and refuses
-// the values that would take the core.
-const minMonitorInterval = 10 * time.Millisecond
+// minMonitorInterval is the shortest --monitor-interval (launcher's V3).
+const minMonitorInterval = launcher.MinMonitorInterval

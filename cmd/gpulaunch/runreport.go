@@ -10,12 +10,12 @@ import (
 
 // buildReport is the report (`--report FILE`, pkg/report) of launch l,
 // the run run, whose instances insts ended as res and whose exit status
-// is code.
-func buildReport(l *launch, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) report.Run {
+// is code; sh is how they shared GPUs.
+func buildReport(l *launch, sh *sharing, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) report.Run {
 	g := l.group
 	return report.Build(report.Facts{
 		Host: l.alloc.Hostname, Command: l.argv, Monitor: l.monitor,
-		Plan: planJSON(l.alloc, l.req, l.plan, l.sharing), Warnings: l.plan.Warnings,
+		Plan: planJSON(l.alloc, l.req, l.plan, sh), Warnings: l.plan.Warnings,
 		Launch: report.Launch{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source, Hosts: g.Hosts, Rendezvous: l.rdv},
 		Run:    run, Instances: insts, Result: res, ExitCode: code,
 	})

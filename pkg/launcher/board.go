@@ -13,6 +13,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // Board is a running supervisor's live state: what `gpulaunch status` and
@@ -103,15 +104,9 @@ type InstanceStatus struct {
 	Command string `json:"command,omitempty"`
 }
 
-// GPUSample is one of an instance's GPUs at the last sample.
-type GPUSample struct {
-	UUID string `json:"uuid"`
-	// Util is the GPU's utilisation in percent; -1: the driver does not
-	// tell (a MIG device).
-	Util int `json:"util_pct"`
-	// Mem is the GPU memory the instance's processes hold on it.
-	Mem uint64 `json:"mem_bytes"`
-}
+// GPUSample is one of an instance's GPUs at the last sample
+// (telemetry's).
+type GPUSample = telemetry.GPUSample
 
 // Snapshot is the whole live table at one moment.
 type Snapshot struct {

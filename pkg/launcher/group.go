@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // groupMode runs the instances as one distributed job (--ddp), as
@@ -50,7 +49,6 @@ import (
 //	    is the group's first failure, whose error file is its root cause,
 //	    as torchrun's "Root Cause (first observed failure)".
 type groupMode struct {
-	alone
 	insts  []Instance
 	policy Policy
 	// restarts is the group's restarts so far: the Try of the jobs it
@@ -173,11 +171,6 @@ func (m *groupMode) ending() job.Ended {
 	return job.EndedItself
 }
 
+// firstFailure is G7's: the failure that ended the group; nil while none
+// did.
 func (m *groupMode) firstFailure() *Failure { return m.failed }
-func (m *groupMode) drainsOnHangup() bool   { return false }
-func (m *groupMode) records() bool          { return false }
-func (m *groupMode) manyStarts() bool       { return false }
-
-func (m *groupMode) counts(int, time.Duration) (taskqueue.QueueStatus, bool) {
-	return taskqueue.QueueStatus{}, false
-}

@@ -12,10 +12,13 @@ import (
 // runMode is the kind of run the supervisor runs: N instances, each in a
 // slot of its own (instanceMode), as one group (groupMode, --ddp), or a
 // task queue over N slots (queueMode; feedMode on a node of a queue over
-// several). The supervisor never branches on the mode: where they differ,
-// it asks its mode. A mode holds no process, clock or lock — the
-// supervisor calls it under its own lock — so its rules are tested alone,
-// like kubelet's CPU manager policies behind their Policy interface.
+// several). It is the part of a mode that decides, job by job; what a
+// mode is once and for all — its traits — is a modeTraits, which the
+// supervisor reads as policy. The supervisor never branches on the mode:
+// where they differ, it asks its mode or reads its traits. A mode holds
+// no process, clock or lock — the supervisor calls it under its own lock
+// — so its rules are tested alone, like kubelet's CPU manager policies
+// behind their Policy interface.
 type runMode interface {
 	// first is slot i's first job (job.Now), or none: the slot is done
 	// from the start (a queue with fewer tasks than slots), or waits for
@@ -29,38 +32,96 @@ type runMode interface {
 	// says, now whether running work ends too (other nodes are told so).
 	// It reports whether this call stopped it (the first does).
 	stop(why string, now bool) bool
-	// ending is why a process that starts now must be ended at once (a
-	// group restart under way: the others are being ended), or
-	// job.EndedItself.
-	ending() job.Ended
+}
+
+// modeTraits are what a mode is for the whole run, fixed when it begins:
+// the supervisor reads them as its policy, never the mode's type. The
+// zero value is a run of instances on one node.
+type modeTraits struct {
 	// drainsOnHangup: SIGHUP means "finish what runs, start nothing
 	// new" (a queue, as GNU parallel) instead of being passed on to every
 	// process (a run of instances, as srun).
-	drainsOnHangup() bool
+	drainsOnHangup bool
 	// records: the mode records the jobs that finished (a queue's
 	// joblog), so an end by a signal meant for gpulaunch too must not be
 	// taken for a job's own (awaitStop).
-	records() bool
+	records bool
 	// manyStarts: the slots start many short processes (a queue). Its
 	// starts and exits are logged at debug level, and the run gets
 	// spare Ps for the slot threads (Run).
-	manyStarts() bool
+	manyStarts bool
+	// ending is why a process that starts now must be ended at once (a
+	// group restart under way: the others are being ended); nil: never,
+	// a process that starts ends by itself.
+	ending func() job.Ended
 	// counts are a queue's figures for the board and the progress line;
-	// false for a run of instances.
-	counts(running int, elapsed time.Duration) (taskqueue.QueueStatus, bool)
-	// fromNode applies a message from another node of a queue over
-	// several (taskqueue's nodes.go, feed.go); the verdict concerns no
-	// slot.
+	// nil for a run of instances.
+	counts counter
+	// nodes is the mode's side of a queue over several nodes
+	// (taskqueue's nodes.go, feed.go); nil: a mode with no other nodes.
+	nodes nodeSide
+	// firstFailure is the failure that ended a group (--ddp), whose
+	// error file holds the root cause; nil for other modes (and it
+	// returns nil for a group that did not fail).
+	firstFailure func() *Failure
+	// joblog is the joblog finished tasks are recorded in (nil: none
+	// here), and progress who is told the queue's counts at every change
+	// (nil: nobody).
+	joblog   *taskqueue.Joblog
+	progress func(taskqueue.QueueStatus)
+}
+
+// counter is a queue's (taskqueue.Queue, taskqueue.Feed) source of its
+// counts.
+type counter interface {
+	Counts(running int, elapsed time.Duration) taskqueue.QueueStatus
+}
+
+// nodeSide is a mode's part in a queue over several nodes.
+type nodeSide interface {
+	// fromNode applies a message from another node; the verdict
+	// concerns no slot.
 	fromNode(m taskqueue.NodeMessage) job.Verdict
 	// outbox hands over the messages for other nodes the rules queued.
 	outbox() []taskqueue.NodeMessage
 	// awaitsNodes: other nodes hold tasks whose ends this run must hear
 	// of before it is over.
 	awaitsNodes() bool
-	// firstFailure is the failure that ended a group (--ddp), whose
-	// error file holds the root cause; nil for other modes, and for a
-	// group that did not fail.
-	firstFailure() *Failure
+}
+
+// endingNow is traits' ending: job.EndedItself without one.
+func (t modeTraits) endingNow() job.Ended {
+	if t.ending == nil {
+		return job.EndedItself
+	}
+	return t.ending()
+}
+
+// awaitsNodes is nodes' awaitsNodes; false without other nodes.
+func (t modeTraits) awaitsNodes() bool { return t.nodes != nil && t.nodes.awaitsNodes() }
+
+// fromNode is nodes' fromNode; nothing to do without other nodes.
+func (t modeTraits) fromNode(m taskqueue.NodeMessage) job.Verdict {
+	if t.nodes == nil {
+		return job.Verdict{}
+	}
+	return t.nodes.fromNode(m)
+}
+
+// failure is firstFailure's; nil for a mode without one.
+func (t modeTraits) failure() *Failure {
+	if t.firstFailure == nil {
+		return nil
+	}
+	return t.firstFailure()
+}
+
+// outbox is nodes' outbox; none without other nodes.
+func (t modeTraits) outbox() []taskqueue.NodeMessage {
+	if t.nodes == nil {
+		return nil
+	}
+	return t.nodes.outbox()
 }
 
 // Work is what a run's slots do, besides running each its instance (a
@@ -68,11 +129,7 @@ type runMode interface {
 // tasks of a queue (QueueTasks), or those another node's queue sends
 // (FeedTasks).
 type Work interface {
-	mode() runMode
-	// journal is the joblog finished tasks are recorded in (nil: none
-	// here) and who is told the queue's counts at every change (nil:
-	// nobody).
-	journal() (*taskqueue.Joblog, func(taskqueue.QueueStatus))
+	mode() (runMode, modeTraits)
 }
 
 // QueueTasks makes the slots run Queue's tasks one after another
@@ -85,35 +142,35 @@ type QueueTasks struct{ Queue *taskqueue.Queue }
 // several nodes sends (taskqueue.Feed).
 type FeedTasks struct{ Feed *taskqueue.Feed }
 
-func (w QueueTasks) mode() runMode { return queueMode{w.Queue} }
-func (w FeedTasks) mode() runMode  { return feedMode{w.Feed} }
+// queueTraits are a queue's, kept here or fed by another node's.
+var queueTraits = modeTraits{drainsOnHangup: true, records: true, manyStarts: true}
 
-func (w QueueTasks) journal() (*taskqueue.Joblog, func(taskqueue.QueueStatus)) {
-	return w.Queue.Joblog, w.Queue.Progress
+func (w QueueTasks) mode() (runMode, modeTraits) {
+	m, t := queueMode{w.Queue}, queueTraits
+	t.counts, t.nodes, t.joblog, t.progress = w.Queue, m, w.Queue.Joblog, w.Queue.Progress
+	return m, t
 }
 
-// journal: the holder records a node's tasks, and the node's progress
-// line is not drawn.
-func (w FeedTasks) journal() (*taskqueue.Joblog, func(taskqueue.QueueStatus)) { return nil, nil }
+// mode: the holder records a node's tasks, and the node's progress line
+// is not drawn (no joblog, no progress).
+func (w FeedTasks) mode() (runMode, modeTraits) {
+	m, t := feedMode{w.Feed}, queueTraits
+	t.counts, t.nodes = w.Feed, m
+	return m, t
+}
 
 // modeOf is the mode that runs spec's work, with policy (spec.Policy, its
-// defaults filled in).
-func modeOf(spec Spec, policy Policy) runMode {
+// defaults filled in), and its traits.
+func modeOf(spec Spec, policy Policy) (runMode, modeTraits) {
 	switch {
 	case spec.Work != nil:
 		return spec.Work.mode()
 	case policy.DDP:
-		return newGroupMode(spec.Instances, policy)
+		m := newGroupMode(spec.Instances, policy)
+		return m, modeTraits{ending: m.ending, firstFailure: m.firstFailure}
 	}
-	return &instanceMode{insts: spec.Instances, policy: policy}
+	return &instanceMode{insts: spec.Instances, policy: policy}, modeTraits{}
 }
-
-// alone is the part of a mode with no other nodes.
-type alone struct{}
-
-func (alone) fromNode(taskqueue.NodeMessage) job.Verdict { return job.Verdict{} }
-func (alone) outbox() []taskqueue.NodeMessage            { return nil }
-func (alone) awaitsNodes() bool                          { return false }
 
 // instanceJob is the job of instance inst.
 func instanceJob(inst Instance) job.Job {
@@ -122,7 +179,6 @@ func instanceJob(inst Instance) job.Job {
 
 // instanceMode runs one instance per slot, under Policy's rules.
 type instanceMode struct {
-	alone
 	insts  []Instance
 	policy Policy
 }
@@ -136,16 +192,9 @@ func (m *instanceMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	return m.policy.afterInstanceExit(slot, j, e)
 }
 
+// stop: a run of instances keeps no work to hold back; the supervisor
+// ends its processes.
 func (m *instanceMode) stop(string, bool) bool { return false }
-func (m *instanceMode) firstFailure() *Failure { return nil }
-func (m *instanceMode) ending() job.Ended      { return job.EndedItself }
-func (m *instanceMode) drainsOnHangup() bool   { return false }
-func (m *instanceMode) records() bool          { return false }
-func (m *instanceMode) manyStarts() bool       { return false }
-
-func (m *instanceMode) counts(int, time.Duration) (taskqueue.QueueStatus, bool) {
-	return taskqueue.QueueStatus{}, false
-}
 
 // queueMode feeds a Queue's tasks to the slots, under its rules
 // (taskqueue's queue.go), and on the holder of a queue over several nodes
@@ -164,15 +213,6 @@ func (m queueMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 }
 
 func (m queueMode) stop(why string, now bool) bool { return m.q.Stop(why, now) }
-func (m queueMode) ending() job.Ended              { return job.EndedItself }
-func (m queueMode) drainsOnHangup() bool           { return true }
-func (m queueMode) firstFailure() *Failure         { return nil }
-func (m queueMode) records() bool                  { return true }
-func (m queueMode) manyStarts() bool               { return true }
-
-func (m queueMode) counts(running int, elapsed time.Duration) (taskqueue.QueueStatus, bool) {
-	return m.q.Counts(running, elapsed), true
-}
 
 func (m queueMode) fromNode(msg taskqueue.NodeMessage) job.Verdict { return m.q.FromNode(msg) }
 func (m queueMode) outbox() []taskqueue.NodeMessage                { return m.q.DrainOutbox() }
@@ -193,15 +233,6 @@ func (m feedMode) afterExit(slot int, j job.Job, e job.Exit) job.Verdict {
 }
 
 func (m feedMode) stop(why string, _ bool) bool { return m.f.StopHere(why) }
-func (m feedMode) ending() job.Ended            { return job.EndedItself }
-func (m feedMode) drainsOnHangup() bool         { return true }
-func (m feedMode) firstFailure() *Failure       { return nil }
-func (m feedMode) records() bool                { return true }
-func (m feedMode) manyStarts() bool             { return true }
-
-func (m feedMode) counts(running int, elapsed time.Duration) (taskqueue.QueueStatus, bool) {
-	return m.f.Counts(running, elapsed), true
-}
 
 func (m feedMode) fromNode(msg taskqueue.NodeMessage) job.Verdict { return m.f.FromNode(msg) }
 func (m feedMode) outbox() []taskqueue.NodeMessage                { return m.f.DrainOutbox() }

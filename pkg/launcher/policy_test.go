@@ -3,6 +3,7 @@
 package launcher
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -151,6 +152,31 @@ func TestOnSignal(t *testing.T) {
 	for _, tc := range cases {
 		if got := onSignal(tc.sig, tc.drains, tc.stopping, tc.interrupts); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// V1-V3, by rule.
+func TestPolicyValues(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		err  error
+		want string // "": accepted
+	}{
+		{"V1: no restarts", CheckRestarts(0), ""},
+		{"V1: negative restarts", CheckRestarts(-1), "--restarts -1: cannot be negative"},
+		{"V2: a kill wait", CheckKillWait(time.Second), ""},
+		{"V2: no kill wait", CheckKillWait(0), "--kill-wait must be longer than 0"},
+		{"V3: telemetry off", CheckMonitor(0, "0"), ""},
+		{"V3: the floor itself", CheckMonitor(MinMonitorInterval, "10ms"), ""},
+		{"V3: below the floor", CheckMonitor(time.Millisecond, "1ms"), "--monitor-interval 1ms: below the floor of 10ms"},
+	} {
+		got := ""
+		if tc.err != nil {
+			got = tc.err.Error()
+		}
+		if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.rule, got, tc.want)
 		}
 	}
 }

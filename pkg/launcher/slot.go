@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // slot is one slot of a run, as the supervisor keeps it: the instance the
@@ -40,7 +41,7 @@ type slot struct {
 
 	// tl is the slot's timeline: its samples over the run, decimated, and
 	// its starts, exits and warnings.
-	tl timeline
+	tl telemetry.Timeline
 
 	// CPU time in seconds: of the slot's finished processes (from wait4,
 	// or their last sample if that saw more: orphans the kernel does not
@@ -52,7 +53,7 @@ type slot struct {
 	cpuPercent float64
 	sampledAt  time.Time
 	sampledCPU float64
-	gpus       *gpuWatch // the slot's GPUs across samples
+	gpus       *telemetry.GPUWatch // the slot's GPUs across samples
 
 	// readers counts the output streams still being copied: the slot's
 	// output ring ends when the slot is done and they are.
@@ -148,8 +149,8 @@ func (s *slot) outcome(index int) Outcome {
 		// tasks' retries are the joblog's)
 		o.Restarts = s.job.Try
 	}
-	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.gpus.meanUtil(), s.gpus.utilPeak, s.gpus.memPeak
-	o.Warnings = append([]string{}, s.gpus.warnings...)
+	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.gpus.MeanUtil(), s.gpus.UtilPeak, s.gpus.MemPeak
+	o.Warnings = append([]string{}, s.gpus.Warnings...)
 	return o
 }
 
@@ -165,8 +166,8 @@ func (s *slot) row(index int, r *InstanceStatus) {
 		r.EndedBy = s.endedBy
 	}
 	r.CPUPercent, r.CPUSeconds, r.RSS, r.PeakRSS = s.cpuPercent, o.CPUSeconds, s.rss, o.PeakRSS
-	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.gpus.lastUtil, s.gpus.lastMem, o.GPUUtilMean
-	r.GPUSamples = append(r.GPUSamples[:0], s.gpus.perGPU...)
+	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.gpus.LastUtil, s.gpus.LastMem, o.GPUUtilMean
+	r.GPUSamples = append(r.GPUSamples[:0], s.gpus.PerGPU...)
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
 	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command
 }

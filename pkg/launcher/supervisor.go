@@ -17,9 +17,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // supervisor runs one Spec: it starts every slot, follows the exits,
@@ -30,7 +32,8 @@ import (
 //     a signal to gpulaunch, a request from `gpulaunch signal`, a restart
 //     whose backoff ran out, a wake of the waiting slots, a deadline
 //     (--timeout, the kill wait, -W), a message from another node;
-//   - the sampler (sampler.go): measures the slots every tick;
+//   - the sampler (pkg/telemetry, folded in by sample.go): measures the
+//     slots every tick;
 //   - the reaper's sweep (pkg/process): reaps orphans once a second;
 //   - output streams that outlive their process (pkg/process);
 //   - and, outside the group, one locked thread per slot
@@ -45,20 +48,18 @@ import (
 // forks and sweeps, never with mu held.
 type supervisor struct {
 	// What it runs, fixed when it starts.
-	spec   Spec
-	policy Policy // spec.Policy, defaults filled in
-	mode   runMode
-	log    *zap.Logger
-	board  *Board
-	joblog *taskqueue.Joblog // a queue's, or nil
-	// progress is told a queue's counts at every change; nil: nobody.
-	progress func(taskqueue.QueueStatus)
-	stdout   *process.LineMux     // the console's stdout, shared by every slot
-	stderr   *process.LineMux     // and its stderr
-	files    *process.OutputFiles // the jobs' output files
-	devnull  *os.File             // every process's stdin
-	reaper   *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
-	begun    time.Time            // when the run started
+	spec    Spec
+	policy  Policy // spec.Policy, defaults filled in
+	mode    runMode
+	traits  modeTraits // the mode's, read as policy
+	log     *zap.Logger
+	board   *Board
+	stdout  *process.LineMux     // the console's stdout, shared by every slot
+	stderr  *process.LineMux     // and its stderr
+	files   *process.OutputFiles // the jobs' output files
+	devnull *os.File             // every process's stdin
+	reaper  *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
+	begun   time.Time            // when the run started
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -115,7 +116,7 @@ func Run(spec Spec) (Result, error) {
 	}
 	defer s.devnull.Close()
 	defer s.board.finish()
-	if s.mode.manyStarts() && os.Getenv("GOMAXPROCS") == "" {
+	if s.traits.manyStarts && os.Getenv("GOMAXPROCS") == "" {
 		// Each slot thread spends its life in a blocking poll, holding
 		// one of Go's Ps (the right to run Go code) while it waits. When
 		// no P is idle, Go's monitor takes them back as often as every
@@ -142,13 +143,15 @@ func Run(spec Spec) (Result, error) {
 	s.ctx, s.leftovers = ctx, group
 	defer s.closeThreads()
 	startErr := s.startAll()
-	sm := newSampler(spec, s.policy.sampleEvery())
+	sm := s.newSampler(spec, s.policy.sampleEvery())
 	// One sample now, thrown away, to learn whether the backend measures
 	// GPU use at all: a run shorter than the interval must still say so.
 	// After the starts, so that it does not delay them.
-	sm.gpuUsage(s.log, s.board)
+	sm.GPUUsage()
 	group.Go(func() error { defer endLoop(); return s.run(ctx) })
-	group.Go(func() error { return sm.run(ctx, s) })
+	group.Go(func() error {
+		return sm.Run(ctx, func(now time.Time, procs *process.ProcTable, usage []gpu.Usage) { s.fold(now, procs, usage, sm) })
+	})
 	group.Go(func() error { s.reaper.SweepUntil(ctx); return nil })
 	err = group.Wait()
 	s.stopTimers()
@@ -157,7 +160,7 @@ func Run(spec Spec) (Result, error) {
 	}
 	s.board.finish()
 	res := Result{Outcomes: s.outcomes(spec.GPUs != nil && s.policy.Monitor > 0), Signal: s.stopSignal}
-	if f := s.mode.firstFailure(); f != nil {
+	if f := s.traits.failure(); f != nil {
 		rc := *f
 		rc.readErrorFile()
 		res.RootCause = &rc
@@ -194,13 +197,10 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 	if s.board == nil {
 		s.board = NewBoard(RunInfo{}, spec.Instances)
 	}
-	s.mode = modeOf(spec, s.policy)
-	if spec.Work != nil {
-		s.joblog, s.progress = spec.Work.journal()
-	}
+	s.mode, s.traits = modeOf(spec, s.policy)
 	for i, inst := range spec.Instances {
-		s.slots[i].inst, s.slots[i].gpus = inst, newGPUWatch(inst.GPUUUIDs, inst.Env)
-		s.slots[i].tl.begun = s.begun
+		s.slots[i].inst, s.slots[i].gpus = inst, telemetry.NewGPUWatch(inst.GPUUUIDs, inst.Env)
+		s.slots[i].tl.Begun = s.begun
 	}
 	return s, nil
 }
@@ -243,7 +243,7 @@ func (s *supervisor) run(ctx context.Context) error {
 func (s *supervisor) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.running == 0 && s.pending == 0 && !s.mode.awaitsNodes()
+	return s.running == 0 && s.pending == 0 && !s.traits.awaitsNodes()
 }
 
 // startAll starts every slot's first job, all at once: every slot's
@@ -369,8 +369,8 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 	switch {
 	case s.stopping:
 		s.terminate(i, s.stopWhy)
-	case s.mode.ending() != job.EndedItself:
-		s.terminate(i, s.mode.ending())
+	case s.traits.endingNow() != job.EndedItself:
+		s.terminate(i, s.traits.endingNow())
 	}
 	s.publish(i)
 	s.noteStart(i)
@@ -424,7 +424,7 @@ const stopGrace = 2 * time.Second
 // did not send; handleSignal then marks the task ended by gpulaunch.
 func (s *supervisor) awaitStop(i int, end process.Reaped) {
 	ws := end.Status
-	if !s.mode.records() || !ws.Signaled() {
+	if !s.traits.records || !ws.Signaled() {
 		return
 	}
 	switch ws.Signal() {
@@ -562,11 +562,11 @@ func (s *supervisor) recordTask(i int, rec job.Record) {
 		}
 	}
 	switch {
-	case s.joblog == nil:
+	case s.traits.joblog == nil:
 	case i < 0:
-		s.joblog.Add(rec) // written when fromNode's turn ends, before it answers
+		s.traits.joblog.Add(rec) // written when fromNode's turn ends, before it answers
 	default:
-		s.sayJoblogError(s.joblog.Record(rec))
+		s.sayJoblogError(s.traits.joblog.Record(rec))
 	}
 }
 
@@ -666,7 +666,7 @@ func (s *supervisor) handleSignal(sig syscall.Signal) {
 	if sig == syscall.SIGINT {
 		s.interrupts++
 	}
-	a := onSignal(sig, s.mode.drainsOnHangup(), s.stopping, s.interrupts)
+	a := onSignal(sig, s.traits.drainsOnHangup, s.stopping, s.interrupts)
 	// whether anything runs or waits to: read before the stop below wakes
 	// the waiting slots, which then are done (a group in its backoff)
 	busy := s.running > 0 || s.pending > 0
@@ -789,13 +789,13 @@ func (s *supervisor) publish(i int) {
 
 // publishCounts gives a queue's counts to the board and the progress line.
 func (s *supervisor) publishCounts() {
-	qs, ok := s.mode.counts(s.running, time.Since(s.begun))
-	if !ok {
+	if s.traits.counts == nil {
 		return
 	}
+	qs := s.traits.counts.Counts(s.running, time.Since(s.begun))
 	s.board.setQueue(qs)
-	if s.progress != nil {
-		s.progress(qs)
+	if s.traits.progress != nil {
+		s.traits.progress(qs)
 	}
 }
 
@@ -803,8 +803,8 @@ func (s *supervisor) publishCounts() {
 // tasks of a queue (whose message is then built only when read).
 func (s *supervisor) noteStart(i int) {
 	sl := &s.slots[i]
-	if !s.mode.manyStarts() {
-		sl.tl.event(sl.started, "start", fmt.Sprintf("pid %d", sl.pid))
+	if !s.traits.manyStarts {
+		sl.tl.Event(sl.started, "start", fmt.Sprintf("pid %d", sl.pid))
 	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
@@ -822,12 +822,12 @@ func (s *supervisor) noteStart(i int) {
 
 // noteExit logs an exit, at the level of the mode's starts.
 func (s *supervisor) noteExit(i, pid int, e job.Exit) {
-	if !s.mode.manyStarts() {
+	if !s.traits.manyStarts {
 		detail := e.Status()
 		if e.By != job.EndedItself {
 			detail += " (" + string(e.By) + ")"
 		}
-		s.slots[i].tl.event(e.Started.Add(e.Wall), "exit", detail)
+		s.slots[i].tl.Event(e.Started.Add(e.Wall), "exit", detail)
 	}
 	level := s.startLevel()
 	if !s.log.Core().Enabled(level) {
@@ -840,7 +840,7 @@ func (s *supervisor) noteExit(i, pid int, e job.Exit) {
 }
 
 func (s *supervisor) startLevel() zapcore.Level {
-	if s.mode.manyStarts() {
+	if s.traits.manyStarts {
 		return zap.DebugLevel
 	}
 	return zap.InfoLevel
@@ -874,14 +874,14 @@ func (s *supervisor) outcomes(verify bool) []Outcome {
 	for i := range s.slots {
 		w := s.slots[i].gpus
 		if verify {
-			for _, msg := range w.verify(i) {
+			for _, msg := range w.Verify(i) {
 				s.log.Warn(msg)
-				w.warnings = append(w.warnings, msg)
+				w.Warnings = append(w.Warnings, msg)
 			}
 		}
 		outs[i] = s.slots[i].outcome(i)
 		tl := &s.slots[i].tl
-		outs[i].Series, outs[i].Events, outs[i].EventsDropped = tl.buf.series(), tl.events, tl.dropped
+		outs[i].Series, outs[i].Events, outs[i].EventsDropped = tl.Series(), tl.Events, tl.Dropped
 	}
 	return outs
 }

@@ -29,13 +29,13 @@ func (s *supervisor) fromNode(m taskqueue.NodeMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := 1; ; k++ {
-		s.effects(-1, s.mode.fromNode(m))
+		s.effects(-1, s.traits.fromNode(m))
 		if k == nodeBatch || !s.nextFromNode(&m) {
 			break
 		}
 	}
-	if s.joblog != nil {
-		s.sayJoblogError(s.joblog.Flush())
+	if s.traits.joblog != nil {
+		s.sayJoblogError(s.traits.joblog.Flush())
 	}
 	s.publishCounts()
 	s.flushNodes()
@@ -107,7 +107,7 @@ func (s *supervisor) wakeWaiting() {
 
 // flushNodes sends what the mode's rules queued for other nodes.
 func (s *supervisor) flushNodes() {
-	for _, m := range s.mode.outbox() {
+	for _, m := range s.traits.outbox() {
 		if s.link != nil {
 			s.link.Send(m)
 		}
@@ -116,7 +116,7 @@ func (s *supervisor) flushNodes() {
 
 // idle0 is idle with mu held.
 func (s *supervisor) idle0() bool {
-	return s.running == 0 && s.pending == 0 && !s.mode.awaitsNodes()
+	return s.running == 0 && s.pending == 0 && !s.traits.awaitsNodes()
 }
 
 // signalIdle wakes the loop to find the run idle.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // A restarted instance's wall runs from its first start to its last
@@ -16,7 +17,7 @@ import (
 func TestWallOfARestartedInstance(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	at := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
-	s := slot{gpus: newGPUWatch(nil, nil)}
+	s := slot{gpus: telemetry.NewGPUWatch(nil, nil)}
 	s.began(&process.Process{PID: 10}, at(0))
 	if e := s.ended(process.Reaped{Status: 1 << 8}, at(4)); e.Wall != 4*time.Second {
 		t.Errorf("the first attempt's own wall %v, want 4s (the log's and the joblog's)", e.Wall)

@@ -5,7 +5,8 @@
 // its CPUs and memory policy that forks from there (Thread), follows the
 // child on its pidfd and copies its output (Stream, LineMux, Ring,
 // OutputFiles), gpulaunch as the subreaper of what the children leave
-// behind (Reaper), /proc read in one pass (ProcTable), and rank mode's
-// bind-and-execve (Exec). It may touch processes, threads, pipes and
+// behind (Reaper), /proc read in one pass (ProcTable), rank mode's
+// bind-and-execve (Exec), and COMMAND looked up as a shell does, with its
+// 126/127 (LookPath). It may touch processes, threads, pipes and
 // /proc; it holds no rule of a run (that is pkg/launcher's).
 package process

@@ -1,6 +1,6 @@
 //go:build linux
 
-package launcher
+package telemetry
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package launcher
+package telemetry
 
 import "time"
 
@@ -128,18 +128,28 @@ func (b *seriesBuf) series() *Series {
 // columnCopy is a copy of a column, an empty one for none.
 func columnCopy(c []float64) []float64 { return append([]float64{}, c...) }
 
-// timeline is an instance's series and events, kept by its slot.
-type timeline struct {
-	begun   time.Time // the run's start: the series' time zero
+// Timeline is an instance's series and events, kept by its slot.
+type Timeline struct {
+	Begun   time.Time // the run's start: the series' time zero
 	buf     seriesBuf
-	events  []Event
-	dropped int // events past eventsMax
+	Events  []Event
+	Dropped int // events past eventsMax
 }
 
-func (tl *timeline) event(now time.Time, kind, detail string) {
-	if len(tl.events) >= eventsMax {
-		tl.dropped++
+// Sample adds one sample's figures at t seconds since Begun: the GPUs'
+// utilisation and memory (-1: not measured), the CPU rate and the
+// resident memory.
+func (tl *Timeline) Sample(t, util, mem, cpu, rss float64) { tl.buf.add(t, util, mem, cpu, rss) }
+
+// Series is the decimated series so far (seriesBuf.series).
+func (tl *Timeline) Series() *Series { return tl.buf.series() }
+
+// Event records something that happened at now: a start, an exit, a
+// warning; past eventsMax it is only counted (Dropped).
+func (tl *Timeline) Event(now time.Time, kind, detail string) {
+	if len(tl.Events) >= eventsMax {
+		tl.Dropped++
 		return
 	}
-	tl.events = append(tl.events, Event{T: now.Sub(tl.begun).Seconds(), Kind: kind, Detail: detail})
+	tl.Events = append(tl.Events, Event{T: now.Sub(tl.Begun).Seconds(), Kind: kind, Detail: detail})
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package launcher
+package telemetry
 
 import (
 	"slices"
@@ -43,12 +43,12 @@ func TestGPUWatch(t *testing.T) {
 		{"on a GPU nobody owns", [][]gpu.Usage{sample(0, map[string][]int{"GPU-c": {100}, "GPU-a": {100}})}, 0, []string{"GPU GPU-c, no instance's GPU"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newGPUWatch([]string{"GPU-a"}, []string{"PATH=/bin", "ROCR_VISIBLE_DEVICES=GPU-a"})
+			w := NewGPUWatch([]string{"GPU-a"}, []string{"PATH=/bin", "ROCR_VISIBLE_DEVICES=GPU-a"})
 			var got []string
 			for _, s := range tc.samples {
-				got = append(got, w.observe(0, s, tree, owner, verifyGrace)...)
+				got = append(got, w.Observe(0, s, tree, owner, verifyGrace)...)
 			}
-			got = append(got, w.verify(0)...)
+			got = append(got, w.Verify(0)...)
 			if len(got) != len(tc.warnings) {
 				t.Fatalf("warnings %q, want %d like %q", got, len(tc.warnings), tc.warnings)
 			}
@@ -57,7 +57,7 @@ func TestGPUWatch(t *testing.T) {
 					t.Errorf("warning %q lacks %q", got[i], tc.warnings[i])
 				}
 			}
-			if m := w.meanUtil(); m < tc.mean-0.01 || m > tc.mean+0.01 {
+			if m := w.MeanUtil(); m < tc.mean-0.01 || m > tc.mean+0.01 {
 				t.Errorf("mean %.2f, want %.2f", m, tc.mean)
 			}
 		})
@@ -69,13 +69,13 @@ func TestGPUWatch(t *testing.T) {
 // CUDA call yet is not told it runs on the CPU.
 func TestGPUWatchWaitsForTheGrace(t *testing.T) {
 	idle := []gpu.Usage{{UUID: "GPU-a"}}
-	w := newGPUWatch([]string{"GPU-a"}, nil)
+	w := NewGPUWatch([]string{"GPU-a"}, nil)
 	for i := 0; i < 10; i++ {
-		if got := w.observe(0, idle, map[int]bool{}, nil, verifyGrace-time.Second); len(got) != 0 {
+		if got := w.Observe(0, idle, map[int]bool{}, nil, verifyGrace-time.Second); len(got) != 0 {
 			t.Fatalf("sample %d, before the grace: %q", i, got)
 		}
 	}
-	if got := w.observe(0, idle, map[int]bool{}, nil, verifyGrace); len(got) != 1 || !strings.Contains(got[0], "no process of it used its GPU") {
+	if got := w.Observe(0, idle, map[int]bool{}, nil, verifyGrace); len(got) != 1 || !strings.Contains(got[0], "no process of it used its GPU") {
 		t.Fatalf("after the grace: %q", got)
 	}
 }
@@ -85,19 +85,19 @@ func TestGPUWatchWaitsForTheGrace(t *testing.T) {
 // and not on a GPU that is not its own.
 func TestGPUWatchPerGPU(t *testing.T) {
 	tree := map[int]bool{100: true, 101: true}
-	w := newGPUWatch([]string{"GPU-a", "GPU-b"}, nil)
-	w.observe(0, []gpu.Usage{
+	w := NewGPUWatch([]string{"GPU-a", "GPU-b"}, nil)
+	w.Observe(0, []gpu.Usage{
 		{UUID: "GPU-a", Utilization: 90, Processes: []gpu.GPUProcess{{PID: 100, MemoryUsed: 3}, {PID: 101, MemoryUsed: 4}, {PID: 999, MemoryUsed: 50}}},
 		{UUID: "GPU-b", Utilization: -1, Processes: []gpu.GPUProcess{{PID: 101, MemoryUsed: 5}}},
 		{UUID: "GPU-c", Utilization: 10, Processes: []gpu.GPUProcess{{PID: 100, MemoryUsed: 70}}},
 	}, tree, nil, time.Second)
 	want := []GPUSample{{UUID: "GPU-a", Util: 90, Mem: 7}, {UUID: "GPU-b", Util: -1, Mem: 5}}
-	if !slices.Equal(w.perGPU, want) {
-		t.Fatalf("per GPU %+v, want %+v", w.perGPU, want)
+	if !slices.Equal(w.PerGPU, want) {
+		t.Fatalf("per GPU %+v, want %+v", w.PerGPU, want)
 	}
-	w.observe(0, []gpu.Usage{{UUID: "GPU-a", Utilization: 20}, {UUID: "GPU-b", Utilization: 30}}, tree, nil, time.Second)
+	w.Observe(0, []gpu.Usage{{UUID: "GPU-a", Utilization: 20}, {UUID: "GPU-b", Utilization: 30}}, tree, nil, time.Second)
 	want = []GPUSample{{UUID: "GPU-a", Util: 20}, {UUID: "GPU-b", Util: 30}}
-	if !slices.Equal(w.perGPU, want) {
-		t.Fatalf("second sample: per GPU %+v, want %+v (the last sample's only)", w.perGPU, want)
+	if !slices.Equal(w.PerGPU, want) {
+		t.Fatalf("second sample: per GPU %+v, want %+v (the last sample's only)", w.PerGPU, want)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package launcher
+package telemetry
 
 import (
 	"fmt"
@@ -11,9 +11,19 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 )
 
-// GPUUsage samples GPUs; an gpu.Source is one.
+// GPUUsage samples GPUs; a gpu.Source is one.
 type GPUUsage interface {
 	Usage(uuids []string) ([]gpu.Usage, error)
+}
+
+// GPUSample is one of an instance's GPUs at the last sample.
+type GPUSample struct {
+	UUID string `json:"uuid"`
+	// Util is the GPU's utilisation in percent; -1: the driver does not
+	// tell (a MIG device).
+	Util int `json:"util_pct"`
+	// Mem is the GPU memory the instance's processes hold on it.
+	Mem uint64 `json:"mem_bytes"`
 }
 
 // Launch verification judges a running instance's idle GPUs once it has
@@ -25,62 +35,67 @@ type GPUUsage interface {
 // model), so it was told it ran on the CPU when it had not started yet;
 // at a test's 100 ms interval a loaded machine did the same to an app that
 // had not reached its first line. A wrong device is still caught at the
-// first sample that shows it (observe's foreign check).
+// first sample that shows it (Observe's foreign check).
 const (
 	verifyAfter = 3
 	verifyGrace = 60 * time.Second
 )
 
-// gpuWatch is one instance's GPU record across samples.
-type gpuWatch struct {
+// GPUWatch is one instance's GPU record across samples: what the
+// summary, the live table and launch verification read of its GPUs.
+type GPUWatch struct {
 	own      map[string]bool // its GPUs by UUID
 	samples  int             // samples taken while it ran
 	utilSum  float64
-	utilPeak int
-	memPeak  uint64 // its processes' GPU memory, summed over GPUs
+	UtilPeak int
+	MemPeak  uint64 // its processes' GPU memory, summed over GPUs
 	seen     bool   // one of its processes held a context on one of its GPUs
 	busy     bool   // one of its GPUs was ever busy
 	verified bool   // the idle check has been made
 	foreign  map[string]bool
-	warnings []string
+	// Warnings are what the watch found wrong (a foreign GPU, idle
+	// GPUs), and those the sampler's caller added (the memory cap).
+	Warnings []string
 	// the last sample: mean utilisation of its GPUs (-1: none) and its
 	// processes' GPU memory
-	lastUtil int
-	lastMem  uint64
-	// perGPU is the last sample of each of its GPUs, in the order they
+	LastUtil int
+	LastMem  uint64
+	// PerGPU is the last sample of each of its GPUs, in the order they
 	// were sampled: what --metrics-file and --metrics-listen expose per
 	// GPU UUID, the key other exporters' series are joined on.
-	perGPU []GPUSample
+	PerGPU []GPUSample
 	// told is the variable that told the instance its GPUs, for the
 	// warning when it runs on another's (visibleVars).
 	told string
 }
 
-func newGPUWatch(uuids []string, env []string) *gpuWatch {
-	w := &gpuWatch{own: map[string]bool{}, foreign: map[string]bool{}, lastUtil: -1, told: toldBy(env)}
+// NewGPUWatch watches the GPUs uuids of an instance whose environment is
+// env.
+func NewGPUWatch(uuids []string, env []string) *GPUWatch {
+	w := &GPUWatch{own: map[string]bool{}, foreign: map[string]bool{}, LastUtil: -1, told: toldBy(env)}
 	for _, u := range uuids {
 		w.own[u] = true
 	}
 	return w
 }
 
-// observe folds one sample in: usage of every sampled GPU, the
+// Observe folds one sample in: usage of every sampled GPU, the
 // instance's process tree, which instance owns each GPU, and how long its
 // process has run. It returns warnings that are new.
-func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owner map[string]int, ran time.Duration) []string {
+func (w *GPUWatch) Observe(index int, usage []gpu.Usage, tree map[int]bool, owner map[string]int, ran time.Duration) []string {
 	var fresh []string
 	util, n := 0, 0
 	var mem uint64
-	w.perGPU = w.perGPU[:0]
+	w.PerGPU = w.PerGPU[:0]
 	for _, u := range usage {
 		mine := w.own[u.UUID]
 		if mine {
-			w.perGPU = append(w.perGPU, GPUSample{UUID: u.UUID, Util: u.Utilization})
+			w.PerGPU = append(w.PerGPU, GPUSample{UUID: u.UUID, Util: u.Utilization})
 		}
 		if mine && u.Utilization >= 0 {
 			util += u.Utilization
 			n++
-			w.utilPeak = max(w.utilPeak, u.Utilization)
+			w.UtilPeak = max(w.UtilPeak, u.Utilization)
 			w.busy = w.busy || u.Utilization > 0
 		}
 		for _, p := range u.Processes {
@@ -90,7 +105,7 @@ func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 			if mine {
 				w.seen = true
 				mem += p.MemoryUsed
-				w.perGPU[len(w.perGPU)-1].Mem += p.MemoryUsed
+				w.PerGPU[len(w.PerGPU)-1].Mem += p.MemoryUsed
 				continue
 			}
 			if !w.foreign[u.UUID] {
@@ -109,14 +124,14 @@ func (w *gpuWatch) observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 		return fresh
 	}
 	w.samples++
-	w.lastUtil, w.lastMem = -1, mem
+	w.LastUtil, w.LastMem = -1, mem
 	if n > 0 {
 		w.utilSum += float64(util) / float64(n)
-		w.lastUtil = util / n
+		w.LastUtil = util / n
 	}
-	w.memPeak = max(w.memPeak, mem)
+	w.MemPeak = max(w.MemPeak, mem)
 	if w.samples >= verifyAfter && ran >= verifyGrace {
-		fresh = append(fresh, w.verify(index)...)
+		fresh = append(fresh, w.Verify(index)...)
 	}
 	return fresh
 }
@@ -134,8 +149,8 @@ func toldBy(env []string) string {
 	return "the GPU visibility variable"
 }
 
-// verify flags an instance that never touched its GPUs while they sat idle.
-func (w *gpuWatch) verify(index int) []string {
+// Verify flags an instance that never touched its GPUs while they sat idle.
+func (w *GPUWatch) Verify(index int) []string {
 	if w.verified || w.samples == 0 {
 		return nil
 	}
@@ -147,7 +162,9 @@ func (w *gpuWatch) verify(index int) []string {
 		"is the app running on the CPU (a CPU-only build, or no GPU code path)?", index, strings.Join(keys(w.own), ","), w.samples)}
 }
 
-func (w *gpuWatch) meanUtil() float64 {
+// MeanUtil is the mean of its GPUs' utilisation over the samples; -1:
+// none.
+func (w *GPUWatch) MeanUtil() float64 {
 	if w.samples == 0 {
 		return -1
 	}
