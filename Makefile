@@ -27,12 +27,12 @@ $(shell mkdir -p $(TMPDIR))
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/binding:FuzzVisibleDevices ./pkg/binding:FuzzHostlist ./pkg/binding:FuzzCounts \
   ./pkg/binding:FuzzAMDVisible ./pkg/binding:FuzzZEMask ./pkg/gpu:FuzzKFDProperties ./pkg/gpu:FuzzIntelUevent \
-  ./pkg/taskqueue:FuzzSplitWords ./pkg/taskqueue:FuzzFillTemplate ./cmd/gpulaunch:FuzzShellJoin \
+  ./pkg/taskqueue:FuzzSplitWords ./pkg/taskqueue:FuzzFillTemplate ./pkg/taskqueue:FuzzShellJoin \
   ./cmd/gpulaunch:FuzzParseArgs ./pkg/nodelink:FuzzWire
 
 # Pure packages: no cgo, no Linux specifics outside _linux.go files, so
 # they build (and vet) for any GOOS; lint checks them on darwin.
-PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/gpu ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps ./pkg/metrics
+PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/gpu ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps ./pkg/metrics ./pkg/filelock ./pkg/outputs
 
 .PHONY: build test integration demo bench bench-scale fuzz lint clean pictures stress dist install uninstall
 

@@ -13,6 +13,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
@@ -128,7 +129,7 @@ func (a *app) reportFile(pattern string, names instance.Names, multiNode bool, l
 	if err != nil {
 		return "", usageError{err}
 	}
-	if err := writableDir(filepath.Dir(file)); err != nil {
+	if err := outputs.WritableDir(filepath.Dir(file)); err != nil {
 		return "", usagef("--report %s: %v: nothing was started", pattern, err)
 	}
 	if file != pattern {

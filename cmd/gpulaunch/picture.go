@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
 	"github.com/gpulaunch/gpulaunch/pkg/jsonerr"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 )
 
 const pictureUsage = `Usage: gpulaunch report FILE [--svg OUT] [--html OUT]
@@ -51,7 +52,7 @@ func (a *app) report(args []string) error {
 	if err != nil {
 		return err
 	}
-	uses := []pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}}
+	uses := []outputs.Use{{Flag: "FILE", Path: fs.Arg(0), Reads: "the report to draw"}}
 	for _, o := range outs {
 		if o.path == "" {
 			continue
@@ -65,7 +66,7 @@ func (a *app) report(args []string) error {
 		if err := checkWritable(o.path); err != nil {
 			return usagef("%s %s: %v: nothing was written", o.flag, o.path, err)
 		}
-		uses = append(uses, pathUse{flag: o.flag, path: o.path, writes: o.what})
+		uses = append(uses, outputs.Use{Flag: o.flag, Path: o.path, Writes: o.what})
 	}
 	if err := fileClash(uses, fileIdentity); err != nil {
 		return err
@@ -237,28 +238,5 @@ func sizeOrDash(b uint64) string {
 // checkWritable says why path could not be written whole (writeWhole),
 // before anything is.
 func checkWritable(path string) error {
-	c := writableCheck{dirs: map[string]error{}}
-	return c.replaced(filepath.Clean(path))
-}
-
-// writeWhole writes data to path whole or not at all: beside it, then
-// renamed over it. A symlink is written through, as a shell's > does, and
-// a device or a pipe (/dev/null, /dev/stdout) in place: a rename would
-// replace the link, or the device node itself.
-func writeWhole(path string, data []byte) error {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return os.WriteFile(path, data, 0o644)
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return outputs.NewWritableCheck().Replaced(filepath.Clean(path))
 }

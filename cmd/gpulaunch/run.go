@@ -25,6 +25,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -254,9 +255,11 @@ func checkArgv(argv []string) error {
 	return nil
 }
 
-// taskFiles are what a queue's task files are named from, here.
-func (o *runOptions) taskFiles(l *launch) taskFiles {
-	return newTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(process.OpenAppend))
+// taskSlots complete a task for a slot of this node's: {%} over every
+// node's slots, the task's files named from here.
+func (o *runOptions) taskSlots(l *launch) *taskqueue.Slots {
+	files := taskqueue.NewTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(process.OpenAppend))
+	return &taskqueue.Slots{First: l.group.Ranks(0).Rank, Files: files}
 }
 
 // openMode is how output files are opened: --open-mode, else truncate,
@@ -515,7 +518,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 		daemons, err := l.mps.start(a, insts, log, wait)
 		if err != nil {
 			srv.Close(0)
-			peers.close(log)
+			peers.Close(log)
 			if stopped := stoppedBeforeRun(wait, o, "while the MPS control daemons came up (they were stopped)", log); stopped != nil {
 				return stopped
 			}
@@ -580,7 +583,7 @@ func (a *app) lockJoblog(o *runOptions, l *launch, log *zap.Logger) (*taskqueue.
 	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" || taskqueue.JoblogStream(path) {
 		return nil, nil // a stream has nothing to keep: nothing reads it back
 	}
-	if err := (writableCheck{dirs: map[string]error{}}).file(path); err != nil {
+	if err := outputs.NewWritableCheck().File(path); err != nil {
 		return nil, usagef("--joblog %s: %v: nothing was started", path, err)
 	}
 	host := l.names.Host
@@ -633,15 +636,12 @@ func (a *app) queueConfig(o *runOptions, l *launch, tasks []job.Task, log *zap.L
 		}
 		return nil, nil
 	}
-	files := o.taskFiles(l)
 	// The joblog's Host is ":", as GNU parallel writes for the local
 	// machine: a resume by parallel itself matches it.
 	// {%} is the slot's number over every node of the launch, from 1.
 	g := l.group
 	c := &taskqueue.QueueConfig{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
-		ForSlot: func(t job.Task, slot int) job.Task {
-			return forSlot(t, g.Ranks(slot).Rank, files)
-		}}
+		Slots: o.taskSlots(l)}
 	if l.nodes.role == roleHolder {
 		// the holder's records name it, as those of the other nodes do
 		c.Host, c.OtherNodes = g.Host, g.Size-1
@@ -708,7 +708,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		if srv != nil {
 			srv.Close(0)
 		}
-		rq.close(log)
+		rq.Close(log)
 		return stopped
 	}
 	var g errgroup.Group
@@ -720,11 +720,11 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	if con.progress != nil && rq.q != nil {
 		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
 	}
-	if rq.holder != nil {
-		g.Go(func() error { tellStatus(ctx, rq.holder, board); return nil })
+	if rq.Holder != nil {
+		g.Go(func() error { tellStatus(ctx, rq.Holder, board); return nil })
 	}
 	if st.metrics != nil {
-		g.Go(func() error { st.metrics.run(ctx); return nil })
+		g.Go(func() error { st.metrics.Run(ctx); return nil })
 	}
 	var res launcher.Result
 	g.Go(func() error {
@@ -733,14 +733,14 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: o.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.link(), Spare: st.spare, Signals: sigs,
+			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Signals: sigs,
 		})
-		rq.close(log) // what the run said last reaches the other nodes
+		rq.Close(log) // what the run said last reaches the other nodes
 		return err
 	})
 	err := g.Wait()
 	con.done()
-	st.metrics.write() // the final states: the file keeps them (docs/report.md, "Metrics")
+	st.metrics.Write() // the final states: the file keeps them (docs/report.md, "Metrics")
 	if err != nil {
 		return err
 	}
@@ -759,9 +759,9 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 		to = &warningsOnly{w: con.stderr}
 	}
 	switch {
-	case rq.feed != nil:
-		code = rq.feed.ExitCode()
-		summary.WriteFeed(to, rq.feed, insts, outs, paint)
+	case rq.Feed != nil:
+		code = rq.Feed.ExitCode()
+		summary.WriteFeed(to, rq.Feed, insts, outs, paint)
 	case queue != nil:
 		code = queue.ExitCode()
 		summary.WriteQueue(to, queue, insts, outs, time.Since(run.Started), paint)

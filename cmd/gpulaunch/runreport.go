@@ -155,7 +155,7 @@ func signalString(o launcher.Outcome) string {
 // that names no node gets ".<host>" before its extension, so that the
 // nodes do not overwrite each other's on a shared filesystem.
 func reportPath(pattern string, names instance.Names, multiNode bool) (string, error) {
-	return nodePath("--report", pattern, names, multiNode)
+	return instance.NodePath("--report", pattern, names, multiNode)
 }
 
 // writeReport writes the file whole or not at all: a reader never sees

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 )
 
@@ -227,8 +228,8 @@ type scalePoint struct {
 // --json or --svg is a file the study reads or one of another kind
 // (fileClash). --json's and --svg's own writability is check's.
 func (a *app) checkStudyFiles(o *scaleOptions, points []scalePoint, path string) error {
-	uses := append(a.nodeInputs(o.common), pathUse{flag: "the command", path: path, reads: "the program the study starts"})
-	c := writableCheck{dirs: map[string]error{}}
+	uses := append(a.nodeInputs(o.common), outputs.Use{Flag: "the command", Path: path, Reads: "the program the study starts"})
+	c := outputs.NewWritableCheck()
 	for _, p := range points {
 		insts, err := p.l.instances(nil, p.opts)
 		if err != nil {
@@ -236,17 +237,17 @@ func (a *app) checkStudyFiles(o *scaleOptions, points []scalePoint, path string)
 		}
 		for _, inst := range insts {
 			who := fmt.Sprintf("%s %d, instance %d", o.sizeFlag(), p.size, inst.Index)
-			if err := c.files("-o "+p.opts.flags.output, inst.Stdout, "-e "+p.opts.flags.error, inst.Stderr, who); err != nil {
-				return err
+			if err := c.Files("-o "+p.opts.flags.output, inst.Stdout, "-e "+p.opts.flags.error, inst.Stderr, who); err != nil {
+				return usageError{err}
 			}
-			uses = append(uses, outputUses(inst.Stdout, inst.Stderr)...)
+			uses = append(uses, outputs.Outputs(inst.Stdout, inst.Stderr)...)
 		}
 	}
 	if o.json != "" {
-		uses = append(uses, pathUse{flag: "--json", path: o.json, writes: "the study's JSON"})
+		uses = append(uses, outputs.Use{Flag: "--json", Path: o.json, Writes: "the study's JSON"})
 	}
 	if o.svg != "" {
-		uses = append(uses, pathUse{flag: "--svg", path: o.svg, writes: "the study's picture"})
+		uses = append(uses, outputs.Use{Flag: "--svg", Path: o.svg, Writes: "the study's picture"})
 	}
 	return fileClash(uses, fileIdentity)
 }
