@@ -496,7 +496,7 @@ func (a *app) start(o *runOptions, l *launch, tasks []job.Task, con *console, lo
 			defer qc.Joblog.Close()
 		}
 		if con.progress != nil {
-			qc.Progress = con.progress.update
+			qc.Progress = con.progress.Update
 		}
 		queue = taskqueue.NewQueue(*qc)
 	}
@@ -718,7 +718,7 @@ func (a *app) supervise(o *runOptions, l *launch, st runParts, log *zap.Logger) 
 	}
 	ctx, runEnded := context.WithCancel(context.Background())
 	if con.progress != nil && rq.q != nil {
-		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
+		g.Go(func() error { con.progress.Tick(ctx.Done()); return nil })
 	}
 	if rq.Holder != nil {
 		g.Go(func() error { tellStatus(ctx, rq.Holder, board); return nil })
@@ -803,7 +803,7 @@ func (a *app) finish(l *launch, insts []launcher.Instance, res launcher.Result, 
 // the bottom (everything else written there goes around it).
 type console struct {
 	stdout, stderr io.Writer
-	progress       *progressLine // nil: none
+	progress       *summary.Progress // nil: none
 }
 
 func (a *app) newConsole(o *runOptions) *console {
@@ -812,8 +812,8 @@ func (a *app) newConsole(o *runOptions) *console {
 	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
 	// pipe: the line would land in the job's output file.)
 	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(a.stdout) && isTerminal(a.stderr) {
-		c.progress = &progressLine{term: a.stderr, started: time.Now()}
-		c.stdout, c.stderr = c.progress.wrap(a.stdout), c.progress.wrap(a.stderr)
+		c.progress = summary.NewProgress(a.stderr, time.Now())
+		c.stdout, c.stderr = c.progress.Wrap(a.stdout), c.progress.Wrap(a.stderr)
 	}
 	return c
 }
@@ -821,7 +821,7 @@ func (a *app) newConsole(o *runOptions) *console {
 // done leaves the progress line's last counts on screen, once.
 func (c *console) done() {
 	if c.progress != nil {
-		c.progress.done()
+		c.progress.Done()
 		c.progress = nil
 	}
 }

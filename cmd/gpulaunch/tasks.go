@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -252,91 +250,3 @@ func skipDone(tasks []job.Task, tf taskFlags, log *zap.Logger) ([]job.Task, int,
 // shellJoin is taskqueue.ShellJoin: argv as the joblog's Command column
 // writes it.
 func shellJoin(args []string) string { return taskqueue.ShellJoin(args) }
-
-// progressLine keeps one line of queue progress at the bottom of a
-// terminal. Everything else written to the terminal goes through its
-// writers, which clear the line first; the next update draws it again.
-type progressLine struct {
-	mu      sync.Mutex
-	term    io.Writer
-	shown   bool
-	last    taskqueue.QueueStatus
-	drawn   time.Time
-	started time.Time
-}
-
-type progressWriter struct {
-	p *progressLine
-	w io.Writer
-}
-
-func (w progressWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	w.p.clearLocked()
-	return w.w.Write(b)
-}
-
-func (p *progressLine) wrap(w io.Writer) io.Writer { return progressWriter{p, w} }
-
-func (p *progressLine) clearLocked() {
-	if p.shown {
-		io.WriteString(p.term, "\r\x1b[K")
-		p.shown = false
-	}
-}
-
-// update takes new counts; the line is redrawn at most ten times a second.
-func (p *progressLine) update(qs taskqueue.QueueStatus) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.last = qs
-	if time.Since(p.drawn) >= 100*time.Millisecond {
-		p.drawLocked()
-	}
-}
-
-func (p *progressLine) drawLocked() {
-	q := p.last
-	text := fmt.Sprintf("tasks: %d/%d done", q.Done, q.Total-q.Skipped)
-	if q.Skipped > 0 {
-		text += fmt.Sprintf(" (+%d from the joblog)", q.Skipped)
-	}
-	text += fmt.Sprintf(", %d failed, %d running, %d left", q.Failed, q.Running, q.Remaining)
-	elapsed := time.Since(p.started)
-	if q.Done > 0 && elapsed > 0 {
-		rate := float64(q.Done) / elapsed.Seconds()
-		eta := time.Duration(float64(q.Remaining+q.Running) / rate * float64(time.Second)).Round(time.Second)
-		text += fmt.Sprintf(" · %.1f/s · ETA %s", rate, eta)
-	}
-	if q.Halted != "" {
-		text += " · stopping: " + q.Halted
-	}
-	io.WriteString(p.term, "\r\x1b[K"+text)
-	p.shown, p.drawn = true, time.Now()
-}
-
-// tick redraws now and then, so that the ETA moves while long tasks run.
-func (p *progressLine) tick(stop <-chan struct{}) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			p.mu.Lock()
-			p.drawLocked()
-			p.mu.Unlock()
-		}
-	}
-}
-
-// done leaves the last counts on their own line.
-func (p *progressLine) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.drawLocked()
-	io.WriteString(p.term, "\n")
-	p.shown = false
-}
