@@ -28,11 +28,6 @@ const (
 	roleNode   queueRole = "node"   // another node: runs what the holder sends
 )
 
-// joinWait bounds how long a node waits for the holder's key file and
-// answer, unless GPULAUNCH_JOIN_WAIT says: the holder may still be
-// reading a long input.
-const joinWait = 2 * time.Minute
-
 // nodeQueue is what a queue over several nodes needs beyond one node's.
 type nodeQueue struct {
 	role   queueRole
@@ -69,15 +64,14 @@ func (a *app) newNodeQueue(o *runOptions, g binding.NodeGroup) (nodeQueue, error
 	if err != nil {
 		return nodeQueue{}, usageError{err}
 	}
-	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group, joinWait: joinWait}
+	// refused on every node, the holder too: the step gives each the same
+	wait, err := nodelink.JoinWait(a.env["GPULAUNCH_JOIN_WAIT"])
+	if err != nil {
+		return nodeQueue{}, usageError{err}
+	}
+	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group, joinWait: wait}
 	if g.Rank == 0 {
 		nq.role = roleHolder
-	}
-	// refused on every node, the holder too: the step gives each the same
-	if v := a.env["GPULAUNCH_JOIN_WAIT"]; v != "" {
-		if nq.joinWait, err = time.ParseDuration(v); err != nil || nq.joinWait <= 0 {
-			return nodeQueue{}, usagef("GPULAUNCH_JOIN_WAIT=%s: how long a node waits for the queue's holder (node 0) is a duration, e.g. 10m; nothing was started", v)
-		}
 	}
 	return nq, nil
 }

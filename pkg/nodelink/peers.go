@@ -102,6 +102,25 @@ func (s *StopSignals) Release() {
 	close(s.done)
 }
 
+// DefaultJoinWait bounds how long a node waits for the holder's key file
+// and answer, unless GPULAUNCH_JOIN_WAIT says: the holder may still be
+// reading a long input.
+const DefaultJoinWait = 2 * time.Minute
+
+// JoinWait is how long a node waits for the holder: GPULAUNCH_JOIN_WAIT's
+// value v, a positive duration (time.ParseDuration's); DefaultJoinWait
+// when it is unset.
+func JoinWait(v string) (time.Duration, error) {
+	if v == "" {
+		return DefaultJoinWait, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("GPULAUNCH_JOIN_WAIT=%s: how long a node waits for the queue's holder (node 0) is a duration, e.g. 10m; nothing was started", v)
+	}
+	return d, nil
+}
+
 // StatusEvery is how often the holder sends the whole queue's counts to
 // the other nodes, for their `gpulaunch status`: twice a second, or
 // less often over more than 1,000 nodes, so that these messages stay

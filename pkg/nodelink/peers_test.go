@@ -38,3 +38,18 @@ func TestGroupsNote(t *testing.T) {
 		t.Errorf("a tree: %q", n)
 	}
 }
+
+// JoinWait: unset is two minutes, a positive duration is taken, anything
+// else refused naming the variable.
+func TestJoinWait(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 2 * time.Minute, "10m": 10 * time.Minute, "90s": 90 * time.Second} {
+		if got, err := JoinWait(v); err != nil || got != want {
+			t.Errorf("%q: %s %v, want %s", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"10", "-1m", "0s", "soon"} {
+		if _, err := JoinWait(v); err == nil || !strings.Contains(err.Error(), "GPULAUNCH_JOIN_WAIT="+v+": ") {
+			t.Errorf("%q: %v, want a refusal", v, err)
+		}
+	}
+}
