@@ -1,69 +1,30 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/metrics"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // checkOutputs says, before anything starts or is opened, why a file the
-// run will write could not be written: every instance's and every task's
-// -o and -e files (a task's for every slot it may run in, when the
-// pattern names the slot), --report's file, --metrics-file's and the joblog; and whether
-// one of them is a file the run reads (inputs) or another output of
-// another kind (outputs.Clash). It changes nothing on disk.
+// run will write could not be written, or is a file it reads (inputs) or
+// another output of another kind (outputs.RunFiles.Check). It changes
+// nothing on disk.
 func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqueue.QueueConfig, inputs []outputs.Use) error {
-	c := outputs.NewWritableCheck()
-	uses := inputs
-	for _, inst := range insts {
-		// a queue's slots write their tasks' files only
-		if o.tasks.queueMode() {
-			break
-		}
-		if err := c.Files("-o "+o.flags.output, inst.Stdout, "-e "+o.flags.error, inst.Stderr, fmt.Sprintf("instance %d", inst.Index)); err != nil {
-			return usageError{err}
-		}
-		uses = append(uses, outputs.Outputs(inst.Stdout, inst.Stderr)...)
-	}
-	if q != nil && (o.flags.output != "" || o.flags.error != "") {
-		slots := 1
-		if strings.Contains(o.flags.output+o.flags.error, "{%}") {
-			slots = len(insts) // this node's; another node's are checked there
-		}
-		for _, t := range q.Tasks {
-			for slot := range slots {
-				ts := q.Slots.Complete(t, slot)
-				if err := c.Files("-o "+o.flags.output, ts.Stdout, "-e "+o.flags.error, ts.Stderr, fmt.Sprintf("task %d", t.Seq)); err != nil {
-					return usageError{err}
-				}
-				uses = append(uses, outputs.Outputs(ts.Stdout, ts.Stderr)...)
-			}
+	r := outputs.RunFiles{Out: o.flags.output, Err: o.flags.error, Report: l.report, Metrics: l.metricsFile, Reads: inputs}
+	if !o.tasks.queueMode() { // a queue's slots write their tasks' files only
+		for _, inst := range insts {
+			r.Instances = append(r.Instances, outputs.Streams{Who: fmt.Sprintf("instance %d", inst.Index), Stdout: inst.Stdout, Stderr: inst.Stderr})
 		}
 	}
-	if l.report != "" {
-		if err := c.Replaced(l.report); err != nil {
-			return usagef("--report %s: %v: nothing was started", l.report, err)
-		}
-		uses = append(uses, outputs.Use{Flag: "--report", Path: l.report, Writes: "the run's report"})
+	if q != nil {
+		r.Tasks = outputs.TaskStreams(q.Tasks, q.Slots, o.flags.output, o.flags.error, len(insts))
+		r.Joblog = o.tasks.joblog
 	}
-	if l.metricsFile != "" {
-		if err := cmp.Or(c.Replaced(l.metricsFile), metrics.PromName(l.metricsFile)); err != nil {
-			return usagef("--metrics-file %s: %v: nothing was started", l.metricsFile, err)
-		}
-		uses = append(uses, outputs.Use{Flag: "--metrics-file", Path: l.metricsFile, Writes: "the run's metrics"})
-	}
-	if q != nil && o.tasks.joblog != "" {
-		if err := c.File(o.tasks.joblog); err != nil {
-			return usagef("--joblog %s: %v: nothing was started", o.tasks.joblog, err)
-		}
-		uses = append(uses, outputs.Use{Flag: "--joblog", Path: o.tasks.joblog, Writes: "the joblog"})
-	}
-	return fileClash(uses, outputs.Identity)
+	return asUsage(r.Check())
 }
 
 // runInputs are the files a run reads: the task input, the node or

@@ -19,7 +19,7 @@
 // It keeps no state of its own and samples nothing: the supervisor's
 // sampler measures, the board's table becomes a Snapshot by FromBoard's
 // rules (board_linux.go). metrics.go is pure; file.go names the
-// --metrics-file (FileName, PromName) and its Exporter writes it whole
+// --metrics-file (FileName) and its Exporter writes it whole
 // and serves /metrics on the listener it is given; lock_linux.go keeps a
 // second gpulaunch off the file (pkg/filelock, the joblog's lock). The
 // Linux-only parts (the board, the lock) are the _linux.go files: the

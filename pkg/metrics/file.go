@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,21 +16,13 @@ import (
 // FileName is where this node writes --metrics-file pattern: %j, %s, %N
 // and %n expand as in -o; over several nodes a pattern that names no
 // node gets the host before .prom, so that each node writes its own
-// (instance.NodePath); "" without a pattern.
+// (instance.NodePath); "" without a pattern. Its name must end in .prom
+// (outputs.PromName, checked with the run's other outputs).
 func FileName(pattern string, names instance.Names, multiNode bool) (string, error) {
 	if pattern == "" {
 		return "", nil
 	}
 	return instance.NodePath("--metrics-file", pattern, names, multiNode)
-}
-
-// PromName says why node_exporter's textfile collector would not read
-// file: it reads *.prom only.
-func PromName(file string) error {
-	if strings.HasSuffix(filepath.Base(file), ".prom") && filepath.Base(file) != ".prom" {
-		return nil
-	}
-	return fmt.Errorf("node_exporter's textfile collector reads only files named *.prom and would ignore this one: give a name ending in .prom (e.g. gpulaunch-%%j.prom)")
 }
 
 // Exporter is a run's exposition: its collector, written to

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 )
 
 // Over several nodes each node writes its own metrics file, whose name
@@ -17,7 +18,7 @@ func TestMetricsFilePerNode(t *testing.T) {
 		"d/%n.prom":         "d/1.prom",
 	} {
 		got, err := FileName(pattern, names, true)
-		if err != nil || got != want || PromName(got) != nil {
+		if err != nil || got != want || outputs.PromName(got) != nil {
 			t.Errorf("%q: %q %v, want %q", pattern, got, err, want)
 		}
 	}

@@ -2,6 +2,8 @@ package outputs
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -41,6 +43,15 @@ func Name(flag, name string, queue bool) error {
 		return fmt.Errorf("%s %s: %s is a replacement string, filled in %s; %s's file is named as given here", flag, name, r, where, flag)
 	}
 	return nil
+}
+
+// PromName says why node_exporter's textfile collector would not read
+// file, --metrics-file's expanded name: it reads *.prom only.
+func PromName(file string) error {
+	if strings.HasSuffix(filepath.Base(file), ".prom") && filepath.Base(file) != ".prom" {
+		return nil
+	}
+	return fmt.Errorf("node_exporter's textfile collector reads only files named *.prom and would ignore this one: give a name ending in .prom (e.g. gpulaunch-%%j.prom)")
 }
 
 // Kind is what an output flag's file name may hold (Name).
