@@ -15,6 +15,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 )
 
@@ -114,7 +115,7 @@ func reportFile(pattern string, names instance.Names, multiNode bool, log *zap.L
 	if err != nil {
 		return "", usageError{err}
 	}
-	if err := writableDir(filepath.Dir(file)); err != nil {
+	if err := outputs.WritableDir(filepath.Dir(file)); err != nil {
 		return "", usagef("--report %s: %v: nothing was started", pattern, err)
 	}
 	if file != pattern {

@@ -15,8 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
 )
 
 // metricsApp is the fake app of the metrics tests (helper "metrics-app"
@@ -255,26 +253,6 @@ func TestRunMetricsListenPortInUse(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the refused run left %v: an instance started or the metrics file was made", entries)
-	}
-}
-
-// Over several nodes each node writes its own metrics file, whose name
-// still ends in .prom (the textfile collector reads no other).
-func TestMetricsFilePerNode(t *testing.T) {
-	names := instance.Names{JobID: "7", Host: "n2", NodeIndex: 1}
-	for pattern, want := range map[string]string{
-		"gpulaunch.prom":    "gpulaunch.n2.prom",
-		"gpulaunch-%j.prom": "gpulaunch-7.n2.prom",
-		"d/%N-%j.prom":      "d/n2-7.prom",
-		"d/%n.prom":         "d/1.prom",
-	} {
-		got, err := metricsFile(pattern, names, true)
-		if err != nil || got != want || promName(got) != nil {
-			t.Errorf("%q: %q %v, want %q", pattern, got, err, want)
-		}
-	}
-	if got, _ := metricsFile("gpulaunch-%j.prom", names, false); got != "gpulaunch-7.prom" {
-		t.Errorf("one node: %q", got)
 	}
 }
 

@@ -3,14 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
@@ -30,11 +26,6 @@ const (
 	roleHolder queueRole = "holder" // node 0: reads the input, keeps the queue and the joblog
 	roleNode   queueRole = "node"   // another node: runs what the holder sends
 )
-
-// joinWait bounds how long a node waits for the holder's key file and
-// answer, unless GPULAUNCH_JOIN_WAIT says: the holder may still be
-// reading a long input.
-const joinWait = 2 * time.Minute
 
 // nodeQueue is what a queue over several nodes needs beyond one node's.
 type nodeQueue struct {
@@ -72,15 +63,14 @@ func (a *app) newNodeQueue(o *runOptions, g nodegroup.NodeGroup) (nodeQueue, err
 	if err != nil {
 		return nodeQueue{}, usageError{err}
 	}
-	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group, joinWait: joinWait}
+	// refused on every node, the holder too: the step gives each the same
+	wait, err := nodelink.JoinWait(a.env["GPULAUNCH_JOIN_WAIT"])
+	if err != nil {
+		return nodeQueue{}, usageError{err}
+	}
+	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group, joinWait: wait}
 	if g.Rank == 0 {
 		nq.role = roleHolder
-	}
-	// refused on every node, the holder too: the step gives each the same
-	if v := a.env["GPULAUNCH_JOIN_WAIT"]; v != "" {
-		if nq.joinWait, err = time.ParseDuration(v); err != nil || nq.joinWait <= 0 {
-			return nodeQueue{}, usagef("GPULAUNCH_JOIN_WAIT=%s: how long a node waits for the queue's holder (node 0) is a duration, e.g. 10m; nothing was started", v)
-		}
 	}
 	return nq, nil
 }
@@ -123,35 +113,12 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 		}
 	}
 	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir, Group: l.nodes.group,
-		Refused: warnRefused(log), Stalled: warnStalled(log, g.Size)})
+		Refused: nodelink.WarnRefused(log), Stalled: nodelink.WarnStalled(log, g.Size)})
 	if err != nil {
 		return nil, usagef("a task queue over %d nodes: node 0 cannot open its link on port %d: %v: give --master-port PORT; nothing was started", g.Size, port, err)
 	}
-	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)%s", g.Size, host, h.Port(), h.KeyPath(), treeNote(nodelink.Groups{Nodes: g.Size, Size: l.nodes.group})))
+	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)%s", g.Size, host, h.Port(), h.KeyPath(), nodelink.Groups{Nodes: g.Size, Size: l.nodes.group}.Note()))
 	return h, nil
-}
-
-// warnRefused tells the user of a connection the link turned away.
-func warnRefused(log *zap.Logger) func(remote, why string) {
-	return func(remote, why string) {
-		log.Warn(fmt.Sprintf("a connection from %s was refused (%s): only this run's nodes may take tasks", remote, why))
-	}
-}
-
-// warnStalled tells the user that this node (the holder, or a relay)
-// cannot accept the nodes' connections for now.
-func warnStalled(log *zap.Logger, nodes int) func(why string) {
-	return func(why string) {
-		log.Warn(fmt.Sprintf("this node cannot take in more nodes for now (%s): they wait until it can; over many nodes raise the open-file limit (ulimit -n) above the node count (%d)", why, nodes))
-	}
-}
-
-// treeNote says how the other nodes join: through relays, or not.
-func treeNote(g nodelink.Groups) string {
-	if !g.On() {
-		return ""
-	}
-	return fmt.Sprintf("; in groups of %d behind relays (nodes 1, %d, %d, …; GPULAUNCH_NODE_GROUP=0: none)", g.Size, 1+g.Size, 1+2*g.Size)
 }
 
 // join makes this node one of the holder's: it waits for the holder
@@ -159,7 +126,7 @@ func treeNote(g nodelink.Groups) string {
 func (a *app) join(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
 	g := l.group
 	log.Info(fmt.Sprintf("node %d of %d: waiting up to %s for the queue's holder, node 0 (GPULAUNCH_JOIN_WAIT sets how long)", g.Rank, g.Size, l.nodes.joinWait))
-	w, err := nodelink.JoinContext(ctx, nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: l.nodes.joinWait, Refused: warnRefused(log), Stalled: warnStalled(log, g.Size)})
+	w, err := nodelink.JoinContext(ctx, nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: l.nodes.joinWait, Refused: nodelink.WarnRefused(log), Stalled: nodelink.WarnStalled(log, g.Size)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,30 +134,14 @@ func (a *app) join(ctx context.Context, o *runOptions, l *launch, log *zap.Logge
 	if first, last := w.Relays(); first <= last {
 		log.Info(fmt.Sprintf("node %d relays for nodes %d..%d: it stays until they are done", g.Rank, first, last))
 	}
-	files := o.taskFiles(l)
-	f := &taskqueue.Feed{Tries: o.tasks.retries, Host: g.Host,
-		ForSlot: func(t job.Task, slot int) job.Task {
-			return forSlot(t, g.Ranks(slot).Rank, files)
-		}}
+	f := &taskqueue.Feed{Tries: o.tasks.retries, Host: g.Host, Slots: o.taskSlots(l)}
 	return f, w, nil
-}
-
-// statusEvery is how often the holder sends the whole queue's counts to
-// the other nodes, for their `gpulaunch status`: twice a second, or
-// less often over more than 1,000 nodes, so that these messages stay
-// at 2,000 a second in all. Each costs the holder about as much as a task
-// (an encoding, a TLS record, a write): sent twice a second to 10,000 nodes
-// they took 12 ms of its CPU per node joined while the nodes joined (170 s
-// for 10,000 to join) and 120 µs per task after (scripts/bench-holder.sh).
-func statusEvery(nodes int) time.Duration {
-	const perSecond = 2000
-	return max(500*time.Millisecond, time.Duration(nodes)*time.Second/perSecond)
 }
 
 // tellStatus sends the whole queue's counts to every node every
 // statusEvery, for their `gpulaunch status`, until ctx ends.
 func tellStatus(ctx context.Context, h *nodelink.Holder, board *launcher.Board) {
-	t := time.NewTicker(statusEvery(h.Nodes()))
+	t := time.NewTicker(nodelink.StatusEvery(h.Nodes()))
 	defer t.Stop()
 	for {
 		select {
@@ -204,17 +155,9 @@ func tellStatus(ctx context.Context, h *nodelink.Holder, board *launcher.Board) 
 	}
 }
 
-// peers is this node's link to the other nodes of a queue over several;
-// zero on one node.
-type peers struct {
-	holder *nodelink.Holder
-	worker *nodelink.Worker
-	feed   *taskqueue.Feed // a node's: what it runs
-	// stopped is a relay's: closed at its first INT, TERM or QUIT from
-	// the start of its run (stopSignals), which its wait for its group at
-	// the end answers; nil elsewhere.
-	stopped *stopSignals
-}
+// peers is this node's link to the other nodes of a queue over several
+// (nodelink.Peers); zero on one node.
+type peers = nodelink.Peers
 
 // runQueue is a run's queue: the one kept here (nil on a node that is
 // not the holder), and the link to the other nodes.
@@ -227,8 +170,8 @@ type runQueue struct {
 // feed on another node, or (neither) their instances.
 func (rq runQueue) work() launcher.Work {
 	switch {
-	case rq.feed != nil:
-		return launcher.FeedTasks{Feed: rq.feed}
+	case rq.Feed != nil:
+		return launcher.FeedTasks{Feed: rq.Feed}
 	case rq.q != nil:
 		return launcher.QueueTasks{Queue: rq.q}
 	}
@@ -242,85 +185,13 @@ func (a *app) openPeers(ctx context.Context, o *runOptions, l *launch, log *zap.
 	var err error
 	switch l.nodes.role {
 	case roleHolder:
-		p.holder, err = a.hold(o, l, log)
+		p.Holder, err = a.hold(o, l, log)
 		l.nodes.opened = err == nil
 	case roleNode:
-		p.feed, p.worker, err = a.join(ctx, o, l, log)
-		if err == nil && p.worker.Relaying() {
-			p.stopped = catchStopSignals()
+		p.Feed, p.Worker, err = a.join(ctx, o, l, log)
+		if err == nil && p.Worker.Relaying() {
+			p.Stopped = nodelink.CatchStopSignals()
 		}
 	}
 	return p, err
-}
-
-// stopSignals is the first INT, TERM or QUIT to this gpulaunch, caught
-// beside the supervisor, which has them too.
-type stopSignals struct {
-	c    chan struct{} // closed at the first
-	by   string        // its name, set before c is closed
-	sigs chan os.Signal
-	done chan struct{}
-}
-
-func catchStopSignals() *stopSignals {
-	s := &stopSignals{c: make(chan struct{}), sigs: make(chan os.Signal, 1), done: make(chan struct{})}
-	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
-	go func() {
-		select {
-		case sig := <-s.sigs:
-			s.by = job.SignalName(sig.(syscall.Signal))
-			close(s.c)
-		case <-s.done:
-		}
-	}()
-	return s
-}
-
-// release stops catching them.
-func (s *stopSignals) release() {
-	signal.Stop(s.sigs)
-	close(s.done)
-}
-
-func (p peers) link() taskqueue.NodeLink {
-	switch {
-	case p.holder != nil:
-		return p.holder
-	case p.worker != nil:
-		return p.worker
-	}
-	return nil
-}
-
-func (p peers) close(log *zap.Logger) {
-	var err error
-	switch {
-	case p.holder != nil:
-		err = p.holder.Close()
-	case p.stopped != nil:
-		p.closeRelay(log)
-	case p.worker != nil:
-		err = p.worker.Close()
-	}
-	if err != nil {
-		log.Warn("closing the link to the other nodes: " + err.Error())
-	}
-}
-
-// closeRelay closes a relay's link, which first waits for its group's
-// nodes to be done (the queue ended, or the holder stops it) — during a
-// drain, as long as their longest task. That wait answers signals
-// (README's "Signals", rule 7): an INT, TERM or QUIT to the relay, then
-// or before it during its run, ends it, cutting the group off as the
-// relay's loss would (feed rule 7), and the node exits 255. HUP drains,
-// which the wait already is.
-func (p peers) closeRelay(log *zap.Logger) {
-	defer p.stopped.release()
-	first, last := p.worker.Relays()
-	log.Info(fmt.Sprintf("this node's share is done; it waits for the nodes it relays for (%d..%d) to be done", first, last))
-	if p.worker.CloseUnless(p.stopped.c) {
-		why := fmt.Sprintf("%s: stopped before the nodes it relays for (%d..%d) were done, which lost their holder", p.stopped.by, first, last)
-		p.feed.CutOffGroup(why)
-		log.Warn(why)
-	}
 }

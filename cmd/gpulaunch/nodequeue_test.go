@@ -614,26 +614,3 @@ func TestQueueHaltAcrossNodes(t *testing.T) {
 		t.Errorf("records %v: want task 3 alone, by node1 (the others were ended by the halt)", recs)
 	}
 }
-
-// The holder's status messages to the other nodes stay at 2,000 a second
-// in all however many nodes there are: twice a second each up to 1,000
-// nodes, less often beyond.
-func TestStatusEveryKeepsTheHoldersMessagesBounded(t *testing.T) {
-	for _, tc := range []struct {
-		nodes int
-		want  time.Duration
-	}{
-		{2, 500 * time.Millisecond},
-		{1000, 500 * time.Millisecond},
-		{4000, 2 * time.Second},
-		{10000, 5 * time.Second},
-	} {
-		every := statusEvery(tc.nodes)
-		if every != tc.want {
-			t.Errorf("%d nodes: every %s, want %s", tc.nodes, every, tc.want)
-		}
-		if perSecond := float64(tc.nodes) / every.Seconds(); perSecond > 2000 {
-			t.Errorf("%d nodes: %.0f status messages a second", tc.nodes, perSecond)
-		}
-	}
-}

@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
@@ -48,7 +48,7 @@ func (a *app) report(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	uses := []pathUse{{flag: "FILE", path: fs.Arg(0), reads: "the report to draw"}}
+	uses := []outputs.Use{{Flag: "FILE", Path: fs.Arg(0), Reads: "the report to draw"}}
 	for _, o := range outs {
 		if o.path == "" {
 			continue
@@ -62,7 +62,7 @@ func (a *app) report(args []string) error {
 		if err := checkWritable(o.path); err != nil {
 			return usagef("%s %s: %v: nothing was written", o.flag, o.path, err)
 		}
-		uses = append(uses, pathUse{flag: o.flag, path: o.path, writes: o.what})
+		uses = append(uses, outputs.Use{Flag: o.flag, Path: o.path, Writes: o.what})
 	}
 	if err := fileClash(uses, fileIdentity); err != nil {
 		return err
@@ -109,28 +109,5 @@ func reportFlagSet(svgOut, htmlOut *string) *pflag.FlagSet {
 // checkWritable says why path could not be written whole (writeWhole),
 // before anything is.
 func checkWritable(path string) error {
-	c := writableCheck{dirs: map[string]error{}}
-	return c.replaced(filepath.Clean(path))
-}
-
-// writeWhole writes data to path whole or not at all: beside it, then
-// renamed over it. A symlink is written through, as a shell's > does, and
-// a device or a pipe (/dev/null, /dev/stdout) in place: a rename would
-// replace the link, or the device node itself.
-func writeWhole(path string, data []byte) error {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return os.WriteFile(path, data, 0o644)
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return outputs.NewWritableCheck().Replaced(filepath.Clean(path))
 }

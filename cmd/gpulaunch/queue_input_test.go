@@ -5,13 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // writeFile writes content to dir/name and returns the path.
@@ -367,26 +365,6 @@ func TestQueueResumeWarnsOfChangedCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "all 2 tasks are done") || strings.Contains(stderr, "record(s)") {
 		t.Errorf("this sweep's own joblog: exit %d, stderr %q", code, stderr)
 	}
-}
-
-// FuzzShellJoin: the Command a joblog records for an --each-line task
-// (shellJoin) splits back into the task's argv (taskqueue.SplitWords), and
-// is the same command to --resume (taskqueue.SameCommand).
-func FuzzShellJoin(f *testing.F) {
-	f.Add("./app", "--lr", "0.1")
-	f.Add("echo", "a b", "it's")
-	f.Add("x", "", "$HOME|*")
-	f.Fuzz(func(t *testing.T, a, b, c string) {
-		args := []string{a, b, c}
-		cmd := shellJoin(args)
-		got, err := taskqueue.SplitWords(cmd)
-		if err != nil || !slices.Equal(got, args) {
-			t.Fatalf("%q joined as %q splits into %q, %v", args, cmd, got, err)
-		}
-		if !strings.ContainsAny(cmd, "\t\n") && !taskqueue.SameCommand(cmd, cmd) {
-			t.Fatalf("%q is not the same command as itself", cmd)
-		}
-	})
 }
 
 // The replacement strings gpulaunch fills agree with GNU parallel's, run

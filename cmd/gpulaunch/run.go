@@ -24,6 +24,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
@@ -245,9 +246,11 @@ func (o *runOptions) checkCommand() error {
 // (process.CheckArgv) as bad input.
 func checkArgv(argv []string) error { return asUsage(process.CheckArgv(argv)) }
 
-// taskFiles are what a queue's task files are named from, here.
-func (o *runOptions) taskFiles(l *launch) taskFiles {
-	return newTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(process.OpenAppend))
+// taskSlots complete a task for a slot of this node's: {%} over every
+// node's slots, the task's files named from here.
+func (o *runOptions) taskSlots(l *launch) *taskqueue.Slots {
+	files := taskqueue.NewTaskFiles(o.flags.output, o.flags.error, l.names, o.flags.openMode == string(process.OpenAppend))
+	return &taskqueue.Slots{First: l.group.Ranks(0).Rank, Files: files}
 }
 
 // openMode is how output files are opened: --open-mode, else truncate,
@@ -553,7 +556,7 @@ func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskq
 		opened = true
 	}
 	if con.progress != nil {
-		qc.Progress = con.progress.update
+		qc.Progress = con.progress.Update
 	}
 	return taskqueue.NewQueue(*qc), opened, nil
 }
@@ -564,7 +567,7 @@ func (st runParts) closeUnrun(log *zap.Logger) {
 	if st.srv != nil {
 		st.srv.Close(0)
 	}
-	st.queue.close(log)
+	st.queue.Close(log)
 }
 
 // checkListen says whether --metrics-listen's address could be listened
@@ -588,7 +591,7 @@ func (r runner) lockJoblog() (*taskqueue.JoblogLock, error) {
 	if !o.tasks.queueMode() || l.nodes.role == roleNode || path == "" || taskqueue.JoblogStream(path) {
 		return nil, nil // a stream has nothing to keep: nothing reads it back
 	}
-	if err := (writableCheck{dirs: map[string]error{}}).file(path); err != nil {
+	if err := outputs.NewWritableCheck().File(path); err != nil {
 		return nil, usagef("--joblog %s: %v: nothing was started", path, err)
 	}
 	host := l.names.Host
@@ -643,15 +646,12 @@ func (r runner) queueConfig(tasks []job.Task) (*taskqueue.QueueConfig, error) {
 		}
 		return nil, nil
 	}
-	files := o.taskFiles(l)
 	// The joblog's Host is ":", as GNU parallel writes for the local
 	// machine: a resume by parallel itself matches it.
 	// {%} is the slot's number over every node of the launch, from 1.
 	g := l.group
 	c := &taskqueue.QueueConfig{Tasks: todo, Total: len(tasks), Skipped: skipped, Tries: o.tasks.retries, Halt: o.halt, Host: ":",
-		ForSlot: func(t job.Task, slot int) job.Task {
-			return forSlot(t, g.Ranks(slot).Rank, files)
-		}}
+		Slots: o.taskSlots(l)}
 	if l.nodes.role == roleHolder {
 		// the holder's records name it, as those of the other nodes do
 		c.Host, c.OtherNodes = g.Host, g.Size-1
@@ -725,7 +725,7 @@ func (r runner) supervise(st runParts) error {
 		if srv != nil {
 			srv.Close(0)
 		}
-		rq.close(log)
+		rq.Close(log)
 		return stopped
 	}
 	var g errgroup.Group
@@ -735,13 +735,13 @@ func (r runner) supervise(st runParts) error {
 	}
 	ctx, runEnded := context.WithCancel(context.Background())
 	if con.progress != nil && rq.q != nil {
-		g.Go(func() error { con.progress.tick(ctx.Done()); return nil })
+		g.Go(func() error { con.progress.Tick(ctx.Done()); return nil })
 	}
-	if rq.holder != nil {
-		g.Go(func() error { tellStatus(ctx, rq.holder, board); return nil })
+	if rq.Holder != nil {
+		g.Go(func() error { tellStatus(ctx, rq.Holder, board); return nil })
 	}
 	if st.metrics != nil {
-		g.Go(func() error { st.metrics.run(ctx); return nil })
+		g.Go(func() error { st.metrics.Run(ctx); return nil })
 	}
 	var res launcher.Result
 	g.Go(func() error {
@@ -750,14 +750,14 @@ func (r runner) supervise(st runParts) error {
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
 			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.link(), Spare: st.spare, Signals: sigs,
+			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Signals: sigs,
 		})
-		rq.close(log) // what the run said last reaches the other nodes
+		rq.Close(log) // what the run said last reaches the other nodes
 		return err
 	})
 	err := g.Wait()
 	con.done()
-	st.metrics.write() // the final states: the file keeps them (docs/report.md, "Metrics")
+	st.metrics.Write() // the final states: the file keeps them (docs/report.md, "Metrics")
 	if err != nil {
 		return err
 	}
@@ -778,9 +778,9 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 		to = &summary.WarningsOnly{W: con.stderr}
 	}
 	switch {
-	case rq.feed != nil:
-		code = rq.feed.ExitCode()
-		summary.WriteFeed(to, rq.feed, insts, outs, paint)
+	case rq.Feed != nil:
+		code = rq.Feed.ExitCode()
+		summary.WriteFeed(to, rq.Feed, insts, outs, paint)
 	case queue != nil:
 		code = queue.ExitCode()
 		summary.WriteQueue(to, queue, insts, outs, time.Since(run.Started), paint)
@@ -824,7 +824,7 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 // the bottom (everything else written there goes around it).
 type console struct {
 	stdout, stderr io.Writer
-	progress       *progressLine // nil: none
+	progress       *summary.Progress // nil: none
 }
 
 // newConsole is the console of a run with options o on gpulaunch's stdout
@@ -835,8 +835,8 @@ func newConsole(stdout, stderr io.Writer, o *runOptions) *console {
 	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
 	// pipe: the line would land in the job's output file.)
 	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(stdout) && isTerminal(stderr) {
-		c.progress = &progressLine{term: stderr, started: time.Now()}
-		c.stdout, c.stderr = c.progress.wrap(stdout), c.progress.wrap(stderr)
+		c.progress = summary.NewProgress(stderr, time.Now())
+		c.stdout, c.stderr = c.progress.Wrap(stdout), c.progress.Wrap(stderr)
 	}
 	return c
 }
@@ -844,7 +844,7 @@ func newConsole(stdout, stderr io.Writer, o *runOptions) *console {
 // done leaves the progress line's last counts on screen, once.
 func (c *console) done() {
 	if c.progress != nil {
-		c.progress.done()
+		c.progress.Done()
 		c.progress = nil
 	}
 }

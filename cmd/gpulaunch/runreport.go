@@ -26,7 +26,7 @@ func buildReport(l *launch, sh *sharing, run launcher.RunInfo, insts []launcher.
 // that names no node gets ".<host>" before its extension, so that the
 // nodes do not overwrite each other's on a shared filesystem.
 func reportPath(pattern string, names instance.Names, multiNode bool) (string, error) {
-	return nodePath("--report", pattern, names, multiNode)
+	return instance.NodePath("--report", pattern, names, multiNode)
 }
 
 // writeReport writes the file whole or not at all: a reader never sees

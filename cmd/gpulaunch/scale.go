@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 	"github.com/gpulaunch/gpulaunch/pkg/study"
 )
@@ -247,22 +248,22 @@ func (a *app) scale(args []string) error {
 // --json or --svg is a file the study reads or one of another kind
 // (fileClash). --json's and --svg's own writability is check's.
 func (a *app) checkStudyFiles(o *scaleOptions, points []study.Point, runs []*runOptions, path string) error {
-	uses := append(a.nodeInputs(o.common), pathUse{flag: "the command", path: path, reads: "the program the study starts"})
-	c := writableCheck{dirs: map[string]error{}}
+	uses := append(a.nodeInputs(o.common), outputs.Use{Flag: "the command", Path: path, Reads: "the program the study starts"})
+	c := outputs.NewWritableCheck()
 	for i, p := range points {
 		for _, inst := range p.Spec.Instances {
 			who := fmt.Sprintf("%s %d, instance %d", o.axis.Flag, p.Size, inst.Index)
-			if err := c.files("-o "+runs[i].flags.output, inst.Stdout, "-e "+runs[i].flags.error, inst.Stderr, who); err != nil {
-				return err
+			if err := c.Files("-o "+runs[i].flags.output, inst.Stdout, "-e "+runs[i].flags.error, inst.Stderr, who); err != nil {
+				return usageError{err}
 			}
-			uses = append(uses, outputUses(inst.Stdout, inst.Stderr)...)
+			uses = append(uses, outputs.Outputs(inst.Stdout, inst.Stderr)...)
 		}
 	}
 	if o.json != "" {
-		uses = append(uses, pathUse{flag: "--json", path: o.json, writes: "the study's JSON"})
+		uses = append(uses, outputs.Use{Flag: "--json", Path: o.json, Writes: "the study's JSON"})
 	}
 	if o.svg != "" {
-		uses = append(uses, pathUse{flag: "--svg", path: o.svg, writes: "the study's picture"})
+		uses = append(uses, outputs.Use{Flag: "--svg", Path: o.svg, Writes: "the study's picture"})
 	}
 	return fileClash(uses, fileIdentity)
 }

@@ -54,17 +54,3 @@ func TestTopShowsTheExits(t *testing.T) {
 		t.Errorf("top did not see the run finish:\n%q", screen)
 	}
 }
-
-// The top pane has room for its whole last frame after the run: the
-// header, the command, the column names, every row, a warning, the
-// "has finished" line and tmux's notice of the dead pane; never more
-// than half the window.
-func TestTopPaneHeight(t *testing.T) {
-	for _, tc := range []struct{ n, window, want int }{
-		{8, 40, 16}, {1, 40, 9}, {16, 40, 20}, {1, 6, 5},
-	} {
-		if got := topPaneHeight(tc.n, tc.window); got != tc.want {
-			t.Errorf("%d instances in a window of %d lines: %d, want %d", tc.n, tc.window, got, tc.want)
-		}
-	}
-}

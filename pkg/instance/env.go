@@ -1,7 +1,6 @@
 package instance
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -159,76 +158,6 @@ func ownFirst(own, all []gpu.GPU) []gpu.GPU {
 		if !seen[g.UUID] {
 			out = append(out, g)
 		}
-	}
-	return out
-}
-
-// Names are what output patterns expand to.
-type Names struct {
-	JobID, StepID, Host string
-	NodeIndex           int
-}
-
-// ExpandPattern expands an srun-style file pattern for an instance:
-// %t instance, %j job id, %s step id, %N host, %n node index, %% a
-// percent sign; a width may precede the letter (%3t is 007).
-func ExpandPattern(pattern string, instance int, nm Names) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(pattern); i++ {
-		c := pattern[i]
-		if c != '%' {
-			b.WriteByte(c)
-			continue
-		}
-		j := i + 1
-		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
-			j++
-		}
-		if j >= len(pattern) {
-			return "", fmt.Errorf("pattern %q ends in an unfinished %%", pattern)
-		}
-		width := 0
-		if j > i+1 {
-			width, _ = strconv.Atoi(pattern[i+1 : j])
-			if width > 10 {
-				return "", fmt.Errorf("pattern %q: width %d is more than 10", pattern, width)
-			}
-		}
-		num := func(n int) string { return fmt.Sprintf("%0*d", width, n) }
-		switch pattern[j] {
-		case 't':
-			b.WriteString(num(instance))
-		case 'n':
-			b.WriteString(num(nm.NodeIndex))
-		case 'j':
-			b.WriteString(orNone(nm.JobID))
-		case 's':
-			b.WriteString(orNone(nm.StepID))
-		case 'N':
-			b.WriteString(nm.Host)
-		case '%':
-			b.WriteByte('%')
-		default:
-			return "", fmt.Errorf("pattern %q: %%%c is not one of %%t %%j %%s %%N %%n %%%%", pattern, pattern[j])
-		}
-		i = j
-	}
-	return b.String(), nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// ExpandArgs replaces %t in the app's arguments with the instance index;
-// other percent signs are the app's own (printf formats) and stay.
-func ExpandArgs(args []string, instance int) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = strings.ReplaceAll(a, "%t", strconv.Itoa(instance))
 	}
 	return out
 }

@@ -84,34 +84,6 @@ func TestInstanceEnv(t *testing.T) {
 	}
 }
 
-func TestExpandPattern(t *testing.T) {
-	nm := Names{JobID: "42", StepID: "0", Host: "gpu07", NodeIndex: 3}
-	cases := map[string]string{
-		"out-%t.log":      "out-5.log",
-		"%j/%s/%N-%n-%3t": "42/0/gpu07-3-005",
-		"100%%-%t":        "100%-5",
-		"plain":           "plain",
-		"":                "",
-		"%2n":             "03",
-	}
-	for in, want := range cases {
-		if got, err := ExpandPattern(in, 5, nm); err != nil || got != want {
-			t.Errorf("ExpandPattern(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if got, _ := ExpandPattern("%j-%s", 0, Names{}); got != "none-none" {
-		t.Errorf("outside Slurm: %q", got)
-	}
-	for _, bad := range []string{"%", "%x", "a-%3", "%99t"} {
-		if _, err := ExpandPattern(bad, 0, nm); err == nil {
-			t.Errorf("ExpandPattern(%q) accepted", bad)
-		}
-	}
-	if got := ExpandArgs([]string{"--shard=%t", "printf %d"}, 3); got[0] != "--shard=3" || got[1] != "printf %d" {
-		t.Errorf("ExpandArgs = %q", got)
-	}
-}
-
 // torchrun's worker contract under --ddp (torchrunVars), rule by rule:
 // its role and store variables, inherited ones replaced; NCCL's async
 // error handling on, unless the user set either of its variables, whose

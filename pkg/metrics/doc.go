@@ -17,7 +17,11 @@
 // which check the text with its parser and promlint.
 //
 // It keeps no state of its own and samples nothing: the supervisor's
-// sampler measures, the caller hands over a snapshot. It touches no file
-// and opens no socket (the caller writes the text and serves the
-// Collector), so it builds everywhere.
+// sampler measures, the board's table becomes a Snapshot by FromBoard's
+// rules (board_linux.go). metrics.go is pure; file.go names the
+// --metrics-file (FileName) and its Exporter writes it whole
+// and serves /metrics on the listener it is given; lock_linux.go keeps a
+// second gpulaunch off the file (pkg/filelock, the joblog's lock). The
+// Linux-only parts (the board, the lock) are the _linux.go files: the
+// rest builds everywhere.
 package metrics

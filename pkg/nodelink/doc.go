@@ -20,4 +20,9 @@
 //
 // It may touch the network and the key file; what the messages mean is
 // pkg/taskqueue's (nodes.go, feed.go), which never sees a socket.
+// peers.go is this node's side of the link as a run holds it (Peers:
+// closed as the holder, a relay that first waits for its group and
+// answers INT, TERM and QUIT while it does, or another node), how often
+// the holder sends its counts (StatusEvery), and the warnings of the
+// link's hooks.
 package nodelink

@@ -37,8 +37,9 @@ type Feed struct {
 	Tries int
 	// Host is this node's name, for the records.
 	Host string
-	// ForSlot completes a task for the slot it is handed to ({%}, files).
-	ForSlot func(t job.Task, slot int) job.Task
+	// Slots complete a task for the slot it is handed to ({%}, files);
+	// nil: the tasks run as they are.
+	Slots *Slots
 
 	waiting []job.Task // sent by the holder, not started
 	running int        // tasks running here
@@ -64,9 +65,7 @@ func (f *Feed) Take(slot int) (job.Task, job.Then) {
 		t := f.waiting[0]
 		f.waiting = f.waiting[1:]
 		f.running++
-		if f.ForSlot != nil {
-			t = f.ForSlot(t, slot)
-		}
+		t = f.Slots.Complete(t, slot)
 		return t, job.Now
 	case f.over:
 		return job.Task{}, job.Done

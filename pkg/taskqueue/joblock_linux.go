@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/gpulaunch/gpulaunch/pkg/filelock"
 )
 
 // JoblogLock makes one sweep the owner of a joblog: two jobs that --resume
 // the same joblog at once (a sweep submitted twice) would both run every
 // task and record it twice. The lock is an open file description lock
-// (fcntl F_OFD_SETLK) on the joblog itself, held as long as gpulaunch
+// (fcntl F_OFD_SETLK: pkg/filelock, the metrics file's too) on the joblog itself, held as long as gpulaunch
 // runs: the kernel drops it when gpulaunch ends, however it ends (even
 // SIGKILL), so no stale lock is ever left to clear. OFD locks are POSIX
 // byte-range locks to a file system: local file systems, NFSv3 (lockd)
@@ -46,8 +46,8 @@ func (e *ErrJoblogLocked) Error() string {
 }
 
 // ErrLockUnsupported wraps the reason a file system gave for refusing
-// locks: the run goes on unlocked.
-var ErrLockUnsupported = errors.New("this file system does not support file locks")
+// locks: the run goes on unlocked (filelock's, the one lock's).
+var ErrLockUnsupported = filelock.ErrUnsupported
 
 // LockJoblog takes the joblog's lock for the process host:pid, creating
 // the (empty) joblog when it is missing. Nothing is truncated: OpenJoblog
@@ -66,14 +66,13 @@ func LockJoblog(path, host string, pid int, now time.Time) (*JoblogLock, error) 
 		return nil, err
 	}
 	l := &JoblogLock{f: f, owner: path + ".owner", created: created}
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
-	switch err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); {
-	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES):
+	switch err := filelock.Lock(f); {
+	case errors.Is(err, filelock.ErrHeld):
 		f.Close()
 		return nil, &ErrJoblogLocked{Path: path, Owner: readOwner(l.owner)}
-	case errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL):
+	case errors.Is(err, filelock.ErrUnsupported):
 		l.owner = "" // no lock, so no owner to name
-		return l, fmt.Errorf("%w (%v)", ErrLockUnsupported, err)
+		return l, err
 	case err != nil:
 		l.Release(false)
 		return nil, err

@@ -175,13 +175,14 @@ func TestHolderHaltsOnANodesFailure(t *testing.T) {
 	}
 }
 
-// feedOf is a node's feed with tries and a slot filler.
+// feedOf is a node's feed with tries and its slots, which follow 4 of
+// other nodes: its slot 1 is {%} 6.
 func feedOf(tries int) *Feed {
-	return &Feed{Tries: tries, Host: "n1", ForSlot: func(t job.Task, slot int) job.Task { t.Command += fmt.Sprintf(" @%d", slot); return t }}
+	return &Feed{Tries: tries, Host: "n1", Slots: &Slots{First: 4}}
 }
 
 func taskMsg(seq int) NodeMessage {
-	return NodeMessage{Kind: MsgTask, Task: &job.Task{Seq: seq, Command: fmt.Sprintf("task %d", seq)}}
+	return NodeMessage{Kind: MsgTask, Task: &job.Task{Seq: seq, Command: fmt.Sprintf("task %d @{%%}", seq)}}
 }
 
 // The other nodes' rules (feed.go).
@@ -198,7 +199,7 @@ func TestFeedRules(t *testing.T) {
 			f.FromNode(taskMsg(2))
 			t, now := f.Take(1)
 			return fmt.Sprintf("%v %v %s %v", first == job.Wait, v1.Wake, t.Command, now == job.Now)
-		}, "true true task 4 @1 true"},
+		}, "true true task 4 @6 true"},
 		{"a finished task's record goes to the holder; the slot takes the next", func(f *Feed) string {
 			f.FromNode(taskMsg(1))
 			f.FromNode(taskMsg(2))

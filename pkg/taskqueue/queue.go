@@ -68,8 +68,9 @@ type QueueConfig struct {
 	// Host is the joblog's Host: ":" on one node, as GNU parallel writes
 	// for the local machine; the holder's name over several nodes.
 	Host string
-	// ForSlot completes a task for the slot it is handed to ({%}).
-	ForSlot func(t job.Task, slot int) job.Task
+	// Slots complete a task for the slot it is handed to ({%}, its
+	// files); nil: the tasks run as they are.
+	Slots *Slots
 	// Progress, when set, is told of every change of the counts.
 	Progress func(QueueStatus)
 	// OtherNodes, on the holder of a queue over several nodes, is how
@@ -108,10 +109,8 @@ func (q *Queue) nextTask() (job.Task, bool) {
 func (q *Queue) Take(slot int) (job.Task, job.Then) {
 	t, ok := q.nextTask()
 	switch {
-	case ok && q.ForSlot != nil:
-		return q.ForSlot(t, slot), job.Now
 	case ok:
-		return t, job.Now
+		return q.Slots.Complete(t, slot), job.Now
 	case q.halted == "" && q.nodes.holding():
 		return job.Task{}, job.Wait
 	}

@@ -1,6 +1,13 @@
 package taskqueue
 
-import "github.com/gpulaunch/gpulaunch/pkg/job"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+)
 
 // Resumed is what a --resume or --resume-failed leaves to run, and what
 // it found in the joblog that the user should hear of.
@@ -59,4 +66,56 @@ func Resume(tasks []job.Task, records map[int]JoblogEntry, failedOnly bool) Resu
 	r.Skipped = len(tasks) - len(r.Todo)
 	r.Beyond = len(records) - inInput
 	return r
+}
+
+// ResumeFlag is the flag that reads the joblog back, as the user gave it
+// (failedOnly: --resume-failed).
+func ResumeFlag(failedOnly bool) string {
+	if failedOnly {
+		return "--resume-failed"
+	}
+	return "--resume"
+}
+
+// SkipDone leaves out of tasks what an earlier run did, by its joblog
+// (ReadJoblog, Resume: by task number whatever the command, as GNU
+// parallel). A joblog that cannot be read back (a stream: JoblogStream)
+// is refused, as is one that cannot be read or is no joblog; each error
+// says so in one line with the fix.
+func SkipDone(tasks []job.Task, joblog string, failedOnly bool) (Resumed, error) {
+	flag := ResumeFlag(failedOnly)
+	if JoblogStream(joblog) {
+		return Resumed{}, fmt.Errorf("%s reads the --joblog of an earlier run back, and %s is not a file but a stream (gpulaunch's own output, a pipe, a terminal or a device): give the joblog's file, or drop %s", flag, joblog, flag)
+	}
+	done, err := ReadJoblog(joblog)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return Resumed{}, fmt.Errorf("--joblog %s: %v: %s cannot read it; nothing was started", joblog, pe.Err, flag)
+	case err != nil:
+		return Resumed{}, fmt.Errorf("--joblog %v: %s reads it as the joblog of an earlier run; nothing was started", err, flag)
+	}
+	return Resume(tasks, done, failedOnly), nil
+}
+
+// Warning is the one line that says how many of the joblog's records
+// are not this sweep's commands (rule 3); "" when all are.
+func (r Resumed) Warning(joblog string, failedOnly bool) string {
+	if r.Changed == 0 && r.Beyond == 0 {
+		return ""
+	}
+	var what []string
+	if r.Changed > 0 {
+		what = append(what, fmt.Sprintf("%d of its %d record(s) name another command than this sweep's task of that number (task %d: %q, now %q)",
+			r.Changed, r.Records, r.First.Seq, r.First.Recorded, r.First.Now))
+	}
+	if r.Beyond > 0 {
+		what = append(what, fmt.Sprintf("%d record(s) name task numbers beyond this input's %d tasks", r.Beyond, r.Skipped+len(r.Todo)))
+	}
+	then := "the recorded tasks are skipped"
+	if failedOnly {
+		then = "the failed ones run again with this sweep's command, the others count as done"
+	}
+	return fmt.Sprintf("--joblog %s: %s: %s goes by task number, as GNU parallel does, so %s; if the input changed, give this sweep its own --joblog",
+		joblog, strings.Join(what, "; "), ResumeFlag(failedOnly), then)
 }

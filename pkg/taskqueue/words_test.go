@@ -94,3 +94,23 @@ func FuzzSplitWords(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShellJoin: the Command a joblog records for an --each-line task
+// (ShellJoin) splits back into the task's argv (SplitWords), and is the
+// same command to --resume (SameCommand).
+func FuzzShellJoin(f *testing.F) {
+	f.Add("./app", "--lr", "0.1")
+	f.Add("echo", "a b", "it's")
+	f.Add("x", "", "$HOME|*")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		args := []string{a, b, c}
+		cmd := ShellJoin(args)
+		got, err := SplitWords(cmd)
+		if err != nil || !slices.Equal(got, args) {
+			t.Fatalf("%q joined as %q splits into %q, %v", args, cmd, got, err)
+		}
+		if !strings.ContainsAny(cmd, "\t\n") && !SameCommand(cmd, cmd) {
+			t.Fatalf("%q is not the same command as itself", cmd)
+		}
+	})
+}
