@@ -8,9 +8,9 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // noGPUMachine is a machine root with two CPUs and no NVIDIA anything.
@@ -22,11 +22,11 @@ func noGPUMachine() fstest.MapFS {
 	}
 }
 
-func runCLI(t *testing.T, env binding.Env, args ...string) (stdout, stderr string, code int) {
+func runCLI(t *testing.T, env sched.Env, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if env == nil {
-		env = binding.Env{}
+		env = sched.Env{}
 	}
 	a := &app{stdout: &out, stderr: &errb, env: env, root: noGPUMachine(), nvml: nvml.Library, hostname: "testhost", uid: os.Getuid(), tmpRoot: t.TempDir()}
 	code = a.main(args)
@@ -128,7 +128,7 @@ func TestInfoWithoutGPU(t *testing.T) {
 }
 
 func TestInfoInSlurmStep(t *testing.T) {
-	env := binding.Env{"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_LOCALID": "1",
+	env := sched.Env{"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_LOCALID": "1",
 		"SLURM_STEP_TASKS_PER_NODE": "2", "SLURM_STEP_NODELIST": "vm", "CUDA_VISIBLE_DEVICES": "1"}
 	stdout, _, code := runCLI(t, env, "info", "--simulate", "dgx-h100")
 	if code != 0 || !strings.Contains(stdout, "job 42, step 0 on vm") || !strings.Contains(stdout, "local rank 1 of 2 (SLURM_LOCALID)") ||
@@ -140,7 +140,7 @@ func TestInfoInSlurmStep(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
-		env   binding.Env
+		env   sched.Env
 		args  []string
 		words string
 	}{
@@ -162,19 +162,19 @@ func TestBadInput(t *testing.T) {
 		{"info with an argument", nil, []string{"info", "extra"}, "takes no arguments"},
 		{"plan with a command", nil, []string{"plan", "-n", "1", "--", "app"}, "plan takes no command"},
 		{"no GPU on this machine", nil, []string{"plan", "-n", "2"}, "the allocation has 0"},
-		{"garbage local rank", binding.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "x"}, []string{"info"}, "OMPI_COMM_WORLD_LOCAL_RANK"},
-		{"rank beyond size", binding.Env{"MPI_LOCALRANKID": "4", "MPI_LOCALNRANKS": "4"}, []string{"info"}, "not below MPI_LOCALNRANKS"},
-		{"salloc shell has no GPU to plan", binding.Env{"SLURM_JOB_ID": "3"}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "salloc shell"},
-		{"empty CUDA_VISIBLE_DEVICES", binding.Env{"CUDA_VISIBLE_DEVICES": ""}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "empty: no GPU"},
+		{"garbage local rank", sched.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "x"}, []string{"info"}, "OMPI_COMM_WORLD_LOCAL_RANK"},
+		{"rank beyond size", sched.Env{"MPI_LOCALRANKID": "4", "MPI_LOCALNRANKS": "4"}, []string{"info"}, "not below MPI_LOCALNRANKS"},
+		{"salloc shell has no GPU to plan", sched.Env{"SLURM_JOB_ID": "3"}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "salloc shell"},
+		{"empty CUDA_VISIBLE_DEVICES", sched.Env{"CUDA_VISIBLE_DEVICES": ""}, []string{"plan", "--simulate", "dgx-h100", "-n", "1"}, "empty: no GPU"},
 		{"exec without a command", nil, []string{"exec"}, "no command to exec"},
 		{"exec on a simulated node", nil, []string{"exec", "--simulate", "dgx-h100", "--", "true"}, "binds this process on this machine"},
 		{"exec -n", nil, []string{"exec", "-n", "2", "--", "true"}, "exec -n 2: rank mode takes no -n"},
 		{"simulate and node file", nil, []string{"info", "--simulate", "dgx-h100", "--node-file", "x.json"}, "give one"},
 		{"missing node file", nil, []string{"info", "--node-file", "/nonexistent/node.json"}, "--node-file: node file"},
-		{"missing node file from env", binding.Env{"GPULAUNCH_NODE_FILE": "/nonexistent/n.json"}, []string{"info"}, "GPULAUNCH_NODE_FILE=/nonexistent/n.json"},
-		{"report in a missing directory", binding.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--report", "/nonexistent/dir/r.json", "--", "true"}, "does not exist (create it: mkdir -p /nonexistent/dir): nothing was started"},
-		{"bad monitor interval", binding.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--monitor-interval", "often", "--", "true"}, "--monitor-interval"},
-		{"rank mode without GPUs", binding.Env{"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PATH": "/bin:/usr/bin"}, []string{"--", "true"}, "give -G 0"},
+		{"missing node file from env", sched.Env{"GPULAUNCH_NODE_FILE": "/nonexistent/n.json"}, []string{"info"}, "GPULAUNCH_NODE_FILE=/nonexistent/n.json"},
+		{"report in a missing directory", sched.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--report", "/nonexistent/dir/r.json", "--", "true"}, "does not exist (create it: mkdir -p /nonexistent/dir): nothing was started"},
+		{"bad monitor interval", sched.Env{"PATH": "/bin:/usr/bin"}, []string{"-n", "1", "-G", "0", "--monitor-interval", "often", "--", "true"}, "--monitor-interval"},
+		{"rank mode without GPUs", sched.Env{"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "PATH": "/bin:/usr/bin"}, []string{"--", "true"}, "give -G 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

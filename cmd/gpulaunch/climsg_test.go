@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // Messages, help and version (issue 22's "half right" list): what was
@@ -136,7 +136,7 @@ func TestRefusedNotIgnored(t *testing.T) {
 			[]string{"plan: no program of that name in PATH, and plan is a gpulaunch command, whose word comes first", "`gpulaunch plan -v -n 2`"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, tc.args...)
+			_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, tc.args...)
 			oneUsageLine(t, stderr, code, marker, tc.words...)
 			if strings.HasPrefix(tc.name, "exec -G") && (strings.Contains(stderr, "-n 1") || strings.Contains(stderr, "instances")) {
 				t.Errorf("rank mode has no -n and no instances: %q", stderr)
@@ -336,7 +336,7 @@ func TestExplicitMasterPortTaken(t *testing.T) {
 	defer l.Close()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	marker := filepath.Join(t.TempDir(), "started")
-	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "2", "-G", "0", "--ddp", "--master-port", port, "--", "touch", marker)
+	_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "2", "-G", "0", "--ddp", "--master-port", port, "--", "touch", marker)
 	oneUsageLine(t, stderr, code, marker, "--master-port "+port+" is taken on this node, where rank 0 runs", "give another --master-port")
 	_, stderr, code = runCLI(t, nodeOfStep("1"), "-n", "2", "-G", "0", "--ddp", "--master-port", port, "--", "true")
 	if code != 0 {
@@ -415,11 +415,11 @@ func TestHalfSetSlurmGivesItsEvidence(t *testing.T) {
 	node := nodeFile(t, 2)
 	marker := filepath.Join(t.TempDir(), "started")
 	for _, tc := range []struct {
-		env   binding.Env
+		env   sched.Env
 		words []string
 	}{
-		{binding.Env{"SLURM_JOB_ID": "5"}, []string{"SLURM_JOB_ID=5, SLURMD_NODENAME unset: an salloc shell", "outside any job, unset SLURM_JOB_ID"}},
-		{binding.Env{"SLURM_JOB_ID": "5", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "2", "SLURM_JOB_GPUS": "junk"},
+		{sched.Env{"SLURM_JOB_ID": "5"}, []string{"SLURM_JOB_ID=5, SLURMD_NODENAME unset: an salloc shell", "outside any job, unset SLURM_JOB_ID"}},
+		{sched.Env{"SLURM_JOB_ID": "5", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "2", "SLURM_JOB_GPUS": "junk"},
 			[]string{"SLURM_JOB_GPUS=junk (not a list of GPU ids)", "set CUDA_VISIBLE_DEVICES to the job's GPUs"}},
 	} {
 		tc.env["PATH"] = os.Getenv("PATH")

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
@@ -18,8 +17,8 @@ import (
 
 // nodeOfStep is what srun --nodes=2 --ntasks-per-node=1 gives the task on
 // node `node` (0 or 1).
-func nodeOfStep(node string) binding.Env {
-	return binding.Env{
+func nodeOfStep(node string) sched.Env {
+	return sched.Env{
 		"SLURM_JOB_ID": "777", "SLURM_STEP_ID": "2", "SLURMD_NODENAME": "rack1-n0" + node,
 		"SLURM_STEP_NODELIST": "rack1-n[00-01]", "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_STEP_NUM_TASKS": "2",
 		"SLURM_PROCID": node, "SLURM_NODEID": node, "SLURM_LOCALID": "0", "PATH": os.Getenv("PATH"),
@@ -33,7 +32,7 @@ func TestDistributedBadInput(t *testing.T) {
 	spread["SLURM_STEP_TASKS_PER_NODE"], spread["SLURM_STEP_NUM_TASKS"], spread["SLURM_PROCID"] = "7,1", "8", "7"
 	for _, tc := range []struct {
 		name string
-		env  binding.Env
+		env  sched.Env
 		args []string
 		want string
 	}{
@@ -44,7 +43,7 @@ func TestDistributedBadInput(t *testing.T) {
 		{"a task queue over nodes without a key directory", nodeOfStep("0"), []string{"-n", "2", "-G", "0", "--tasks", tasks}, "HOME is not set: set GPULAUNCH_KEY_DIR"},
 		{"srun spread 7+1 is not one gpulaunch per node", spread, []string{"-n", "4", "-G", "0", "-O", "--", "true"}, "runs 7,1 tasks per node"},
 		{"mpirun over nodes outside Slurm without --master-addr",
-			binding.Env{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "PATH": os.Getenv("PATH")},
+			sched.Env{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "PATH": os.Getenv("PATH")},
 			[]string{"-n", "2", "-G", "0", "--ddp", "--", "true"}, "give --master-addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // The rows of "nothing lost, nothing reported wrong": each case a user
@@ -300,16 +300,16 @@ func TestNoGPUErrorSaysWhy(t *testing.T) {
 	node := nodeFile(t, 2)
 	for _, tc := range []struct {
 		name  string
-		env   binding.Env
+		env   sched.Env
 		words []string
 	}{
 		{"no GPU on this machine", nil, []string{"the allocation has 0", "sees no GPU on this node:", "no NVIDIA driver", "-G 0", "--node-file"}},
-		{"a GPU named twice", binding.Env{"GPULAUNCH_NODE_FILE": node, "CUDA_VISIBLE_DEVICES": "0,0"}, []string{"CUDA_VISIBLE_DEVICES=0,0: it names GPU 0 twice"}},
-		{"junk", binding.Env{"GPULAUNCH_NODE_FILE": node, "CUDA_VISIBLE_DEVICES": "junk"}, []string{`CUDA_VISIBLE_DEVICES=junk: "junk" is not a GPU index or UUID`}},
-		{"beyond the GPUs", binding.Env{"GPULAUNCH_NODE_FILE": node, "CUDA_VISIBLE_DEVICES": "9"}, []string{"CUDA_VISIBLE_DEVICES=9: index 9 is beyond the 2 GPU(s)"}},
+		{"a GPU named twice", sched.Env{"GPULAUNCH_NODE_FILE": node, "CUDA_VISIBLE_DEVICES": "0,0"}, []string{"CUDA_VISIBLE_DEVICES=0,0: it names GPU 0 twice"}},
+		{"junk", sched.Env{"GPULAUNCH_NODE_FILE": node, "CUDA_VISIBLE_DEVICES": "junk"}, []string{`CUDA_VISIBLE_DEVICES=junk: "junk" is not a GPU index or UUID`}},
+		{"beyond the GPUs", sched.Env{"GPULAUNCH_NODE_FILE": node, "CUDA_VISIBLE_DEVICES": "9"}, []string{"CUDA_VISIBLE_DEVICES=9: index 9 is beyond the 2 GPU(s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := binding.Env{"PATH": os.Getenv("PATH")}
+			env := sched.Env{"PATH": os.Getenv("PATH")}
 			for k, v := range tc.env {
 				env[k] = v
 			}
@@ -345,14 +345,14 @@ func TestMessagesInPlainWords(t *testing.T) {
 		{[]string{"-n", "1", "-G", "0", "--json", "--", "true"}, "--json: a run writes its summary as a table"},
 		{[]string{"-n", "1", "-G", "0", "--retries", "0", "--each-line", nul, "--", "echo"}, `--retries 0: GNU parallel reads 0 as "try forever"`},
 	} {
-		_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, tc.args...)
+		_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, tc.args...)
 		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) ||
 			strings.Contains(stderr, "strconv") || strings.Contains(stderr, "invalid syntax") {
 			t.Errorf("%q: exit %d, stderr %q; want one line with %q", tc.args, code, stderr, tc.want)
 		}
 	}
 	// --dry-run --json does what it says: the plan, as JSON
-	stdout, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "2", "-G", "0", "--dry-run", "--json")
+	stdout, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "2", "-G", "0", "--dry-run", "--json")
 	var plan planOut
 	if code != 0 || json.Unmarshal([]byte(stdout), &plan) != nil || len(plan.Slots) != 2 {
 		t.Errorf("--dry-run --json: exit %d, stdout %q, stderr %q", code, stdout, stderr)

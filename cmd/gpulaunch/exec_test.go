@@ -9,8 +9,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // nvidiaMachine is a machine root with 8 CPUs on two NUMA nodes and two
@@ -53,24 +53,24 @@ func (l loadCountingNVML) Simulate(gpu.Topology, string) (gpu.Source, error) {
 // replaces does not pay. A rank given MIG devices, and every command that
 // reports GPU use or names GPUs, still loads it.
 func TestRankModeLoadsNVMLOnlyWhenNeeded(t *testing.T) {
-	twoRanks := binding.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+	twoRanks := sched.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
 	for _, tc := range []struct {
 		name  string
-		env   binding.Env
+		env   sched.Env
 		args  []string
 		loads int
 		out   string // in stdout
 	}{
 		{"exec", twoRanks, []string{"exec", "--dry-run", "--", "true"}, 0, "CUDA_VISIBLE_DEVICES=GPU-22222222-2222-3333-4444-555555555555\n"},
 		{"run without -n as one rank of several", twoRanks, []string{"--dry-run", "--", "true"}, 0, "CUDA_VISIBLE_DEVICES=GPU-22222222-2222-3333-4444-555555555555\n"},
-		{"exec given MIG devices", binding.Env{"CUDA_VISIBLE_DEVICES": "MIG-1"}, []string{"exec", "--dry-run", "--", "true"}, 1, ""},
+		{"exec given MIG devices", sched.Env{"CUDA_VISIBLE_DEVICES": "MIG-1"}, []string{"exec", "--dry-run", "--", "true"}, 1, ""},
 		{"run of N instances", nil, []string{"-n", "2", "--dry-run", "--", "true"}, 1, ""},
 		{"info", nil, []string{"info"}, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			loads := 0
-			env := binding.Env{"PATH": os.Getenv("PATH")}
+			env := sched.Env{"PATH": os.Getenv("PATH")}
 			for k, v := range tc.env {
 				env[k] = v
 			}

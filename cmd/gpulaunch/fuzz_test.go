@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // FuzzParseArgs: any argv (words joined by NUL) gives run's and scale's
@@ -28,7 +28,7 @@ func FuzzParseArgs(f *testing.F) {
 	f.Add("scale\x00-n\x001,2,4\x00--ddp\x00--metric\x00t: ([0-9.]+)\x00--metric-sum\x00--\x00app")
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Split(line, "\x00")
-		a := &app{stdout: io.Discard, stderr: io.Discard, env: binding.Env{}}
+		a := &app{stdout: io.Discard, stderr: io.Discard, env: sched.Env{}}
 		if args[0] == "scale" {
 			o, err := a.parseScale(args[1:])
 			checkParsed(t, args, err, o != nil, func() string { return validScale(o) })

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // replacementForm is one of GNU parallel's replacement strings, as typed,
@@ -86,7 +86,7 @@ func TestQueueReplacementStringFormsInEveryArgvShape(t *testing.T) {
 	dir := t.TempDir()
 	plain := writeFile(t, dir, "plain", "data/run.1.json\n")
 	csv := writeFile(t, dir, "csv", "a.b,c/d.e\n")
-	env := binding.Env{"PATH": os.Getenv("PATH")}
+	env := sched.Env{"PATH": os.Getenv("PATH")}
 	for _, colsep := range []bool{false, true} {
 		in, sep := plain, []string{}
 		if colsep {
@@ -197,7 +197,7 @@ func TestQueueOutputOptionsAgainstEveryPatternKind(t *testing.T) {
 		{part: "%q", refused: "%q is not one of %t %j %s %N %n %%"},
 	}
 	in := writeFile(t, t.TempDir(), "in", "r.1.json\nr.2.json\n")
-	env := binding.Env{"PATH": os.Getenv("PATH")}
+	env := sched.Env{"PATH": os.Getenv("PATH")}
 	for _, flag := range []string{"-o", "-e"} {
 		// the task writes its number to the stream the flag names
 		script := map[string]string{"-o": `echo "$0"`, "-e": `echo "$0" >&2`}[flag]
@@ -249,7 +249,7 @@ func TestQueueOutputFileCheckedPerTask(t *testing.T) {
 	in := writeFile(t, dir, "in", "x.json\nsub/y.json\n")
 	csv := writeFile(t, dir, "csv", "a,b\nc\n")
 	mark := filepath.Join(dir, "ran")
-	env := binding.Env{"PATH": os.Getenv("PATH")}
+	env := sched.Env{"PATH": os.Getenv("PATH")}
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // writeFile writes content to dir/name and returns the path.
@@ -102,7 +102,7 @@ func TestQueueRefusesUnknownReplacementStrings(t *testing.T) {
 		{[]string{"--colsep", ",", "--", "touch", mark}, "belongs to a task queue"},
 	} {
 		args := append([]string{"-n", "1", "-G", "0", "--joblog", dir + "/joblog"}, tc.args...)
-		_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, args...)
+		_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, args...)
 		if code != exitUsage || !strings.HasPrefix(stderr, "gpulaunch: error: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, stderr, tc.want)
 		}
@@ -172,7 +172,7 @@ func TestQueueDocumentedOutputPatterns(t *testing.T) {
 		}
 	}
 	// a run's instance is %t: {%} and {#} are refused there, naming them
-	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "-o", "x{%}.log", "--", "true")
+	_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "-o", "x{%}.log", "--", "true")
 	if code != exitUsage || !strings.Contains(stderr, "-o \"x{%}.log\": {#} and {%} name a task queue's task and slot") {
 		t.Errorf("-o x{%%}.log in a run: %d %q", code, stderr)
 	}
@@ -245,13 +245,13 @@ func TestQueueInputFileErrors(t *testing.T) {
 		{[]string{"--tasks", good, "--joblog", dir, "--resume"}, "--joblog " + dir + ": " + dir + " is a directory: give a file name"},
 	} {
 		args := append([]string{"-n", "1", "-G", "0"}, tc.args...)
-		_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, args...)
+		_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, args...)
 		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "read "+dir) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, stderr, tc.want)
 		}
 	}
 	if os.Geteuid() != 0 {
-		_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--tasks", locked)
+		_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--tasks", locked)
 		if code != exitUsage || !strings.Contains(stderr, "is not readable by you") {
 			t.Errorf("an unreadable --tasks file: %d %q", code, stderr)
 		}
@@ -276,7 +276,7 @@ func TestQueueJoblogLock(t *testing.T) {
 	before, _ := os.ReadFile(log)
 	second := filepath.Join(dir, "second")
 	args := []string{"-n", "1", "-G", "0", "--joblog", log, "--resume", "--each-line", in, "--", "sh", "-c", `touch "$0"`, second}
-	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, args...)
+	_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, args...)
 	want := fmt.Sprintf("pid %d, since ", owner.Process.Pid)
 	if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--joblog "+log+" is locked by host ") || !strings.Contains(stderr, want) {
 		t.Errorf("a second sweep on a locked joblog: exit %d, stderr %q; want exit 2 naming %q", code, stderr, want)
@@ -314,7 +314,7 @@ func TestDryRunRefusesLockedFiles(t *testing.T) {
 	}
 	defer owner.Process.Kill()
 	waitFor(t, "the first task to start", func() bool { _, err := os.Stat(started); return err == nil })
-	env := binding.Env{"PATH": os.Getenv("PATH")}
+	env := sched.Env{"PATH": os.Getenv("PATH")}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -349,7 +349,7 @@ func TestQueueResumeWarnsOfChangedCommands(t *testing.T) {
 	in := writeFile(t, dir, "in", "0.1\n0.2\n")
 	head := "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
 	other := writeFile(t, dir, "other", head+"1\t:\t1.000\t     0.001\t0\t0\t0\t0\t./other --lr 0.1\n")
-	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--joblog", other, "--resume", "--each-line", in, "--", "echo", "--lr")
+	_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--joblog", other, "--resume", "--each-line", in, "--", "echo", "--lr")
 	want := `--joblog ` + other + `: 1 of its 1 record(s) name another command than this sweep's task of that number (task 1: "./other --lr 0.1", now "echo --lr 0.1"): --resume goes by task number, as GNU parallel does`
 	if code != 0 || strings.Count(stderr, want) != 1 || strings.Contains(stderr, "error") {
 		t.Errorf("a changed command: exit %d, stderr %q; want exit 0 and one warning %q", code, stderr, want)
@@ -361,7 +361,7 @@ func TestQueueResumeWarnsOfChangedCommands(t *testing.T) {
 	// filled in, is this sweep's
 	mine := writeFile(t, dir, "mine", head+"1\t:\t1.000\t     0.001\t0\t0\t0\t0\techo a\\ b 3\n2\t:\t1.000\t     0.001\t0\t0\t0\t0\techo 'c d' 12\n")
 	two := writeFile(t, dir, "two", "a b\nc d\n")
-	_, stderr, code = runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--joblog", mine, "--resume", "--each-line", two, "--", "echo", "{}", "{%}")
+	_, stderr, code = runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--joblog", mine, "--resume", "--each-line", two, "--", "echo", "{}", "{%}")
 	if code != 0 || !strings.Contains(stderr, "all 2 tasks are done") || strings.Contains(stderr, "record(s)") {
 		t.Errorf("this sweep's own joblog: exit %d, stderr %q", code, stderr)
 	}

@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // validateAgainstSchema fails t unless data, JSON that gpulaunch wrote, is
@@ -455,7 +455,7 @@ func TestInfoAndPlanJSONMatchSchemas(t *testing.T) {
 		"gpus": [{"pci": "0000:18:00.0", "numa": 0, "memory_mib": 81559},
 		{"pci": "0000:9a:00.0", "numa": null, "mig": [{"uuid": "MIG-11111111-1111-1111-1111-111111111111", "name": "1g.10gb", "memory_mib": 9856},
 		{"uuid": "MIG-22222222-2222-2222-2222-222222222222", "name": "1g.10gb", "memory_mib": 9856}]}]}`), 0o644)
-	step := binding.Env{"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "2",
+	step := sched.Env{"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "0", "SLURMD_NODENAME": "vm", "SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "2",
 		"SLURM_STEP_NODELIST": "vm", "CUDA_VISIBLE_DEVICES": "0,1", "SLURM_JOB_GPUS": "0,1", "SLURM_STEP_GPUS": "0,1"}
 	var nodes [][]string
 	for _, n := range []string{"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "perlmutter-gpu", "lumi-g", "mi300a", "aurora"} {
@@ -484,14 +484,14 @@ func TestInfoAndPlanJSONMatchSchemas(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, schema string
-		env          binding.Env
+		env          sched.Env
 		args         []string
 	}{
 		{"no GPU", "info", nil, []string{"info", "--json"}},
 		{"no GPU", "plan", nil, []string{"plan", "--json", "-n", "2", "-G", "0"}},
 		{"a Slurm step", "info", step, []string{"info", "--json", "--simulate", "dgx-h100"}},
 		{"a Slurm step", "plan", step, []string{"plan", "--json", "-n", "2", "--simulate", "dgx-h100"}},
-		{"Intel cards", "info", binding.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"}, []string{"info", "--json", "--simulate", "aurora"}},
+		{"Intel cards", "info", sched.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"}, []string{"info", "--json", "--simulate", "aurora"}},
 	} {
 		t.Run(tc.name+" "+tc.schema, func(t *testing.T) {
 			stdout, stderr, code := runCLI(t, tc.env, tc.args...)
@@ -550,7 +550,7 @@ func TestStatusJSONMatchesSchema(t *testing.T) {
 // exec writes no JSON: --json there is refused, not ignored (a script
 // that asks for JSON must not parse a text slot).
 func TestExecRefusesJSON(t *testing.T) {
-	env := binding.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}
+	env := sched.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}
 	stdout, stderr, code := runCLI(t, env, "exec", "--json", "-G", "0", "--dry-run")
 	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: unknown flag: --json") || !strings.Contains(stderr, "exec --help") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)

@@ -21,10 +21,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
 	"github.com/gpulaunch/gpulaunch/test/procs"
 )
@@ -811,7 +811,7 @@ func TestRunOutputFiles(t *testing.T) {
 func TestRunBadInput(t *testing.T) {
 	cases := []struct {
 		name  string
-		env   binding.Env
+		env   sched.Env
 		args  []string
 		words string
 	}{
@@ -834,12 +834,12 @@ func TestRunBadInput(t *testing.T) {
 		{"bad --mem-bind", nil, []string{"-n", "1", "-G", "0", "--mem-bind", "interleave", "--", "true"}, "preferred, bind or none"},
 		{"more instances than GPUs", nil, []string{"-n", "9", "--simulate", "dgx-h100", "--", "true"}, "needs 9 GPU(s), the allocation has 8"},
 		{"unknown run flag", nil, []string{"-n", "1", "--frobnicate", "--", "true"}, "unknown flag: --frobnicate"},
-		{"CUDA_VISIBLE_DEVICES leaves too few GPUs", binding.Env{"CUDA_VISIBLE_DEVICES": "0,1"}, []string{"-n", "4", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 2"},
-		{"index ids need CUDA indices", binding.Env{"CUDA_VISIBLE_DEVICES": "GPU-nope"}, []string{"-n", "1", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 0"},
-		{"bad local rank env", binding.Env{"PMI_LOCAL_RANK": "-2"}, []string{"-n", "1", "-G", "0", "--", "true"}, "PMI_LOCAL_RANK"},
+		{"CUDA_VISIBLE_DEVICES leaves too few GPUs", sched.Env{"CUDA_VISIBLE_DEVICES": "0,1"}, []string{"-n", "4", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 2"},
+		{"index ids need CUDA indices", sched.Env{"CUDA_VISIBLE_DEVICES": "GPU-nope"}, []string{"-n", "1", "--simulate", "dgx-h100", "--", "true"}, "the allocation has 0"},
+		{"bad local rank env", sched.Env{"PMI_LOCAL_RANK": "-2"}, []string{"-n", "1", "-G", "0", "--", "true"}, "PMI_LOCAL_RANK"},
 		{"unknown first word", nil, []string{"python", "train.py"}, "gpulaunch -n N -- python"},
 		{"--tmux outside tmux", nil, []string{"-n", "2", "-G", "0", "--tmux", "--", "true"}, "this shell is not in tmux (TMUX is not set)"},
-		{"--tmux with too many panes", binding.Env{"TMUX": "/tmp/tmux-0/default,1,0"}, []string{"-n", "17", "-G", "0", "-O", "--tmux", "--", "true"}, "17 panes do not fit a window (at most 16)"},
+		{"--tmux with too many panes", sched.Env{"TMUX": "/tmp/tmux-0/default,1,0"}, []string{"-n", "17", "-G", "0", "-O", "--tmux", "--", "true"}, "17 panes do not fit a window (at most 16)"},
 		{"status takes no argument", nil, []string{"status", "2"}, "status takes no arguments"},
 		{"top: bad --interval", nil, []string{"top", "--interval", "often"}, `--interval "often": not a duration`},
 		{"logs: negative --tail", nil, []string{"logs", "--tail", "-3", "0"}, "--tail -3: cannot be negative"},
@@ -847,7 +847,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := binding.Env{"PATH": os.Getenv("PATH")}
+			env := sched.Env{"PATH": os.Getenv("PATH")}
 			for k, v := range tc.env {
 				env[k] = v
 			}

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // queueTaskScript is the fake task, a shell script because a queue test
@@ -458,14 +458,14 @@ func TestQueueBadInput(t *testing.T) {
 		{[]string{"-n", "1", "-G", "0", "--joblog", "x", "--", "true"}, exitUsage, "--joblog belongs to a task queue"},
 		{[]string{"-n", "1", "-G", "0", "--tasks", good, "--joblog", dir + "/no/dir/log"}, exitUsage, "--joblog " + dir + "/no/dir/log: the directory " + dir + "/no/dir does not exist"},
 	} {
-		_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, tc.args...)
+		_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, tc.args...)
 		if code != tc.code || !strings.HasPrefix(stderr, "gpulaunch: error: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line with %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 	}
 	// a resume with nothing left starts nothing and says so
 	log := file("donelog", "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n1\th\t1.000\t     0.001\t0\t0\t0\t0\ttrue\n")
-	_, stderr, code := runCLI(t, binding.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--tasks", good, "--joblog", log, "--resume")
+	_, stderr, code := runCLI(t, sched.Env{"PATH": os.Getenv("PATH")}, "-n", "1", "-G", "0", "--tasks", good, "--joblog", log, "--resume")
 	if code != 0 || !strings.Contains(stderr, "all 1 tasks are done by the --joblog") {
 		t.Errorf("resume of a finished queue: %d %q", code, stderr)
 	}

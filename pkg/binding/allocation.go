@@ -16,7 +16,7 @@ import (
 type World struct {
 	Node     gpu.Node
 	Topology Topology
-	Env      Env
+	Env      sched.Env
 	// Affinity is sched_getaffinity(0) of this process.
 	Affinity cpuset.Set
 	Cgroup   cgroup.Cgroup
@@ -164,7 +164,7 @@ type visibility struct {
 // visibilityOf is the variable of the node's vendor, read as its value
 // says (gpuvendor.Vendor.Read): for Intel in the hierarchy the value is
 // written in (ZE_FLAT_DEVICE_HIERARCHY).
-func (a *Allocation) visibilityOf(env Env) visibility {
+func (a *Allocation) visibilityOf(env sched.Env) visibility {
 	v := gpuvendor.Of(a.Vendor)
 	r := v.Read(env)
 	if r.Warning != "" {
@@ -208,7 +208,7 @@ func (a *Allocation) chooseGPUs(w World, openable []gpu.GPU, vis visibility) ([]
 // scheduler writes one list into every vendor's variable (Slurm's gres.conf
 // without env flags), the two are one selection: applying it twice would
 // leave HIP the wrong GPUs, or none.
-func (a *Allocation) innerList(env Env, vis visibility, gpus []gpu.GPU, reason string) ([]gpu.GPU, string) {
+func (a *Allocation) innerList(env sched.Env, vis visibility, gpus []gpu.GPU, reason string) ([]gpu.GPU, string) {
 	var name, val string
 	set := false
 	for _, name = range vis.inner {
@@ -231,7 +231,6 @@ func (a *Allocation) innerList(env Env, vis visibility, gpus []gpu.GPU, reason s
 	}
 	return inner, reason
 }
-
 
 // flatten lists the devices the GPUs stand for: a GPU's MIG devices, an
 // Intel GPU's tiles, else the GPU.

@@ -7,11 +7,12 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // simulated is the allocation of a built-in node with env; hide marks
 // GPUs (by position) a device cgroup denies.
-func simulated(t testing.TB, name string, env Env, hide ...int) Allocation {
+func simulated(t testing.TB, name string, env sched.Env, hide ...int) Allocation {
 	t.Helper()
 	top, err := gpu.BuiltinTopology(name)
 	if err != nil {
@@ -68,25 +69,25 @@ func buses(gpus []gpu.GPU) string {
 func TestReconcileAMD(t *testing.T) {
 	lumi := simulated(t, "lumi-g", nil)
 	uuid2 := lumi.GPUs[2].UUID
-	job := Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "8"}
+	job := sched.Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "8"}
 	cases := []struct {
 		name  string
-		env   Env
+		env   sched.Env
 		hide  []int
 		want  string
 		words string // in the reason or a warning
 	}{
 		{"every GCD outside a job", nil, nil, "c1:00.0 c6:00.0 c9:00.0 ce:00.0 d1:00.0 d6:00.0 d9:00.0 de:00.0", "ROCR_VISIBLE_DEVICES unset"},
-		{"ROCR indices", Env{"ROCR_VISIBLE_DEVICES": "2,3"}, nil, "c9:00.0 ce:00.0", "ROCR_VISIBLE_DEVICES=2,3"},
-		{"ROCR by UUID", Env{"ROCR_VISIBLE_DEVICES": uuid2}, nil, "c9:00.0", ""},
-		{"HIP selects inside ROCR, from 0", Env{"ROCR_VISIBLE_DEVICES": "4,5,6", "HIP_VISIBLE_DEVICES": "1"}, nil, "d6:00.0", "HIP_VISIBLE_DEVICES=1 among those"},
-		{"CUDA_VISIBLE_DEVICES as HIP reads it", Env{"ROCR_VISIBLE_DEVICES": "4,5,6", "CUDA_VISIBLE_DEVICES": "0,2"}, nil, "d1:00.0 d9:00.0", ""},
-		{"HIP beats CUDA", Env{"HIP_VISIBLE_DEVICES": "7", "CUDA_VISIBLE_DEVICES": "0"}, nil, "de:00.0", ""},
-		{"HIP beyond ROCR's GPUs", Env{"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "2"}, nil, "", "beyond the 2 GPU(s)"},
+		{"ROCR indices", sched.Env{"ROCR_VISIBLE_DEVICES": "2,3"}, nil, "c9:00.0 ce:00.0", "ROCR_VISIBLE_DEVICES=2,3"},
+		{"ROCR by UUID", sched.Env{"ROCR_VISIBLE_DEVICES": uuid2}, nil, "c9:00.0", ""},
+		{"HIP selects inside ROCR, from 0", sched.Env{"ROCR_VISIBLE_DEVICES": "4,5,6", "HIP_VISIBLE_DEVICES": "1"}, nil, "d6:00.0", "HIP_VISIBLE_DEVICES=1 among those"},
+		{"CUDA_VISIBLE_DEVICES as HIP reads it", sched.Env{"ROCR_VISIBLE_DEVICES": "4,5,6", "CUDA_VISIBLE_DEVICES": "0,2"}, nil, "d1:00.0 d9:00.0", ""},
+		{"HIP beats CUDA", sched.Env{"HIP_VISIBLE_DEVICES": "7", "CUDA_VISIBLE_DEVICES": "0"}, nil, "de:00.0", ""},
+		{"HIP beyond ROCR's GPUs", sched.Env{"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "2"}, nil, "", "beyond the 2 GPU(s)"},
 		{"Slurm's one list in both: one selection", envWith(job, "ROCR_VISIBLE_DEVICES", "2,3", "CUDA_VISIBLE_DEVICES", "2,3"), nil, "c9:00.0 ce:00.0", "taken as one selection"},
-		{"a device cgroup renumbers from 0", Env{"ROCR_VISIBLE_DEVICES": "0,1"}, []int{0, 1, 2, 3}, "d1:00.0 d6:00.0", "renumbered from 0 over the 4 GPU(s)"},
-		{"unset in a job without GPUs: none", Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1"}, nil, "", "ROCR_VISIBLE_DEVICES unset, SLURM_GPUS_ON_NODE unset"},
-		{"a GPU named twice: none", Env{"ROCR_VISIBLE_DEVICES": "1,1"}, nil, "", "names 1 twice"},
+		{"a device cgroup renumbers from 0", sched.Env{"ROCR_VISIBLE_DEVICES": "0,1"}, []int{0, 1, 2, 3}, "d1:00.0 d6:00.0", "renumbered from 0 over the 4 GPU(s)"},
+		{"unset in a job without GPUs: none", sched.Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1"}, nil, "", "ROCR_VISIBLE_DEVICES unset, SLURM_GPUS_ON_NODE unset"},
+		{"a GPU named twice: none", sched.Env{"ROCR_VISIBLE_DEVICES": "1,1"}, nil, "", "names 1 twice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,22 +105,22 @@ func TestReconcileAMD(t *testing.T) {
 func TestReconcileIntel(t *testing.T) {
 	cases := []struct {
 		name  string
-		env   Env
+		env   sched.Env
 		hide  []int
 		want  string
 		words string
 	}{
 		{"every tile", nil, nil, "18:00.0.0 18:00.0.1 42:00.0.0 42:00.0.1 6c:00.0.0 6c:00.0.1 0001:18:00.0.0 0001:18:00.0.1 0001:42:00.0.0 0001:42:00.0.1 0001:6c:00.0.0 0001:6c:00.0.1", ""},
-		{"FLAT ordinals are tiles", Env{"ZE_AFFINITY_MASK": "0,3"}, nil, "18:00.0.0 42:00.0.1", ""},
-		{"order of the entries does not count", Env{"ZE_AFFINITY_MASK": "3,0"}, nil, "18:00.0.0 42:00.0.1", ""},
-		{"COMPOSITE: a card is both its tiles", Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE", "ZE_AFFINITY_MASK": "1"}, nil, "42:00.0.0 42:00.0.1", ""},
-		{"COMPOSITE: card.tile", Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE", "ZE_AFFINITY_MASK": "2.1,5.0"}, nil, "6c:00.0.1 0001:6c:00.0.0", ""},
-		{"COMBINED numbers as FLAT", Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMBINED", "ZE_AFFINITY_MASK": "11"}, nil, "0001:6c:00.0.1", ""},
-		{"FLAT skips card.tile entries", Env{"ZE_AFFINITY_MASK": "0.1,2"}, nil, "42:00.0.0", "skipped"},
-		{"beyond the devices: skipped", Env{"ZE_AFFINITY_MASK": "1,12"}, nil, "18:00.0.1", "beyond the 12 tile(s)"},
-		{"empty masks nothing", Env{"ZE_AFFINITY_MASK": ""}, []int{1, 2, 3, 4, 5}, "18:00.0.0 18:00.0.1", ""},
-		{"a device cgroup renumbers from 0", Env{"ZE_AFFINITY_MASK": "0,1"}, []int{0, 1, 2}, "0001:18:00.0.0 0001:18:00.0.1", "renumbered from 0"},
-		{"an unknown hierarchy is read as FLAT", Env{"ZE_FLAT_DEVICE_HIERARCHY": "TREE", "ZE_AFFINITY_MASK": "1"}, nil, "18:00.0.1", "not FLAT, COMPOSITE or COMBINED"},
+		{"FLAT ordinals are tiles", sched.Env{"ZE_AFFINITY_MASK": "0,3"}, nil, "18:00.0.0 42:00.0.1", ""},
+		{"order of the entries does not count", sched.Env{"ZE_AFFINITY_MASK": "3,0"}, nil, "18:00.0.0 42:00.0.1", ""},
+		{"COMPOSITE: a card is both its tiles", sched.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE", "ZE_AFFINITY_MASK": "1"}, nil, "42:00.0.0 42:00.0.1", ""},
+		{"COMPOSITE: card.tile", sched.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE", "ZE_AFFINITY_MASK": "2.1,5.0"}, nil, "6c:00.0.1 0001:6c:00.0.0", ""},
+		{"COMBINED numbers as FLAT", sched.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMBINED", "ZE_AFFINITY_MASK": "11"}, nil, "0001:6c:00.0.1", ""},
+		{"FLAT skips card.tile entries", sched.Env{"ZE_AFFINITY_MASK": "0.1,2"}, nil, "42:00.0.0", "skipped"},
+		{"beyond the devices: skipped", sched.Env{"ZE_AFFINITY_MASK": "1,12"}, nil, "18:00.0.1", "beyond the 12 tile(s)"},
+		{"empty masks nothing", sched.Env{"ZE_AFFINITY_MASK": ""}, []int{1, 2, 3, 4, 5}, "18:00.0.0 18:00.0.1", ""},
+		{"a device cgroup renumbers from 0", sched.Env{"ZE_AFFINITY_MASK": "0,1"}, []int{0, 1, 2}, "0001:18:00.0.0 0001:18:00.0.1", "renumbered from 0"},
+		{"an unknown hierarchy is read as FLAT", sched.Env{"ZE_FLAT_DEVICE_HIERARCHY": "TREE", "ZE_AFFINITY_MASK": "1"}, nil, "18:00.0.1", "not FLAT, COMPOSITE or COMBINED"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,7 +138,7 @@ func TestReconcileIntel(t *testing.T) {
 // Slurm numbers an Intel node's GPUs by card (gres.conf lists render
 // nodes); ZE_AFFINITY_MASK by tile. A card and both its tiles agree.
 func TestIntelSlurmCardsAreTheirTiles(t *testing.T) {
-	job := Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "1", "SLURM_JOB_GPUS": "1"}
+	job := sched.Env{"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1", "SLURM_GPUS_ON_NODE": "1", "SLURM_JOB_GPUS": "1"}
 	for mask, mismatch := range map[string]bool{"2,3": false, "3": false, "4,5": true} {
 		a := simulated(t, "aurora", envWith(job, "ZE_AFFINITY_MASK", mask))
 		if warned := strings.Contains(strings.Join(a.Warnings, " "), "gres.conf may number"); warned != mismatch {

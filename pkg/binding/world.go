@@ -6,6 +6,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // ReadWorld gathers a World from a machine's filesystem root (os.DirFS("/")
@@ -17,7 +18,7 @@ import (
 // another machine: this machine's layout, affinity and cgroup do not apply
 // to it, and only the environment is carried over, so that a user can ask
 // "what would my plan be there with these Slurm variables".
-func ReadWorld(root fs.FS, node gpu.Node, env Env, hostname string) (World, error) {
+func ReadWorld(root fs.FS, node gpu.Node, env sched.Env, hostname string) (World, error) {
 	w := World{Node: node, Env: env, Hostname: hostname}
 	if node.CPUs != nil {
 		// the CPUs a job there may run on: all but the system's own

@@ -7,11 +7,12 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // vendorNode is the allocation of a built-in node with env, as the CLI
 // reconciles it; hide marks GPUs (by position) a device cgroup denies.
-func vendorNode(t *testing.T, name string, env binding.Env, hide ...int) binding.Allocation {
+func vendorNode(t *testing.T, name string, env sched.Env, hide ...int) binding.Allocation {
 	t.Helper()
 	top, err := gpu.BuiltinTopology(name)
 	if err != nil {
@@ -37,7 +38,7 @@ func vendorNode(t *testing.T, name string, env binding.Env, hide ...int) binding
 func TestVisibleVarsPerVendor(t *testing.T) {
 	lumi := vendorNode(t, "lumi-g", nil)
 	aurora := vendorNode(t, "aurora", nil)
-	composite := vendorNode(t, "aurora", binding.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"})
+	composite := vendorNode(t, "aurora", sched.Env{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"})
 	// A device cgroup that lets the process open GPUs 2 and 3 only: the
 	// runtime numbers what it can open from 0.
 	fenced := vendorNode(t, "lumi-g", nil, 0, 1, 4, 5, 6, 7)

@@ -94,8 +94,8 @@ type InstanceStatus struct {
 	GPUUtilMean float64 `json:"gpu_util_mean_pct"`
 	// GPUSamples are the last sample of each of its GPUs; absent before
 	// the first, and without GPU telemetry.
-	GPUSamples []GPUSample `json:"gpu_samples,omitempty"`
-	Warnings   []string    `json:"warnings"`
+	GPUSamples []telemetry.GPUSample `json:"gpu_samples,omitempty"`
+	Warnings   []string              `json:"warnings"`
 	// OutputBytes is how much output the instance has written so far.
 	OutputBytes int64 `json:"output_bytes"`
 	// Task and Command are the task a queue slot runs (Restarts then
@@ -103,10 +103,6 @@ type InstanceStatus struct {
 	Task    int    `json:"task,omitempty"`
 	Command string `json:"command,omitempty"`
 }
-
-// GPUSample is one of an instance's GPUs at the last sample
-// (telemetry's).
-type GPUSample = telemetry.GPUSample
 
 // Snapshot is the whole live table at one moment.
 type Snapshot struct {
@@ -142,7 +138,7 @@ func (b *Board) Snapshot() Snapshot {
 			r.Wall = s.Taken.Sub(r.first)
 		}
 		r.Warnings = append([]string{}, r.Warnings...)
-		r.GPUSamples = append([]GPUSample(nil), r.GPUSamples...)
+		r.GPUSamples = append([]telemetry.GPUSample(nil), r.GPUSamples...)
 		r.OutputBytes = b.rings[i].Total()
 		s.Instances[i] = r
 	}

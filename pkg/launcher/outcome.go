@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/table"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // Outcome is how one instance ended.
@@ -38,9 +39,9 @@ type Outcome struct {
 	// Series and Events are its timeline, for the report's pictures;
 	// filled once the run is over (supervisor.outcomes). EventsDropped
 	// counts the events past the bound.
-	Series        *Series `json:"-"`
-	Events        []Event `json:"-"`
-	EventsDropped int     `json:"-"`
+	Series        *telemetry.Series `json:"-"`
+	Events        []telemetry.Event `json:"-"`
+	EventsDropped int               `json:"-"`
 }
 
 // Status renders the outcome as srun would: "0", "7", "SIGSEGV".

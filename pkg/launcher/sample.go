@@ -12,16 +12,6 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
-// GPUUsage samples GPUs; a gpu.Source is one (telemetry's).
-type GPUUsage = telemetry.GPUUsage
-
-// Series and Event are an instance's timeline for the report's pictures
-// (telemetry's).
-type (
-	Series = telemetry.Series
-	Event  = telemetry.Event
-)
-
 // newSampler is the run's telemetry.Sampler for spec, sampling every;
 // a GPU backend that fails is said once, at info: a user reading GPU% "-"
 // in the summary should know whether it means idle or unmeasured.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // Instance is one copy of the app, ready to start.
@@ -79,7 +80,7 @@ type Spec struct {
 	OpenMode process.OpenMode
 	Log      *zap.Logger
 	// GPUs samples GPU use; nil: none.
-	GPUs GPUUsage
+	GPUs telemetry.GPUUsage
 	// WatchGPUs are every GPU of the allocation (UUIDs): launch
 	// verification looks for instances on GPUs that are not theirs among
 	// them too. Instances' own GPUs are always watched.

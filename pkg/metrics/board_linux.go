@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/gpulaunch/gpulaunch/pkg/launcher"
+import (
+	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
+)
 
 // InstanceStates are every state a row of the board may show, the values
 // of the metrics' state enum.
@@ -36,7 +39,7 @@ func FromBoard(s launcher.Snapshot, insts []launcher.Instance, host string) Snap
 		if r.State == launcher.StateRunning || r.State == launcher.StateStopping {
 			mi.Task = r.Task
 		}
-		sampled := map[string]launcher.GPUSample{}
+		sampled := map[string]telemetry.GPUSample{}
 		for _, g := range r.GPUSamples {
 			sampled[g.UUID] = g
 		}

@@ -6,12 +6,13 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // FromBoard's rules, each by name.
 func TestFromBoard(t *testing.T) {
 	insts := []launcher.Instance{{GPUUUIDs: []string{"GPU-a", "GPU-b"}}}
-	row := func(state string, task int, samples ...launcher.GPUSample) launcher.Snapshot {
+	row := func(state string, task int, samples ...telemetry.GPUSample) launcher.Snapshot {
 		return launcher.Snapshot{Run: launcher.RunInfo{JobID: "7", StepID: "0"},
 			Instances: []launcher.InstanceStatus{{State: state, Task: task, GPUSamples: samples}}}
 	}
@@ -30,10 +31,10 @@ func TestFromBoard(t *testing.T) {
 		{"2: a running slot names its task", row(launcher.StateRunning, 4), func(s Snapshot) any { return s.Instances[0].Task }, 4},
 		{"2: a stopping slot names its task", row(launcher.StateStopping, 4), func(s Snapshot) any { return s.Instances[0].Task }, 4},
 		{"2: a slot whose task ended names none", row(launcher.StateWaiting, 4), func(s Snapshot) any { return s.Instances[0].Task }, 0},
-		{"3: the launch's GPUs, sampled or not", row(launcher.StateRunning, 0, launcher.GPUSample{UUID: "GPU-b", Util: 50, Mem: 9}),
+		{"3: the launch's GPUs, sampled or not", row(launcher.StateRunning, 0, telemetry.GPUSample{UUID: "GPU-b", Util: 50, Mem: 9}),
 			func(s Snapshot) any { return s.Instances[0].GPUs },
 			[]GPU{{UUID: "GPU-a", Sampled: false, Utilization: 0}, {UUID: "GPU-b", Sampled: true, Utilization: 0.5, MemoryBytes: 9}}},
-		{"3: an untold utilisation stays negative", row(launcher.StateRunning, 0, launcher.GPUSample{UUID: "GPU-a", Util: -1}),
+		{"3: an untold utilisation stays negative", row(launcher.StateRunning, 0, telemetry.GPUSample{UUID: "GPU-a", Util: -1}),
 			func(s Snapshot) any { return s.Instances[0].GPUs[0].Utilization }, -1.0},
 		{"the job, step and host label the run", row(launcher.StateRunning, 0),
 			func(s Snapshot) any { return [3]string{s.Job, s.Step, s.Host} }, [3]string{"7", "0", "n1"}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // Run is `--report FILE`: the end-of-run summary as JSON, plus the
@@ -108,11 +109,11 @@ type Instance struct {
 	RSSPeak     uint64   `json:"rss_peak_bytes"`
 	CPUSeconds  float64  `json:"cpu_seconds"`
 	Warnings    []string `json:"warnings"`
-	// Series and Events are the instance's timeline (launcher.Series),
+	// Series and Events are the instance's timeline (telemetry.Series),
 	// for `gpulaunch report FILE --svg`.
-	Series        *launcher.Series `json:"series,omitempty"`
-	Events        []launcher.Event `json:"events,omitempty"`
-	EventsDropped int              `json:"events_dropped,omitempty"`
+	Series        *telemetry.Series `json:"series,omitempty"`
+	Events        []telemetry.Event `json:"events,omitempty"`
+	EventsDropped int               `json:"events_dropped,omitempty"`
 }
 
 // Facts are what a run's report is made of: the launch's values, and
