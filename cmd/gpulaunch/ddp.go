@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
@@ -41,26 +41,20 @@ func (d ddpFlags) check(fs *pflag.FlagSet, queue bool) error {
 	return nil
 }
 
-// rendezvous decides MASTER_ADDR/PORT for a launch whose node group is g
-// and whose rank 0 is on this node when rank0 is set: nil without --ddp.
-func (a *app) rendezvous(d ddpFlags, s sched.Allocation, g nodegroup.NodeGroup, rank0 bool) (*nodegroup.Rendezvous, error) {
+// rendezvous is MASTER_ADDR/PORT (nodegroup.Meet) for a launch whose node
+// group is g and whose rank 0 is on this node when rank0 is set, seen
+// from the environment env of the gpulaunch with pid: nil without --ddp.
+// No free port is the machine's failure (exit 1), the rest bad input.
+func (d ddpFlags) rendezvous(env sched.Env, pid int, s sched.Allocation, g nodegroup.NodeGroup, rank0 bool) (*nodegroup.Rendezvous, error) {
 	if !d.ddp {
 		return nil, nil
 	}
-	rv, err := nodegroup.NewRendezvous(a.env, s, g, d.masterAddr, d.masterPort, a.pid)
-	if err != nil {
-		return nil, usageError{err}
+	rv, err := nodegroup.Meet(env, s, g, d.masterAddr, d.masterPort, pid, rank0)
+	if err != nil && !errors.As(err, new(nodegroup.NoFreePort)) {
+		err = usageError{err}
 	}
-	if rv.Port == 0 {
-		// One node outside Slurm: any free port will do, nobody else
-		// has to find it.
-		if rv.Port, err = nodegroup.FreePort(); err != nil {
-			return nil, fmt.Errorf("--ddp: no free port for MASTER_PORT: %w", err)
-		}
-	} else if rank0 {
-		if err := rv.CheckPortFree(d.masterPort, s, nodegroup.PortFree); err != nil {
-			return nil, usageError{err}
-		}
+	if err != nil {
+		return nil, err
 	}
 	return &rv, nil
 }

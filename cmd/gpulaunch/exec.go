@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -78,7 +79,7 @@ func (a *app) exec(args []string) error {
 	if _, err := e.shape.request(fs, false); err != nil {
 		return err
 	}
-	return a.execRank(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
+	return rankOf(a, c).exec(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
 }
 
 func execFlagSet(c *commonFlags, e *execFlags) *pflag.FlagSet {
@@ -121,10 +122,27 @@ func orN(flag string) string {
 	return v
 }
 
-// execRank binds this rank and execs argv. alloc is reused when the caller
+// rankMode is gpulaunch as one rank of a launcher's (exec, and run when
+// it finds itself one of several ranks): what it reads of this process.
+type rankMode struct {
+	stdout, stderr io.Writer
+	env            sched.Env
+	hostname       string
+	pid            int
+	// node is how this rank's node is discovered when the caller has not
+	// (binding only, where NVML is not needed).
+	node discover.Request
+}
+
+// rankOf is rank mode for app a with the node flags c.
+func rankOf(a *app, c commonFlags) rankMode {
+	return rankMode{a.stdout, a.stderr, a.env, a.hostname, a.pid, a.discoverRequest(c, discover.BindsWithoutNVML(a.env))}
+}
+
+// exec binds this rank and execs argv. alloc is reused when the caller
 // (run, switching to rank mode) has discovered it already.
-func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string, alloc *binding.Allocation) error {
-	log, err := c.loggerAt(a.stderr, zap.WarnLevel)
+func (rm rankMode) exec(c commonFlags, e execFlags, gpusGiven bool, argv []string, alloc *binding.Allocation) error {
+	log, err := c.loggerAt(rm.stderr, zap.WarnLevel)
 	if err != nil {
 		return err
 	}
@@ -141,14 +159,14 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	}
 	var path string
 	if len(argv) > 0 {
-		if path, err = lookPath(argv[0], a.env["PATH"]); err != nil {
+		if path, err = lookPath(argv[0], rm.env["PATH"]); err != nil {
 			return err
 		}
 	}
 	if alloc == nil {
-		al, err := a.discoverFor(c, discover.BindsWithoutNVML(a.env))
+		al, err := discover.Allocation(rm.node)
 		if err != nil {
-			return err
+			return discoverError(err)
 		}
 		alloc = &al
 	}
@@ -156,22 +174,16 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	if err != nil {
 		return usageError{err}
 	}
-	size := 1
-	if alloc.LocalRank != nil && alloc.LocalRank.Size > 0 {
-		size = alloc.LocalRank.Size
-	}
-	global, ok, err := sched.DetectGlobalRank(a.env, alloc.Sched)
+	size, source := alloc.RanksHere()
+	group, ranks, err := nodegroup.OfRank(rm.env, alloc.Sched, rm.hostname, size, slot.Index)
 	if err != nil {
 		return usageError{err}
 	}
-	group := nodegroup.Wrapper(global, ok, size, alloc.Sched, a.hostname)
-	ranks := nodegroup.WrapperRanks(global, ok, slot.Index, group)
-	rdv, err := a.rendezvous(e.ddp, alloc.Sched, group, ranks.Rank == 0)
+	rdv, err := e.ddp.rendezvous(rm.env, rm.pid, alloc.Sched, group, ranks.Rank == 0)
 	if err != nil {
 		return err
 	}
-	opts := envOptions(*alloc, ids, vis, rdv)
-	env, err := instance.Env(a.baseEnv(), slot, ranks, opts)
+	env, err := instance.Env(rm.env.List(), slot, ranks, envOptions(*alloc, ids, vis, rdv))
 	if err != nil {
 		return usageError{err}
 	}
@@ -187,10 +199,6 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 	for _, w := range alloc.Warnings {
 		log.Debug(w)
 	}
-	source := "no launcher"
-	if alloc.LocalRank != nil {
-		source = alloc.LocalRank.Source
-	}
 	var gpus []string
 	for _, g := range slot.GPUs {
 		gpus = append(gpus, g.Address())
@@ -199,11 +207,11 @@ func (a *app) execRank(c commonFlags, e execFlags, gpusGiven bool, argv []string
 		slot.Index, size, source, strings.Join(gpus, ","), slot.CPUs, slot.MemPolicy, slot.MemNodes),
 		zap.Int("local_rank", slot.Index), zap.Int("local_size", size), zap.String("source", source))
 	if e.dryRun {
-		fmt.Fprintf(a.stdout, "rank %d of %d on this node (%s)\nGPUs: %s\nCPUs: %s\nmemory: %s %s\n",
+		fmt.Fprintf(rm.stdout, "rank %d of %d on this node (%s)\nGPUs: %s\nCPUs: %s\nmemory: %s %s\n",
 			slot.Index, size, source, strings.Join(gpus, ","), slot.CPUs, slot.MemPolicy, slot.MemNodes)
 		for _, kv := range env {
 			if k, _, _ := strings.Cut(kv, "="); instance.IsContract(k) {
-				fmt.Fprintln(a.stdout, kv)
+				fmt.Fprintln(rm.stdout, kv)
 			}
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
@@ -91,7 +92,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		log.Debug(fmt.Sprintf("node %d of %d (%s): ranks %d..%d of %d", g.Rank, g.Size, g.Source,
 			g.Ranks(0).Rank, g.Ranks(len(l.plan.Slots)-1).Rank, g.Ranks(0).WorldSize))
 	}
-	if l.rdv, err = a.rendezvous(o.flags.ddp, alloc.Sched, g, g.Rank == 0); err != nil {
+	if l.rdv, err = o.flags.ddp.rendezvous(a.env, a.pid, alloc.Sched, g, g.Rank == 0); err != nil {
 		return nil, err
 	}
 	if l.report, err = reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
@@ -161,7 +162,7 @@ func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, e
 
 // runInfo says which run this is, for `gpulaunch status`.
 // sh is how the instances share GPUs (checkStart's).
-func (l *launch) runInfo(a *app, started time.Time, sh *sharing) launcher.RunInfo {
+func (l *launch) runInfo(a *app, started time.Time, sh *mps.Sharing) launcher.RunInfo {
 	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: l.alloc.Sched.JobID, StepID: l.alloc.Sched.StepID,
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
 		Sharing: sh.Lines()}

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
-	"sort"
 	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
@@ -174,27 +173,9 @@ func (a *app) dispatch(args []string) error {
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
 }
 
-// baseEnv is gpulaunch's environment as a list, in a stable order.
-func (a *app) baseEnv() []string {
-	keys := make([]string, 0, len(a.env))
-	for k := range a.env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	base := make([]string, 0, len(keys))
-	for _, k := range keys {
-		base = append(base, k+"="+a.env[k])
-	}
-	return base
-}
-
 // discover opens the backend and reconciles the allocation.
-func (a *app) discover(c commonFlags) (binding.Allocation, error) { return a.discoverFor(c, false) }
-
-// discoverFor is discover for a caller that, with bindOnly, only binds and
-// execs (rank mode: discover.Request's BindOnly).
-func (a *app) discoverFor(c commonFlags, bindOnly bool) (binding.Allocation, error) {
-	alloc, err := discover.Allocation(a.discoverRequest(c, bindOnly))
+func (a *app) discover(c commonFlags) (binding.Allocation, error) {
+	alloc, err := discover.Allocation(a.discoverRequest(c, false))
 	return alloc, discoverError(err)
 }
 
@@ -206,7 +187,9 @@ func (a *app) discoverToRun(c commonFlags, running, bindOnly bool) (alloc bindin
 	return f.Alloc, f.Source, f.UsageDir, f.Done, discoverError(err)
 }
 
-// discoverRequest is the node the flags name, as this process sees it.
+// discoverRequest is the node the flags name, as this process sees it;
+// bindOnly: the caller only binds and execs (rank mode: discover.Request's
+// BindOnly).
 func (a *app) discoverRequest(c commonFlags, bindOnly bool) discover.Request {
 	return discover.Request{Simulate: c.simulate, NodeFile: c.nodeFile, Vendor: c.gpuVendor, Env: a.env, Hostname: a.hostname,
 		Machine: gpu.Options{Root: a.root, ProbeDevice: a.probeDevice, NVML: a.nvml}, BindOnly: bindOnly}

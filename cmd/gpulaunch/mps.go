@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
@@ -38,39 +36,10 @@ func (m mpsFlags) settings() mps.Settings {
 	return mps.Settings{On: m.on, Threads: m.threads, MemLimit: m.memLimit}
 }
 
-type (
-	mpsRun  = mps.Run
-	sharing = mps.Sharing
-	mpsInfo = mps.Info
-)
-
-// mpsNode is what this node offers --mps (mps.Node).
-func (a *app) mpsNode() mps.Node {
-	control, err := lookPath("nvidia-cuda-mps-control", a.env["PATH"])
-	if err != nil {
-		control = ""
-	}
-	return mps.Node{Env: a.env, BaseEnv: a.baseEnv(), Control: control, Parent: a.socketDirs()[0], UID: a.uid}
-}
-
-// checkMPS decides a run's MPS from its plan (mps.Prepare), or refuses
-// it, before anything starts; nil without --mps. ctx ends at a signal to
-// gpulaunch: asking the job's MPS is given up.
-func (a *app) checkMPS(ctx context.Context, o *runOptions, l *launch) (*mpsRun, error) {
-	if !o.shape.mps.on {
-		return nil, nil
-	}
-	r, err := mps.Prepare(ctx, l.plan, l.alloc.Vendor, o.shape.mps.settings(), a.mpsNode())
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return r, nil
-}
-
 // startMPS starts the run's daemons (none under the job's own MPS) and
 // tells each instance its GPU's. A signal to gpulaunch while they start
 // (wait's) gives the start up: the error wraps launcher.StoppedBy.
-func startMPS(r *mpsRun, insts []launcher.Instance, log *zap.Logger, wait *launcher.Waiting) (*mps.Daemons, error) {
+func startMPS(r *mps.Run, insts []launcher.Instance, log *zap.Logger, wait *launcher.Waiting) (*mps.Daemons, error) {
 	d, err := r.Start(wait.Context(), wait.Hurry(), log)
 	if err != nil {
 		return nil, err
@@ -83,7 +52,7 @@ func startMPS(r *mpsRun, insts []launcher.Instance, log *zap.Logger, wait *launc
 
 // planSharing is the sharing that `plan` and --dry-run show, refused as a
 // run under --mps would be (exit 2).
-func planSharing(p binding.Plan, vendor gpu.Vendor, m mpsFlags) (*sharing, error) {
+func planSharing(p binding.Plan, vendor gpu.Vendor, m mpsFlags) (*mps.Sharing, error) {
 	s, err := mps.PlanSharing(p, vendor, m.settings())
 	if err != nil {
 		return nil, usageError{err}
@@ -93,8 +62,6 @@ func planSharing(p binding.Plan, vendor gpu.Vendor, m mpsFlags) (*sharing, error
 
 // sharingOf is a run's sharing (mps.SharingOf): under the job's own MPS
 // when r found one.
-func sharingOf(p binding.Plan, m mpsFlags, r *mpsRun) *sharing {
+func sharingOf(p binding.Plan, m mpsFlags, r *mps.Run) *mps.Sharing {
 	return mps.SharingOf(p, m.settings(), r != nil && r.Existing != nil)
 }
-
-func (a *app) mpsInfo() *mpsInfo { return mps.Describe(a.mpsNode()) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
@@ -40,7 +41,7 @@ func (a *app) info(args []string) error {
 	log.Debug("allocation", zap.String("backend", alloc.Backend), zap.Int("gpus", len(alloc.GPUs)), zap.Stringer("cpus", alloc.CPUs))
 	doc := infoDoc{InfoDoc: report.InfoJSON(alloc)}
 	if gpuvendor.Of(alloc.Vendor).MPS && len(alloc.GPUs) > 0 {
-		doc.MPS = a.mpsInfo()
+		doc.MPS = mps.Describe(mps.NodeOf(a.env, a.socketDirs()[0], a.uid))
 	}
 	if c.json {
 		return writeJSON(a.stdout, doc)
@@ -63,7 +64,7 @@ func infoFlagSet(c *commonFlags) *pflag.FlagSet {
 type infoDoc struct {
 	report.InfoDoc
 	// MPS is what --mps would find on an NVIDIA node; absent elsewhere.
-	MPS *mpsInfo `json:"mps,omitempty"`
+	MPS *mps.Info `json:"mps,omitempty"`
 }
 
 const planUsage = `Usage: gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]
@@ -193,12 +194,12 @@ func writeJSON(w io.Writer, v any) error {
 
 // planJSON is the plan's document (report.PlanJSON), its GPU sharing
 // (sh, nil when none is shared) in it.
-func planJSON(a binding.Allocation, r binding.Request, p binding.Plan, sh *sharing) report.PlanDoc {
+func planJSON(a binding.Allocation, r binding.Request, p binding.Plan, sh *mps.Sharing) report.PlanDoc {
 	return report.PlanJSON(a, r, p, sh)
 }
 
 // writePlan writes the plan's table (report.WritePlan), its GPU sharing
 // (sh, nil when none is shared) under it.
-func writePlan(w io.Writer, a binding.Allocation, p binding.Plan, sh *sharing) {
+func writePlan(w io.Writer, a binding.Allocation, p binding.Plan, sh *mps.Sharing) {
 	report.WritePlan(w, a, p, sh)
 }

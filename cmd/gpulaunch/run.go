@@ -23,10 +23,10 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
-	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
@@ -288,7 +288,7 @@ func (a *app) run(args []string) error {
 			return cmp.Or(commandWordLate(args, o), err)
 		}
 	}
-	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun, a.mayBeRank(o))
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun, discover.MayBeRank(a.env, o.auto(), o.common.simulate != ""))
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (a *app) run(args []string) error {
 			return err
 		}
 		e := execFlags{shape: o.shape, gpuIDs: o.flags.gpuIDs, visibility: o.flags.visibility, dryRun: o.flags.dryRun, ddp: o.flags.ddp}
-		return a.execRank(o.common, e, o.fs.Changed("gpus-per-task"), o.argv, &alloc)
+		return rankOf(a, o.common).exec(o.common, e, o.fs.Changed("gpus-per-task"), o.argv, &alloc)
 	}
 	l, err := a.newLaunch(o, found{alloc, src, usageDir}, path, log)
 	if err != nil {
@@ -354,40 +354,22 @@ func (r runner) dryRun(tasks []job.Task) error {
 }
 
 // oneRankOfSeveral says whether this gpulaunch is one of several ranks a
-// launcher started on this node (srun -n 4, mpirun -np 8): without -n it
-// then binds itself and execs the app (rank mode); with -n it must not
-// start N instances in every rank.
-// mayBeRank: this run is one rank of several or refused as one
-// (oneRankOfSeveral) — without -n, a launcher's variables show several
-// ranks on this node — told from the environment before anything is
-// discovered, so that a rank only binds (discoverFor).
-func (a *app) mayBeRank(o *runOptions) bool {
-	if !o.auto() || o.common.simulate != "" || !discover.BindsWithoutNVML(a.env) {
-		return false
-	}
-	job, _ := sched.Detect(a.env)
-	lr, ok, err := sched.DetectLocalRank(a.env, job, binding.MaxInstances)
-	return err == nil && ok && lr.Size > 1
-}
-
+// launcher started on this node (binding.OneRankOfSeveral; never on a
+// simulated node), and refuses run's own flags given to such a rank.
 func oneRankOfSeveral(o *runOptions, alloc binding.Allocation) (bool, error) {
-	lr := alloc.LocalRank
-	if lr == nil || lr.Size <= 1 || o.common.simulate != "" {
+	if o.common.simulate != "" {
 		return false, nil
 	}
-	if o.auto() {
-		if bad := rankModeConflicts(o.fs); len(bad) > 0 {
-			return false, usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
-				strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
-		}
-		return true, nil
+	rank, err := binding.OneRankOfSeveral(alloc, o.req, o.auto())
+	if !rank {
+		return false, asUsage(err)
 	}
-	// With GPUs of its own (srun --gpus-per-task) a rank may fan out over
-	// them; anything else would pile every rank's N on one set.
-	if !alloc.GPUsBoundPerRank() || len(alloc.GPUs) < o.req.Instances*o.req.GPUsPerInstance {
-		return false, manyLaunchersError(o.req.Instances, *lr, alloc.Sched)
+	if bad := rankModeConflicts(o.fs); len(bad) > 0 {
+		lr := alloc.LocalRank
+		return false, usagef("%s: this is rank %d of %d on this node (%s), so gpulaunch binds it and execs the app with nothing left to supervise; drop %s or use the launcher's own options",
+			strings.Join(bad, ", "), lr.Rank, lr.Size, lr.Source, strings.Join(bad, ", "))
 	}
-	return false, nil
+	return true, nil
 }
 
 // runner is one run once its launch is decided (newLaunch): what
@@ -405,10 +387,10 @@ type startChecks struct {
 	tmux  string // --tmux's session; "" without
 	insts []launcher.Instance
 	qc    *taskqueue.QueueConfig // the queue kept here; nil for none
-	// mps is the run's MPS (--mps), decided by checkMPS; nil without.
-	mps *mpsRun
+	// mps is the run's MPS (--mps), decided by checkStart (mps.Prepare); nil without.
+	mps *mps.Run
 	// sharing is how the instances share GPUs; nil when they do not.
-	sharing *sharing
+	sharing *mps.Sharing
 	// nothingLeft: a queue whose every task the joblog records as done.
 	nothingLeft bool
 }
@@ -429,14 +411,17 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 			return c, err
 		}
 	}
-	if c.insts, err = l.instances(a.baseEnv(), o); err != nil {
+	if c.insts, err = l.instances(a.env.List(), o); err != nil {
 		return c, err
 	}
 	ctx := context.Background()
 	if wait != nil {
 		ctx = wait.Context()
 	}
-	c.mps, err = a.checkMPS(ctx, o, l)
+	if o.shape.mps.on { // the run's MPS decided from its plan, or refused
+		c.mps, err = mps.Prepare(ctx, l.plan, l.alloc.Vendor, o.shape.mps.settings(), mps.NodeOf(a.env, a.socketDirs()[0], a.uid))
+		err = asUsage(err)
+	}
 	if wait != nil {
 		if stopped := stoppedBeforeRun(wait, o, "while asking the node's MPS whether it answers", log); stopped != nil {
 			return c, stopped // what it answered is moot
@@ -678,7 +663,7 @@ type runParts struct {
 	// policy is the run's (--ddp's with its error files' directory).
 	policy launcher.Policy
 	// sharing is how the instances share GPUs; nil when they do not.
-	sharing *sharing
+	sharing *mps.Sharing
 	// errs are --ddp's error files; nil without --ddp.
 	errs *launcher.ErrorDir
 }
@@ -883,14 +868,6 @@ func rankModeConflicts(fs *pflag.FlagSet) []string {
 func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility, error) {
 	ids, vis, err := instance.ParseGPUNaming(gpuIDs, visibility)
 	return ids, vis, asUsage(err)
-}
-
-// manyLaunchersError is the guard against `srun -n 4 gpulaunch -n 4`:
-// every task would start its own N instances on the same GPUs.
-func manyLaunchersError(n int, lr sched.LocalRank, s sched.Allocation) error {
-	fix := sched.ManyLaunchersFix(s, lr, n)
-	return usagef("-n %d in each of the %d ranks this launcher started on this node (%s) would start %d instances on the same GPUs: %s, or drop -n so that each rank binds itself to its own GPU and execs the app (rank mode)",
-		n, lr.Size, lr.Source, n*lr.Size, fix)
 }
 
 // policy reads run's flags into the instances' policy, each value

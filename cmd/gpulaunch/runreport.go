@@ -5,13 +5,14 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
 // buildReport is the report (`--report FILE`, pkg/report) of launch l,
 // the run run, whose instances insts ended as res and whose exit status
 // is code; sh is how they shared GPUs.
-func buildReport(l *launch, sh *sharing, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) report.Run {
+func buildReport(l *launch, sh *mps.Sharing, run launcher.RunInfo, insts []launcher.Instance, res launcher.Result, code int) report.Run {
 	g := l.group
 	return report.Build(report.Facts{
 		Host: l.alloc.Hostname, Command: l.argv, Monitor: l.monitor,

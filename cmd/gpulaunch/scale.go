@@ -224,7 +224,7 @@ func (a *app) scale(args []string) error {
 	}
 	var points []study.Point
 	for i, l := range launches {
-		insts, err := l.instances(study.Env(a.baseEnv(), o.sizes[i], o.weak), runs[i])
+		insts, err := l.instances(study.Env(a.env.List(), o.sizes[i], o.weak), runs[i])
 		if err != nil {
 			return err
 		}

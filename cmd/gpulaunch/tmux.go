@@ -31,7 +31,7 @@ func (a *app) openTmuxWindow(tmuxPath, socket string, n int) error {
 	if err != nil {
 		return err
 	}
-	return tmux.Window{Tmux: tmuxPath, Self: self, Env: a.baseEnv(), Socket: socket, N: n, Name: fmt.Sprintf("gpulaunch-%d", a.pid)}.Open()
+	return tmux.Window{Tmux: tmuxPath, Self: self, Env: a.env.List(), Socket: socket, N: n, Name: fmt.Sprintf("gpulaunch-%d", a.pid)}.Open()
 }
 
 // shellQuote quotes s for the shell tmux runs pane commands with.

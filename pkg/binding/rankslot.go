@@ -1,6 +1,10 @@
 package binding
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
+)
 
 // GPUsBoundPerRank reports whether the launcher already gave this rank GPUs
 // of its own: inside a Slurm step that holds more GPUs on this node than
@@ -8,6 +12,46 @@ import "fmt"
 func (a Allocation) GPUsBoundPerRank() bool {
 	s := a.Sched
 	return s.InStep() && len(a.GPUs) > 0 && s.GPUsOnNode > len(a.GPUs)
+}
+
+// RanksHere is how many ranks the launcher started on this node and the
+// variable that said so; 1 and "no launcher" without one (RankSlot's
+// rule 4).
+func (a Allocation) RanksHere() (size int, source string) {
+	size, source = 1, "no launcher"
+	if lr := a.LocalRank; lr != nil {
+		source = lr.Source
+		if lr.Size > 0 {
+			size = lr.Size
+		}
+	}
+	return size, source
+}
+
+// OneRankOfSeveral says whether a gpulaunch asked for r (auto: without
+// -n) is one rank of several that a launcher started on this node (srun
+// -n 4, mpirun -np 8), which binds itself and execs the app:
+//
+//  1. Without a local size above 1 it is no rank: it runs its instances.
+//  2. Without -n it is a rank.
+//  3. With -n, a rank with GPUs of its own (GPUsBoundPerRank: srun
+//     --gpus-per-task), enough for its -n × -G, fans out over them as a
+//     run.
+//  4. Any other -n is refused (`srun -n 4 gpulaunch -n 4`): every rank
+//     would start its N instances on the same GPUs.
+func OneRankOfSeveral(a Allocation, r Request, auto bool) (bool, error) {
+	lr := a.LocalRank
+	switch {
+	case lr == nil || lr.Size <= 1:
+		return false, nil
+	case auto:
+		return true, nil
+	case a.GPUsBoundPerRank() && len(a.GPUs) >= r.Instances*r.GPUsPerInstance:
+		return false, nil
+	}
+	n := r.Instances
+	return false, fmt.Errorf("-n %d in each of the %d ranks this launcher started on this node (%s) would start %d instances on the same GPUs: %s, or drop -n so that each rank binds itself to its own GPU and execs the app (rank mode)",
+		n, lr.Size, lr.Source, n*lr.Size, sched.ManyLaunchersFix(a.Sched, *lr, n))
 }
 
 // RankSlot is the slot of one rank that a launcher (srun, mpirun, hydra)

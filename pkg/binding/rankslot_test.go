@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
@@ -119,5 +120,41 @@ func TestRankSlotCases(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// OneRankOfSeveral's rules, and RanksHere's count of the ranks here.
+func TestOneRankOfSeveral(t *testing.T) {
+	step := sched.Allocation{JobID: "8", StepID: "0", GPUsOnNode: 8}
+	ranks := func(size int) *sched.LocalRank { return &sched.LocalRank{Rank: 1, Size: size, Source: "SLURM_LOCALID"} }
+	shared := Allocation{GPUs: make([]gpu.GPU, 8), Sched: step, LocalRank: ranks(4)}
+	own := Allocation{GPUs: make([]gpu.GPU, 2), Sched: step, LocalRank: ranks(4)}
+	for _, tc := range []struct {
+		name     string
+		a        Allocation
+		r        Request
+		auto     bool
+		wantRank bool
+		wantErr  string
+	}{
+		{"1: no launcher: a run", Allocation{GPUs: make([]gpu.GPU, 8)}, Request{Instances: 4, GPUsPerInstance: 1}, false, false, ""},
+		{"1: the only rank here: a run", Allocation{GPUs: make([]gpu.GPU, 8), Sched: step, LocalRank: ranks(1)}, Request{}, true, false, ""},
+		{"2: without -n: a rank", shared, Request{}, true, true, ""},
+		{"3: -n over GPUs of its own: a run", own, Request{Instances: 2, GPUsPerInstance: 1}, false, false, ""},
+		{"4: -n beyond its own GPUs: refused", own, Request{Instances: 4, GPUsPerInstance: 1}, false, false, "-n 4 in each of the 4 ranks this launcher started on this node (SLURM_LOCALID) would start 16 instances"},
+		{"4: -n on GPUs every rank sees: refused", shared, Request{Instances: 2, GPUsPerInstance: 1}, false, false, "drop -n so that each rank binds itself"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rank, err := OneRankOfSeveral(tc.a, tc.r, tc.auto)
+			if rank != tc.wantRank || (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("rank %v, error %v; want rank %v, error with %q", rank, err, tc.wantRank, tc.wantErr)
+			}
+		})
+	}
+	if size, source := shared.RanksHere(); size != 4 || source != "SLURM_LOCALID" {
+		t.Errorf("RanksHere = %d %s, want 4 SLURM_LOCALID", size, source)
+	}
+	if size, source := (Allocation{}).RanksHere(); size != 1 || source != "no launcher" {
+		t.Errorf("RanksHere without a launcher = %d %s, want 1, no launcher", size, source)
 	}
 }

@@ -89,6 +89,25 @@ func BindsWithoutNVML(env sched.Env) bool {
 	return !gpu.NamesMIG(env["CUDA_VISIBLE_DEVICES"])
 }
 
+// MayBeRank: this gpulaunch may be one rank of several that a launcher
+// started on this node (srun -n 4, mpirun -np 8), told from the
+// environment before anything is discovered, so that a rank only binds
+// (Request.BindOnly):
+//
+//  1. only without -n (auto): with -n gpulaunch starts its instances;
+//  2. never on a simulated node, which is not this one;
+//  3. only where binding needs no NVML (BindsWithoutNVML);
+//  4. and only where a launcher's variables show more than one rank on
+//     this node (sched.DetectLocalRank).
+func MayBeRank(env sched.Env, auto, simulated bool) bool {
+	if !auto || simulated || !BindsWithoutNVML(env) {
+		return false
+	}
+	job, _ := sched.Detect(env)
+	lr, ok, err := sched.DetectLocalRank(env, job, binding.MaxInstances)
+	return err == nil && ok && lr.Size > 1
+}
+
 // Open also hands back the open backend, for telemetry; usageDir is where
 // apps on a simulated node declare their GPU use.
 //

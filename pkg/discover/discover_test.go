@@ -57,3 +57,36 @@ func TestOpenBadInput(t *testing.T) {
 		})
 	}
 }
+
+// MayBeRank's rules, from the environment alone.
+func TestMayBeRank(t *testing.T) {
+	four := sched.Env{"SLURM_JOB_ID": "8", "SLURM_STEP_ID": "0", "SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "4", "SLURM_NODEID": "0", "SLURM_STEP_NODELIST": "n1"}
+	for _, tc := range []struct {
+		name            string
+		env             sched.Env
+		auto, simulated bool
+		want            bool
+	}{
+		{"1: with -n: no rank", four, false, false, false},
+		{"2: a simulated node: no rank", four, true, true, false},
+		{"3: MIG devices need NVML: not decided here", withVar(four, "CUDA_VISIBLE_DEVICES", "MIG-1234"), true, false, false},
+		{"4: several ranks here: a rank", four, true, false, true},
+		{"4: no launcher: no rank", sched.Env{}, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MayBeRank(tc.env, tc.auto, tc.simulated); got != tc.want {
+				t.Fatalf("MayBeRank = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func withVar(env sched.Env, k, v string) sched.Env {
+	out := sched.Env{k: v}
+	for key, val := range env {
+		if key != k {
+			out[key] = val
+		}
+	}
+	return out
+}

@@ -18,6 +18,8 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/privatedir"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // Run is how a run has MPS, decided before anything starts (Prepare): the
@@ -202,6 +204,17 @@ type Info struct {
 	// JobsPipeDir is where the job's own MPS answers; "" when it has none.
 	JobsPipeDir string `json:"jobs_pipe_directory,omitempty"`
 	Says        string `json:"says"`
+}
+
+// NodeOf is what this node offers --mps: gpulaunch's environment, the
+// control program found on its PATH ("" when it is not there), and the
+// private directory (parent) and uid the run's daemons are kept under.
+func NodeOf(env sched.Env, parent string, uid int) Node {
+	control, err := process.LookPath("nvidia-cuda-mps-control", env["PATH"])
+	if err != nil {
+		control = ""
+	}
+	return Node{Env: env, BaseEnv: env.List(), Control: control, Parent: parent, UID: uid}
 }
 
 // Describe is the node's Info: the job's MPS as Prepare would find it

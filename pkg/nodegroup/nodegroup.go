@@ -143,6 +143,18 @@ func Wrapper(global sched.GlobalRank, haveGlobal bool, localSize int, s sched.Al
 	return g
 }
 
+// OfRank is the node group (Wrapper) and the numbers (WrapperRanks) of
+// local rank localRank of localSize on this node, from the launcher's
+// global rank in env (sched.DetectGlobalRank) when it has one.
+func OfRank(env sched.Env, s sched.Allocation, hostname string, localSize, localRank int) (NodeGroup, Ranks, error) {
+	global, ok, err := sched.DetectGlobalRank(env, s)
+	if err != nil {
+		return NodeGroup{}, Ranks{}, err
+	}
+	g := Wrapper(global, ok, localSize, s, hostname)
+	return g, WrapperRanks(global, ok, localRank, g), nil
+}
+
 // WrapperRanks are the numbers of local rank localRank in group g: RANK
 // and WORLD_SIZE are the launcher's own when it has them.
 func WrapperRanks(global sched.GlobalRank, haveGlobal bool, localRank int, g NodeGroup) Ranks {

@@ -115,6 +115,36 @@ func (rv Rendezvous) CheckPortFree(flagPort int, s sched.Allocation, portFree fu
 		rv.Port, err)
 }
 
+// Meet is the rendezvous of a launch on this node (NewRendezvous's
+// rules), with its port made sure of; rank0: rank 0 runs on this node.
+//
+//  1. Without a port (one node outside a scheduler) any free port will
+//     do: nobody else has to find it. Finding none is the machine's
+//     failure, not the input's: the error is a NoFreePort.
+//  2. With one, the node where rank 0 runs checks it is free before
+//     anything starts (CheckPortFree); the other nodes cannot tell.
+func Meet(env sched.Env, s sched.Allocation, g NodeGroup, addr string, port, pid int, rank0 bool) (Rendezvous, error) {
+	rv, err := NewRendezvous(env, s, g, addr, port, pid)
+	switch {
+	case err != nil:
+		return rv, err
+	case rv.Port == 0:
+		if rv.Port, err = FreePort(); err != nil {
+			return rv, NoFreePort{err}
+		}
+	case rank0:
+		err = rv.CheckPortFree(port, s, PortFree)
+	}
+	return rv, err
+}
+
+// NoFreePort is Meet's rule 1 failing: no port was free for MASTER_PORT.
+type NoFreePort struct{ Err error }
+
+func (e NoFreePort) Error() string { return "--ddp: no free port for MASTER_PORT: " + e.Err.Error() }
+
+func (e NoFreePort) Unwrap() error { return e.Err }
+
 // FreePort is a port the kernel has free now, for a launch of one node
 // that nobody else has to find.
 func FreePort() (int, error) {

@@ -2,6 +2,7 @@ package nodegroup
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -36,4 +37,33 @@ func TestCheckPortFree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Meet's rules: a free port where nobody else has to find it, and the
+// check of a given port only where rank 0 runs.
+func TestMeet(t *testing.T) {
+	taken, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Skip("no TCP here:", err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	one := Local(1, "n1")
+	t.Run("1: no port on one node: a free one", func(t *testing.T) {
+		rv, err := Meet(sched.Env{}, sched.Allocation{}, one, "", 0, 42, true)
+		if err != nil || rv.Port == 0 {
+			t.Fatalf("port %d, %v; want a free port", rv.Port, err)
+		}
+	})
+	t.Run("2: a taken --master-port where rank 0 runs: refused", func(t *testing.T) {
+		_, err := Meet(sched.Env{}, sched.Allocation{}, one, "", port, 42, true)
+		if err == nil || !strings.Contains(err.Error(), "is taken on this node") || errors.As(err, new(NoFreePort)) {
+			t.Fatalf("error %v, want the taken port named as bad input", err)
+		}
+	})
+	t.Run("2: another node does not check it", func(t *testing.T) {
+		if rv, err := Meet(sched.Env{}, sched.Allocation{}, one, "", port, 42, false); err != nil || rv.Port != port {
+			t.Fatalf("port %d, %v; want %d unchecked", rv.Port, err, port)
+		}
+	})
 }

@@ -1,6 +1,9 @@
 package sched
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Env is the process environment as a map, injected so that every rule
 // that reads a variable runs in tests.
@@ -15,6 +18,21 @@ func EnvFromList(list []string) Env {
 		}
 	}
 	return env
+}
+
+// List is the environment as NAME=value entries, sorted by name: a
+// stable order for what a child is started with.
+func (e Env) List() []string {
+	keys := make([]string, 0, len(e))
+	for k := range e {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	list := make([]string, 0, len(keys))
+	for _, k := range keys {
+		list = append(list, k+"="+e[k])
+	}
+	return list
 }
 
 // Lookup returns a variable and whether it is set.
