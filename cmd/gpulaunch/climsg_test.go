@@ -274,25 +274,6 @@ func TestBuildVersion(t *testing.T) {
 	}
 }
 
-// --mem-per-task 0 is Slurm's --mem=0, all the memory: no cap.
-func TestMemPerTaskZeroIsNoCap(t *testing.T) {
-	for _, v := range []string{"0", "0G", "0M"} {
-		p, err := runFlags{memPerTask: v, killWait: "10s", monitor: "2s"}.policy()
-		if err != nil || p.MemPerTask != 0 {
-			t.Errorf("--mem-per-task %s: cap %d, err %v; want no cap", v, p.MemPerTask, err)
-		}
-	}
-	for _, v := range []string{"-1", "0.0001K", "lots"} {
-		if _, err := (runFlags{memPerTask: v, killWait: "10s", monitor: "2s"}).policy(); err == nil || !strings.Contains(err.Error(), "not a memory size") {
-			t.Errorf("--mem-per-task %s: %v", v, err)
-		}
-	}
-	p, err := runFlags{killWait: "10s", monitor: "10ms"}.policy()
-	if err != nil || p.Monitor != minMonitorInterval {
-		t.Errorf("--monitor-interval at the floor: %v, %v", p.Monitor, err)
-	}
-}
-
 // --socket says what is at the path when it is no socket; a socket left
 // by a gpulaunch that has gone is still "ended".
 func TestControlSocketPathChecked(t *testing.T) {

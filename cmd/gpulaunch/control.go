@@ -153,9 +153,9 @@ func (a *app) top(args []string) error {
 	if err != nil {
 		return err
 	}
-	if fs.Changed("interval") && every < minMonitorInterval {
+	if fs.Changed("interval") && every < launcher.MinMonitorInterval {
 		return usagef("--interval %s: below the floor of %s, top would ask the run for its table faster than it can change (or, at 0, never wait); give %s or more, or leave it out for the run's monitor interval",
-			interval, minMonitorInterval, minMonitorInterval)
+			interval, launcher.MinMonitorInterval, launcher.MinMonitorInterval)
 	}
 	c, snap, err := a.runStatus(cf)
 	if err != nil {

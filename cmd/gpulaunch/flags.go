@@ -150,13 +150,6 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	return d, asUsage(err)
 }
 
-// parseSize reads a memory size (flagvalue.Size), refusing a bad one as
-// bad input.
-func parseSize(flag, s string) (uint64, error) {
-	n, err := flagvalue.Size(flag, s)
-	return n, asUsage(err)
-}
-
 // asUsage is err as bad input (exit 2); nil for nil.
 func asUsage(err error) error {
 	if err == nil {

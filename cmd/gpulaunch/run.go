@@ -58,16 +58,10 @@ Examples:
 type runFlags struct {
 	label         bool
 	output, error string
-	killOnBad     bool
-	wait          string
-	restarts      int
-	timeout       string
-	killWait      string
-	memPerTask    string
+	policy        launcher.PolicyFlags
 	gpuIDs        string
 	visibility    string
 	dryRun        bool
-	monitor       string
 	report        string
 	tmux          bool
 	ranks         string
@@ -83,17 +77,17 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&r.output, "output", "o", "", "stdout (and, without -e, stderr) to this file pattern: %t instance (a queue's task), %j job, %s step, %N host, %n node index; for a queue also {#} task, {%} slot, and in an --each-line queue every replacement string of COMMAND ({} {.} {/} {//} {/.} {1} …), filled from the task's line. Without %t every instance writes the one file; a queue task's own file (%t, {#}) is started afresh by each try and by a --resume's rerun")
 	fs.StringVarP(&r.error, "error", "e", "", "stderr to this file pattern (same patterns)")
 	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
-	fs.BoolVarP(&r.killOnBad, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
-	fs.StringVarP(&r.wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
-	fs.IntVar(&r.restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
-	fs.StringVar(&r.timeout, "timeout", "", "end an instance that runs longer than this (e.g. 90s, 2h)")
-	fs.StringVar(&r.killWait, "kill-wait", "10s", "grace between TERM and KILL")
-	fs.StringVar(&r.memPerTask, "mem-per-task", "", "end an instance whose process tree uses more resident memory (e.g. 16G; plain numbers are MiB, as in Slurm; 0 is Slurm's --mem=0, all the memory: no cap)")
+	fs.BoolVarP(&r.policy.KillOnBadExit, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
+	fs.StringVarP(&r.policy.Wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
+	fs.IntVar(&r.policy.Restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
+	fs.StringVar(&r.policy.Timeout, "timeout", "", "end an instance that runs longer than this (e.g. 90s, 2h)")
+	fs.StringVar(&r.policy.KillWait, "kill-wait", "10s", "grace between TERM and KILL")
+	fs.StringVar(&r.policy.MemPerTask, "mem-per-task", "", "end an instance whose process tree uses more resident memory (e.g. 16G; plain numbers are MiB, as in Slurm; 0 is Slurm's --mem=0, all the memory: no cap)")
 	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers (Intel's ZE_AFFINITY_MASK takes ordinals only)")
 	fs.StringVar(&r.visibility, "gpu-visibility", "own", "own: an instance sees its GPUs only; all: every GPU of the allocation, its own first (CUDA IPC, NCCL P2P)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
 	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md)")
-	fs.StringVar(&r.monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often (10ms at least); 0 turns telemetry off")
+	fs.StringVar(&r.policy.Monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often (10ms at least); 0 turns telemetry off")
 	fs.BoolVar(&r.tmux, "tmux", false, "inside tmux (smux): open a window with one pane per instance following its output, and one running gpulaunch top")
 	fs.StringVar(&r.ranks, "ranks", "global", "with one gpulaunch per node: global (RANK = node × N + instance) or local (each node a world of its own)")
 	fs.StringVar(&r.metricsFile, "metrics-file", "", "write the run's metrics in Prometheus's text format to this .prom file every --monitor-interval and at the end, replaced whole (node_exporter's textfile collector; %j %s %N %n as in -o; docs/report.md, \"Metrics\")")
@@ -151,8 +145,8 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, usagef("no command to run: gpulaunch -n N -- COMMAND [ARGS…]")
 	}
 	var err error
-	if o.policy, err = o.flags.policy(); err != nil {
-		return nil, err
+	if o.policy, err = launcher.ReadPolicy(o.flags.policy); err != nil {
+		return nil, usageError{err}
 	}
 	if o.flags.ranks != "global" && o.flags.ranks != "local" {
 		return nil, usagef("--ranks %q: use global (RANK = node × N + instance across the nodes of the step) or local", o.flags.ranks)
@@ -869,40 +863,3 @@ func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility,
 	ids, vis, err := instance.ParseGPUNaming(gpuIDs, visibility)
 	return ids, vis, asUsage(err)
 }
-
-// policy reads run's flags into the instances' policy, each value
-// checked by launcher's rules V1-V3 as it is read.
-func (rf runFlags) policy() (launcher.Policy, error) {
-	p := launcher.Policy{KillOnBadExit: rf.killOnBad, Restarts: rf.restarts}
-	if err := launcher.CheckRestarts(rf.restarts); err != nil {
-		return p, usageError{err}
-	}
-	var err error
-	if p.WaitAfterFirst, err = parseDuration("--wait", rf.wait); err != nil {
-		return p, err
-	}
-	if p.Timeout, err = parseDuration("--timeout", rf.timeout); err != nil {
-		return p, err
-	}
-	if p.KillWait, err = parseDuration("--kill-wait", rf.killWait); err != nil {
-		return p, err
-	}
-	if err := launcher.CheckKillWait(p.KillWait); err != nil {
-		return p, usageError{err}
-	}
-	// 0 is read as Slurm reads --mem=0, "all the memory": no cap of
-	// gpulaunch's own (a cgroup's limit stays), as without the flag
-	if p.MemPerTask, err = parseSize("--mem-per-task", rf.memPerTask); err != nil {
-		return p, err
-	}
-	if p.Monitor, err = parseDuration("--monitor-interval", rf.monitor); err != nil {
-		return p, err
-	}
-	if err := launcher.CheckMonitor(p.Monitor, rf.monitor); err != nil {
-		return p, usageError{err}
-	}
-	return p, nil
-}
-
-// minMonitorInterval is the shortest --monitor-interval (launcher's V3).
-const minMonitorInterval = launcher.MinMonitorInterval

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
@@ -139,4 +140,45 @@ func CheckMonitor(d time.Duration, given string) error {
 			given, MinMonitorInterval, MinMonitorInterval)
 	}
 	return nil
+}
+
+// PolicyFlags are a Policy's values as the command line gives them
+// (run's -K, -W, --restarts, --timeout, --kill-wait, --mem-per-task,
+// --monitor-interval).
+type PolicyFlags struct {
+	KillOnBadExit                                bool
+	Restarts                                     int
+	Wait, Timeout, KillWait, MemPerTask, Monitor string
+}
+
+// ReadPolicy reads f into the instances' policy, each value checked by
+// V1-V3 as it is read, in the order of the flags; a duration or size that
+// does not parse is refused in its flag's words (flagvalue). A
+// MemPerTask of 0 is read as Slurm reads --mem=0, "all the memory": no
+// cap of gpulaunch's own (a cgroup's limit stays), as without the flag.
+func ReadPolicy(f PolicyFlags) (Policy, error) {
+	p := Policy{KillOnBadExit: f.KillOnBadExit, Restarts: f.Restarts}
+	if err := CheckRestarts(f.Restarts); err != nil {
+		return p, err
+	}
+	var err error
+	if p.WaitAfterFirst, err = flagvalue.Duration("--wait", f.Wait); err != nil {
+		return p, err
+	}
+	if p.Timeout, err = flagvalue.Duration("--timeout", f.Timeout); err != nil {
+		return p, err
+	}
+	if p.KillWait, err = flagvalue.Duration("--kill-wait", f.KillWait); err != nil {
+		return p, err
+	}
+	if err := CheckKillWait(p.KillWait); err != nil {
+		return p, err
+	}
+	if p.MemPerTask, err = flagvalue.Size("--mem-per-task", f.MemPerTask); err != nil {
+		return p, err
+	}
+	if p.Monitor, err = flagvalue.Duration("--monitor-interval", f.Monitor); err != nil {
+		return p, err
+	}
+	return p, CheckMonitor(p.Monitor, f.Monitor)
 }

@@ -180,3 +180,22 @@ func TestPolicyValues(t *testing.T) {
 		}
 	}
 }
+
+// --mem-per-task 0 is Slurm's --mem=0, all the memory: no cap.
+func TestMemPerTaskZeroIsNoCap(t *testing.T) {
+	for _, v := range []string{"0", "0G", "0M"} {
+		p, err := ReadPolicy(PolicyFlags{MemPerTask: v, KillWait: "10s", Monitor: "2s"})
+		if err != nil || p.MemPerTask != 0 {
+			t.Errorf("--mem-per-task %s: cap %d, err %v; want no cap", v, p.MemPerTask, err)
+		}
+	}
+	for _, v := range []string{"-1", "0.0001K", "lots"} {
+		if _, err := ReadPolicy(PolicyFlags{MemPerTask: v, KillWait: "10s", Monitor: "2s"}); err == nil || !strings.Contains(err.Error(), "not a memory size") {
+			t.Errorf("--mem-per-task %s: %v", v, err)
+		}
+	}
+	p, err := ReadPolicy(PolicyFlags{KillWait: "10s", Monitor: "10ms"})
+	if err != nil || p.Monitor != MinMonitorInterval {
+		t.Errorf("--monitor-interval at the floor: %v, %v", p.Monitor, err)
+	}
+}
