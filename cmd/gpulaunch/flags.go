@@ -17,6 +17,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/logging"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -104,44 +105,12 @@ var ownEmptyCheck = map[string]bool{"log-format": true, "gpu-ids": true,
 
 func (c commonFlags) logger(w io.Writer) (*zap.Logger, error) { return c.loggerAt(w, zap.WarnLevel) }
 
-// loggerAt builds the logger; level is the default without -v.
+// loggerAt builds the logger (logging.New); level is the default
+// without -v.
 func (c commonFlags) loggerAt(w io.Writer, level zapcore.Level) (*zap.Logger, error) {
-	if c.verbose {
-		level = zap.DebugLevel
-	}
-	var enc zapcore.Encoder
-	switch c.logFormat {
-	case "console":
-		cfg := zap.NewDevelopmentEncoderConfig()
-		cfg.TimeKey, cfg.CallerKey = "", ""
-		cfg.ConsoleSeparator = " "
-		enc = zapcore.NewConsoleEncoder(cfg)
-	case "json":
-		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	default:
-		return nil, usagef("--log-format %q: use console or json", c.logFormat)
-	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(w), level)
-	if c.logFormat == "console" {
-		core = messageOnly{core}
-	}
-	return zap.New(core).Named("gpulaunch"), nil
+	log, err := logging.New(w, c.logFormat, c.verbose, level)
+	return log, asUsage(err)
 }
-
-// messageOnly drops structured fields from console logs: the message is
-// already the human line, and the fields are for --log-format json.
-type messageOnly struct{ zapcore.Core }
-
-func (m messageOnly) With([]zapcore.Field) zapcore.Core { return m }
-
-func (m messageOnly) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if m.Enabled(e.Level) {
-		return ce.AddCore(e, m)
-	}
-	return ce
-}
-
-func (m messageOnly) Write(e zapcore.Entry, _ []zapcore.Field) error { return m.Core.Write(e, nil) }
 
 // parseDuration reads a duration (flagvalue.Duration), refusing a bad
 // one as bad input.
