@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/cgroup"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
@@ -102,7 +100,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		return nil, err
 	}
 	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
-	l.bind = o.common.simulate == "" || hasCPUs(a.root, l.plan)
+	l.bind = o.common.simulate == "" || binding.Bindable(a.root, l.plan)
 	return l, nil
 }
 
@@ -166,34 +164,6 @@ func (l *launch) runInfo(a *app, started time.Time, sh *mps.Sharing) launcher.Ru
 	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: l.alloc.Sched.JobID, StepID: l.alloc.Sched.StepID,
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
 		Sharing: sh.Lines()}
-}
-
-// hasCPUs reports whether this process may run on every CPU the plan
-// uses (its status read under root): then a simulated or described node's binding can really be applied.
-func hasCPUs(root fs.FS, plan binding.Plan) bool {
-	status, err := fs.ReadFile(root, "proc/self/status")
-	if err != nil {
-		return false
-	}
-	mine, _, err := cgroup.ParseProcStatus(string(status))
-	if err != nil {
-		return false
-	}
-	for _, s := range plan.Slots {
-		if !s.CPUs.IsSubsetOf(mine) {
-			return false
-		}
-	}
-	return true
-}
-
-// labelHost: with several nodes, labels name the node too (node3:2: …),
-// as the instance numbers repeat on every node.
-func labelHost(g nodegroup.NodeGroup) string {
-	if g.MultiNode() {
-		return g.Host
-	}
-	return ""
 }
 
 func uuids(gpus []gpu.GPU) []string {

@@ -267,12 +267,16 @@ func (a *app) run(args []string) error {
 	if o == nil {
 		return err
 	}
-	con := newConsole(a.stdout, a.stderr, o)
+	// A task queue on a terminal keeps a progress line at the bottom. It is
+	// drawn on stderr among the output on stdout: both must be the terminal.
+	// (OpenMPI gives a rank's stdout a pty and its stderr a pipe: the line
+	// would land in the job's output file.)
+	con := summary.NewConsole(a.stdout, a.stderr, o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(a.stdout) && isTerminal(a.stderr))
 	level := zap.InfoLevel
 	if o.flags.quiet { // -q: warnings and errors only
 		level = zap.WarnLevel
 	}
-	log, err := o.common.loggerAt(con.stderr, level)
+	log, err := o.common.loggerAt(con.Stderr, level)
 	if err != nil {
 		return err
 	}
@@ -446,7 +450,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 // ends with its status (stoppedBeforeRun). What it opens it closes with
 // defer, when it returns: the control socket and the link to the other
 // nodes only if the run did not take them over (supervise closes them).
-func (r runner) start(tasks []job.Task, con *console) error {
+func (r runner) start(tasks []job.Task, con *summary.Console) error {
 	a, o, l, log := r.a, r.o, r.l, r.log
 	wait := launcher.StartWaiting()
 	defer wait.Stop()
@@ -524,7 +528,7 @@ func (r runner) start(tasks []job.Task, con *console) error {
 // openQueue makes the queue kept here from qc (nil: none), with its
 // joblog opened — opened says so: the lock's joblog then stays — and the
 // progress line told its counts.
-func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskqueue.Queue, opened bool, err error) {
+func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *summary.Console) (q *taskqueue.Queue, opened bool, err error) {
 	if qc == nil {
 		return nil, false, nil
 	}
@@ -534,8 +538,8 @@ func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *console) (q *taskq
 		}
 		opened = true
 	}
-	if con.progress != nil {
-		qc.Progress = con.progress.Update
+	if con.Progress != nil {
+		qc.Progress = con.Progress.Update
 	}
 	return taskqueue.NewQueue(*qc), opened, nil
 }
@@ -645,7 +649,7 @@ type runParts struct {
 	queue runQueue
 	board *launcher.Board
 	srv   *control.Server // the control socket; nil without one
-	con   *console
+	con   *summary.Console
 	tmux  string // --tmux's session; "" without
 	// spare are the keepers of the run's MPS daemons, which the run's end
 	// leaves alone with what is below them (they are stopped after it).
@@ -713,8 +717,8 @@ func (r runner) supervise(st runParts) error {
 		g.Go(func() error { srv.CloseAfter(board.Done(), 2*time.Second); return nil })
 	}
 	ctx, runEnded := context.WithCancel(context.Background())
-	if con.progress != nil && rq.q != nil {
-		g.Go(func() error { con.progress.Tick(ctx.Done()); return nil })
+	if con.Progress != nil && rq.q != nil {
+		g.Go(func() error { con.Progress.Tick(ctx.Done()); return nil })
 	}
 	if rq.Holder != nil {
 		g.Go(func() error { tellStatus(ctx, rq.Holder, board); return nil })
@@ -727,15 +731,15 @@ func (r runner) supervise(st runParts) error {
 		defer runEnded()
 		var err error
 		res, err = launcher.Run(launcher.Spec{
-			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: labelHost(l.group), Log: log, GPUs: l.src,
-			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.stdout, Stderr: con.stderr, OpenMode: o.openMode(), Board: board,
+			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: l.group.LabelHost(), Log: log, GPUs: l.src,
+			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.Stdout, Stderr: con.Stderr, OpenMode: o.openMode(), Board: board,
 			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Signals: sigs,
 		})
 		rq.Close(log) // what the run said last reaches the other nodes
 		return err
 	})
 	err := g.Wait()
-	con.done()
+	con.Done()
 	st.metrics.Write() // the final states: the file keeps them (docs/report.md, "Metrics")
 	if err != nil {
 		return err
@@ -752,9 +756,9 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
-	to, paint := con.stderr, a.paint(a.stderr)
+	to, paint := con.Stderr, a.paint(a.stderr)
 	if r.o.flags.quiet { // -q: the summary's warnings only
-		to = &summary.WarningsOnly{W: con.stderr}
+		to = &summary.WarningsOnly{W: con.Stderr}
 	}
 	switch {
 	case rq.Feed != nil:
@@ -766,7 +770,7 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 		if lost, why := queue.Joblog.Lost(); lost > 0 {
 			// a --resume would run those tasks again: the run is not what
 			// its joblog says
-			fmt.Fprintf(con.stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
+			fmt.Fprintf(con.Stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
 			code = 255
 		}
 	case r.o.flags.quiet:
@@ -781,9 +785,9 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 		summary.Write(a.stderr, insts, outs, paint)
 	}
 	if !r.o.flags.quiet {
-		st.sharing.Write(con.stderr)
+		st.sharing.Write(con.Stderr)
 	}
-	summary.WriteRootCause(con.stderr, res.RootCause, paint)
+	summary.WriteRootCause(con.Stderr, res.RootCause, paint)
 	if st.errs != nil {
 		st.errs.Keep(res.RootCause)
 	}
@@ -796,36 +800,6 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 		return exitCode(code)
 	}
 	return nil
-}
-
-// console is where a run writes: gpulaunch's own stdout and stderr or,
-// for a task queue on a terminal, the same around a progress line kept at
-// the bottom (everything else written there goes around it).
-type console struct {
-	stdout, stderr io.Writer
-	progress       *summary.Progress // nil: none
-}
-
-// newConsole is the console of a run with options o on gpulaunch's stdout
-// and stderr.
-func newConsole(stdout, stderr io.Writer, o *runOptions) *console {
-	c := &console{stdout: stdout, stderr: stderr}
-	// The line is drawn on stderr among the output on stdout: both must be
-	// the terminal. (OpenMPI gives a rank's stdout a pty and its stderr a
-	// pipe: the line would land in the job's output file.)
-	if o.tasks.queueMode() && !o.flags.dryRun && !o.flags.quiet && isTerminal(stdout) && isTerminal(stderr) {
-		c.progress = summary.NewProgress(stderr, time.Now())
-		c.stdout, c.stderr = c.progress.Wrap(stdout), c.progress.Wrap(stderr)
-	}
-	return c
-}
-
-// done leaves the progress line's last counts on screen, once.
-func (c *console) done() {
-	if c.progress != nil {
-		c.progress.Done()
-		c.progress = nil
-	}
 }
 
 // runOnlyFlags are the flags run has and rank mode has not, in the order

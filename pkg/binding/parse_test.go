@@ -133,3 +133,25 @@ func TestReadTopologyReadsEachPackageAndCoreOnce(t *testing.T) {
 		})
 	}
 }
+
+// Bindable: a plan whose every CPU this process may run on is applied;
+// a plan beyond them, or no /proc status to tell, is not.
+func TestBindable(t *testing.T) {
+	plan := Plan{Slots: []Slot{{CPUs: cpuset.MustParse("0-1")}, {CPUs: cpuset.MustParse("2-3")}}}
+	status := func(cpus string) fstest.MapFS {
+		return fstest.MapFS{"proc/self/status": {Data: []byte("Cpus_allowed_list:\t" + cpus + "\nMems_allowed_list:\t0\n")}}
+	}
+	for _, tc := range []struct {
+		name string
+		root fstest.MapFS
+		want bool
+	}{
+		{"every CPU allowed", status("0-7"), true},
+		{"a slot beyond the allowed CPUs", status("0-2"), false},
+		{"no status", fstest.MapFS{}, false},
+	} {
+		if got := Bindable(tc.root, plan); got != tc.want {
+			t.Errorf("%s: Bindable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

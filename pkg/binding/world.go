@@ -64,3 +64,23 @@ func withoutReserved(affinity cpuset.Set, topo Topology, reserved cpuset.Set) cp
 	}
 	return affinity
 }
+
+// Bindable reports whether this process may run on every CPU the plan
+// uses (its /proc status read under root): then a simulated or described
+// node's binding can really be applied.
+func Bindable(root fs.FS, plan Plan) bool {
+	status, err := fs.ReadFile(root, "proc/self/status")
+	if err != nil {
+		return false
+	}
+	mine, _, err := cgroup.ParseProcStatus(string(status))
+	if err != nil {
+		return false
+	}
+	for _, s := range plan.Slots {
+		if !s.CPUs.IsSubsetOf(mine) {
+			return false
+		}
+	}
+	return true
+}

@@ -35,6 +35,15 @@ type NodeGroup struct {
 // MultiNode reports whether the launch spans more than this node.
 func (g NodeGroup) MultiNode() bool { return g.Size > 1 }
 
+// LabelHost is the host an output label names (node3:2: …) with several
+// nodes, where the instance numbers repeat on every node; "" on one.
+func (g NodeGroup) LabelHost() string {
+	if g.MultiNode() {
+		return g.Host
+	}
+	return ""
+}
+
 // Ranks are instance i's numbers: node rank × N + i.
 func (g NodeGroup) Ranks(i int) Ranks {
 	return Ranks{

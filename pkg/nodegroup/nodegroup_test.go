@@ -203,3 +203,13 @@ func TestNewRendezvous(t *testing.T) {
 		t.Errorf("mpirun over nodes outside Slurm without a port: %v", err)
 	}
 }
+
+// Labels name the host only where instance numbers repeat: over nodes.
+func TestLabelHost(t *testing.T) {
+	if h := Local(2, "n1").LabelHost(); h != "" {
+		t.Errorf("one node: label host %q, want none", h)
+	}
+	if h := (NodeGroup{Host: "n3", Rank: 1, Size: 2}).LabelHost(); h != "n3" {
+		t.Errorf("two nodes: label host %q, want n3", h)
+	}
+}

@@ -106,3 +106,30 @@ func (p *Progress) Done() {
 	io.WriteString(p.term, "\n")
 	p.shown = false
 }
+
+// Console is where a run writes: gpulaunch's own stdout and stderr or,
+// with a progress line, the same around the line kept at the bottom (everything
+// else written there goes around it).
+type Console struct {
+	Stdout, Stderr io.Writer
+	Progress       *Progress // nil: none
+}
+
+// NewConsole is the console on stdout and stderr, with a progress line
+// drawn on stderr from now when progress is set.
+func NewConsole(stdout, stderr io.Writer, progress bool) *Console {
+	c := &Console{Stdout: stdout, Stderr: stderr}
+	if progress {
+		c.Progress = NewProgress(stderr, time.Now())
+		c.Stdout, c.Stderr = c.Progress.Wrap(stdout), c.Progress.Wrap(stderr)
+	}
+	return c
+}
+
+// Done leaves the progress line's last counts on screen, once.
+func (c *Console) Done() {
+	if c.Progress != nil {
+		c.Progress.Done()
+		c.Progress = nil
+	}
+}
