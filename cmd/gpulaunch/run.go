@@ -752,47 +752,13 @@ func (r runner) supervise(st runParts) error {
 // task queue.
 func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) error {
 	a, l := r.a, r.l
-	insts, rq, con := st.insts, st.queue, st.con
-	outs := res.Outcomes
-	var code int
-	queue := rq.q
-	to, paint := con.Stderr, a.paint(a.stderr)
-	if r.o.flags.quiet { // -q: the summary's warnings only
-		to = &summary.WarningsOnly{W: con.Stderr}
-	}
-	switch {
-	case rq.Feed != nil:
-		code = rq.Feed.ExitCode()
-		summary.WriteFeed(to, rq.Feed, insts, outs, paint)
-	case queue != nil:
-		code = queue.ExitCode()
-		summary.WriteQueue(to, queue, insts, outs, time.Since(run.Started), paint)
-		if lost, why := queue.Joblog.Lost(); lost > 0 {
-			// a --resume would run those tasks again: the run is not what
-			// its joblog says
-			fmt.Fprintf(con.Stderr, "gpulaunch: error: --joblog %s: %d record(s) could not be written (%v): a --resume would run those tasks again\n", queue.Joblog.Path(), lost, why)
-			code = 255
-		}
-	case r.o.flags.quiet:
-		code = res.ExitCode()
-		summary.WriteWarnings(a.stderr, outs, paint)
-	default:
-		code = res.ExitCode()
-		if l.group.MultiNode() {
-			fmt.Fprintf(a.stderr, "%s: node %d of %d, ranks %d..%d of %d\n", l.group.Host, l.group.Rank, l.group.Size,
-				insts[0].Rank, insts[len(insts)-1].Rank, l.group.Ranks(0).WorldSize)
-		}
-		summary.Write(a.stderr, insts, outs, paint)
-	}
-	if !r.o.flags.quiet {
-		st.sharing.Write(con.Stderr)
-	}
-	summary.WriteRootCause(con.Stderr, res.RootCause, paint)
+	code := summary.End{Console: st.con, Stderr: a.stderr, Paint: a.paint(a.stderr), Quiet: r.o.flags.quiet, Feed: st.queue.Feed,
+		Queue: st.queue.q, Instances: st.insts, Result: res, Started: run.Started, Group: l.group, Sharing: st.sharing}.Write()
 	if st.errs != nil {
 		st.errs.Keep(res.RootCause)
 	}
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, st.sharing, run, insts, res, code)); err != nil {
+		if err := writeReport(l.report, buildReport(l, st.sharing, run, st.insts, res, code)); err != nil {
 			return err
 		}
 	}
