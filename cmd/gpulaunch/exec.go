@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/discover"
+	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
@@ -61,9 +63,10 @@ func (a *app) exec(args []string) error {
 	var e execFlags
 	fs := execFlagSet(&c, &e)
 	if done, err := a.parseFlags(fs, args, execUsage); done || err != nil {
-		if n, ok := countGiven(args); ok {
+		if n, ok := flagvalue.Given(args, "-n", "--ntasks"); ok { // run's flag, which rank mode has not
+			v := cmp.Or(flagvalue.GivenValue(n, "-n", "--ntasks"), "N")
 			return usagef("exec %s: rank mode takes no -n: the launcher sets how many ranks there are (srun -n %s gpulaunch exec …, mpirun -np %s gpulaunch exec …); to start %s instances from one gpulaunch use `gpulaunch run -n %s -- COMMAND`",
-				n, orN(n), orN(n), orN(n), orN(n))
+				n, v, v, v, v)
 		}
 		return err
 	}
@@ -89,37 +92,6 @@ func execFlagSet(c *commonFlags, e *execFlags) *pflag.FlagSet {
 	c.registerLog(fs)
 	e.register(fs)
 	return fs
-}
-
-// countGiven finds -n/--ntasks among exec's flags (before COMMAND), which
-// run has and rank mode has not: the flag as given, and whether it was.
-func countGiven(args []string) (string, bool) {
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return "", false
-		case a == "-n" || a == "--ntasks":
-			if i+1 < len(args) {
-				return a + " " + args[i+1], true
-			}
-			return a, true
-		case strings.HasPrefix(a, "--ntasks="), strings.HasPrefix(a, "-n") && !strings.HasPrefix(a, "--"):
-			return a, true
-		}
-	}
-	return "", false
-}
-
-// orN is the count in a flag as given ("-n 2" → "2"), else N.
-func orN(flag string) string {
-	_, v, ok := strings.Cut(flag, " ")
-	if !ok {
-		v = strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(flag, "--ntasks"), "-n"), "=")
-	}
-	if v == "" {
-		return "N"
-	}
-	return v
 }
 
 // rankMode is gpulaunch as one rank of a launcher's (exec, and run when

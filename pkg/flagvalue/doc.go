@@ -4,6 +4,7 @@
 // finite numbers, durations (Duration) and memory sizes (Size) as srun
 // and GNU parallel read them, a word flag given an empty value (Empty),
 // and pflag's parse errors said in words, with the flag that was likely
-// meant (Explain). It wires no flag: the program registers its flags
+// meant (Explain), and a flag found among a command line's words as
+// given (Given). It wires no flag: the program registers its flags
 // and its ranges, and turns these errors into its usage errors.
 package flagvalue
