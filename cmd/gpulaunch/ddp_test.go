@@ -131,29 +131,6 @@ func TestSecondNodeOfAStep(t *testing.T) {
 	}
 }
 
-// Over several nodes a report name must differ per node, whatever else
-// its pattern expands.
-func TestReportPathPerNode(t *testing.T) {
-	names := instance.Names{JobID: "7", Host: "n2", NodeIndex: 1}
-	for pattern, want := range map[string]string{
-		"run.json":        "run.n2.json",
-		"run-%j.json":     "run-7.n2.json",
-		"run-%N.json":     "run-n2.json",
-		"r/%2n-%j.json":   "r/01-7.json",
-		"report":          "report.n2",
-		"run-%j-%N.json":  "run-7-n2.json",
-		"run-%%N-%j.json": "run-%N-7.n2.json",
-	} {
-		got, err := reportPath(pattern, names, true)
-		if err != nil || got != want {
-			t.Errorf("%q: %q %v, want %q", pattern, got, err, want)
-		}
-	}
-	if got, _ := reportPath("run-%j.json", names, false); got != "run-7.json" {
-		t.Errorf("one node: %q", got)
-	}
-}
-
 // torchRecord is what torch 1.13's @record writes into the error file when
 // rank 1's main raises; the other ranks wait to be ended.
 const torchRecord = `if [ "$RANK" = 1 ]; then

@@ -155,7 +155,7 @@ func (rm rankMode) exec(c commonFlags, e execFlags, gpusGiven bool, argv []strin
 	if err != nil {
 		return err
 	}
-	env, err := instance.Env(rm.env.List(), slot, ranks, envOptions(*alloc, ids, vis, rdv))
+	env, err := instance.Env(rm.env.List(), slot, ranks, instance.OptionsFor(*alloc, ids, vis, rdv))
 	if err != nil {
 		return usageError{err}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
-	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
 // launch is one run as decided before anything starts: what the
@@ -93,8 +92,11 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.rdv, err = o.flags.ddp.rendezvous(a.env, a.pid, alloc.Sched, g, g.Rank == 0); err != nil {
 		return nil, err
 	}
-	if l.report, err = reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
-		return nil, err
+	if l.report, err = report.FileFor(o.flags.report, l.names, g.MultiNode()); err != nil {
+		return nil, usageError{err}
+	}
+	if l.report != o.flags.report {
+		log.Info("--report: this node writes " + l.report)
 	}
 	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
 		return nil, err
@@ -104,32 +106,13 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	return l, nil
 }
 
-// reportFile is where this node writes --report pattern, checked before
-// anything starts.
-func reportFile(pattern string, names instance.Names, multiNode bool, log *zap.Logger) (string, error) {
-	if pattern == "" {
-		return "", nil
-	}
-	file, err := reportPath(pattern, names, multiNode)
-	if err != nil {
-		return "", usageError{err}
-	}
-	if err := outputs.WritableDir(filepath.Dir(file)); err != nil {
-		return "", usagef("--report %s: %v: nothing was started", pattern, err)
-	}
-	if file != pattern {
-		log.Info("--report: this node writes " + file)
-	}
-	return file, nil
-}
-
 // instances are the plan's slots made ready to start: each with its
 // environment, its binding, its command and its output files.
 func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, error) {
 	if l.usageDir != "" {
 		base = append(base, gpu.SimulatedUsageEnv+"="+l.usageDir)
 	}
-	opts := envOptions(l.alloc, o.ids, o.vis, l.rdv)
+	opts := instance.OptionsFor(l.alloc, o.ids, o.vis, l.rdv)
 	var insts []launcher.Instance
 	for _, s := range l.plan.Slots {
 		ranks := l.group.Ranks(s.Index)
@@ -172,10 +155,4 @@ func uuids(gpus []gpu.GPU) []string {
 		out[i] = g.UUID
 	}
 	return out
-}
-
-// envOptions shape the instances' environment for an allocation.
-func envOptions(a binding.Allocation, ids instance.GPUIDs, vis instance.Visibility, rdv *nodegroup.Rendezvous) instance.EnvOptions {
-	return instance.EnvOptions{IDs: ids, Visibility: vis, AllGPUs: a.GPUs, Vendor: a.Vendor, Ordinal: a.Ordinal, CardOrdinal: a.CardOrdinal,
-		ZEHierarchy: a.ZEHierarchy, Rendezvous: rdv}
 }

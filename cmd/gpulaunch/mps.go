@@ -59,9 +59,3 @@ func planSharing(p binding.Plan, vendor gpu.Vendor, m mpsFlags) (*mps.Sharing, e
 	}
 	return s, nil
 }
-
-// sharingOf is a run's sharing (mps.SharingOf): under the job's own MPS
-// when r found one.
-func sharingOf(p binding.Plan, m mpsFlags, r *mps.Run) *mps.Sharing {
-	return mps.SharingOf(p, m.settings(), r != nil && r.Existing != nil)
-}

@@ -428,7 +428,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 	if err != nil {
 		return c, err
 	}
-	c.sharing = sharingOf(l.plan, o.shape.mps, c.mps)
+	c.sharing = mps.SharingOf(l.plan, o.shape.mps.settings(), c.mps != nil && c.mps.Existing != nil) // under the job's own MPS when it found one
 	if err := lock(); err != nil {
 		return c, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
@@ -20,14 +19,6 @@ func buildReport(l *launch, sh *mps.Sharing, run launcher.RunInfo, insts []launc
 		Launch: report.Launch{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source, Hosts: g.Hosts, Rendezvous: l.rdv},
 		Run:    run, Instances: insts, Result: res, ExitCode: code,
 	})
-}
-
-// reportPath expands the --report pattern (%N host, %n node index, as
-// for -o). Over several nodes every node writes its own report: a path
-// that names no node gets ".<host>" before its extension, so that the
-// nodes do not overwrite each other's on a shared filesystem.
-func reportPath(pattern string, names instance.Names, multiNode bool) (string, error) {
-	return instance.NodePath("--report", pattern, names, multiNode)
 }
 
 // writeReport writes the file whole or not at all: a reader never sees

@@ -36,6 +36,14 @@ const (
 	VisibleAll Visibility = "all"
 )
 
+// OptionsFor are the EnvOptions of an allocation's instances: their GPUs
+// named by ids, visible by vis, from the allocation's GPUs and vendor,
+// and --ddp's rendezvous (nil without).
+func OptionsFor(a binding.Allocation, ids GPUIDs, vis Visibility, rdv *nodegroup.Rendezvous) EnvOptions {
+	return EnvOptions{IDs: ids, Visibility: vis, AllGPUs: a.GPUs, Vendor: a.Vendor, Ordinal: a.Ordinal, CardOrdinal: a.CardOrdinal,
+		ZEHierarchy: a.ZEHierarchy, Rendezvous: rdv}
+}
+
 // EnvOptions shape every instance's environment.
 type EnvOptions struct {
 	IDs        GPUIDs
