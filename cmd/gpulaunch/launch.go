@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,7 +12,6 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
-	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
@@ -106,39 +104,15 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	return l, nil
 }
 
-// instances are the plan's slots made ready to start: each with its
-// environment, its binding, its command and its output files.
+// instances are the plan's slots made ready to start (launcher.Planned),
+// from the environment base.
 func (l *launch) instances(base []string, o *runOptions) ([]launcher.Instance, error) {
 	if l.usageDir != "" {
 		base = append(base, gpu.SimulatedUsageEnv+"="+l.usageDir)
 	}
-	opts := instance.OptionsFor(l.alloc, o.ids, o.vis, l.rdv)
-	var insts []launcher.Instance
-	for _, s := range l.plan.Slots {
-		ranks := l.group.Ranks(s.Index)
-		env, err := instance.Env(base, s, ranks, opts)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		inst := launcher.Instance{Index: s.Index, Rank: ranks.Rank, Path: l.path, Args: instance.ExpandArgs(l.argv, s.Index), Env: env}
-		if l.bind {
-			inst.Binding = process.BindingOf(s)
-		}
-		var gpus []string
-		for _, g := range s.GPUs {
-			gpus = append(gpus, g.Address())
-			inst.GPUUUIDs = append(inst.GPUUUIDs, g.UUID)
-		}
-		inst.GPUs, inst.CPUs = strings.Join(gpus, ","), s.CPUs.String()
-		if o.flags.output != "" {
-			inst.Stdout, _ = instance.ExpandPattern(o.flags.output, s.Index, l.names)
-		}
-		if o.flags.error != "" {
-			inst.Stderr, _ = instance.ExpandPattern(o.flags.error, s.Index, l.names)
-		}
-		insts = append(insts, inst)
-	}
-	return insts, nil
+	insts, err := launcher.Planned{Slots: l.plan.Slots, Group: l.group, Base: base, Env: instance.OptionsFor(l.alloc, o.ids, o.vis, l.rdv),
+		Path: l.path, Argv: l.argv, Bind: l.bind, Stdout: o.flags.output, Stderr: o.flags.error, Names: l.names}.Instances()
+	return insts, asUsage(err)
 }
 
 // runInfo says which run this is, for `gpulaunch status`.
