@@ -118,9 +118,9 @@ func (rm rankMode) exec(c commonFlags, e execFlags, gpusGiven bool, argv []strin
 	if err != nil {
 		return err
 	}
-	ids, vis, err := gpuNaming(e.gpuIDs, e.visibility)
+	ids, vis, err := instance.ParseGPUNaming(e.gpuIDs, e.visibility)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	req, err := e.shape.request(nil, false)
 	if err != nil {

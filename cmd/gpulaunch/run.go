@@ -157,8 +157,8 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.halt, err = taskqueue.ParseHalt(o.tasks.halt); err != nil {
 		return nil, usageError{err}
 	}
-	if o.ids, o.vis, err = gpuNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
-		return nil, err
+	if o.ids, o.vis, err = instance.ParseGPUNaming(o.flags.gpuIDs, o.flags.visibility); err != nil {
+		return nil, usageError{err}
 	}
 	if o.shape.mps.on && (o.ids == instance.GPUIDsIndex || o.vis == instance.VisibleAll) {
 		return nil, usagef("--mps with --gpu-ids index or --gpu-visibility all: each GPU's MPS daemon serves its clients that one GPU, named by its UUID, and no other; drop --gpu-ids/--gpu-visibility")
@@ -484,8 +484,11 @@ func (r runner) start(tasks []job.Task, con *summary.Console) error {
 	}
 	handedOver := false
 	defer func() {
-		if !handedOver {
-			parts.closeUnrun(log)
+		if !handedOver { // the control socket and the link to the other nodes
+			if parts.srv != nil {
+				parts.srv.Close(0)
+			}
+			parts.queue.Close(log)
 		}
 	}()
 	if parts.queue.q, begun, err = openQueue(o, c.qc, con); err != nil {
@@ -542,15 +545,6 @@ func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *summary.Console) (
 		qc.Progress = con.Progress.Update
 	}
 	return taskqueue.NewQueue(*qc), opened, nil
-}
-
-// closeUnrun closes what a start that did not reach the run had opened:
-// the control socket and the link to the other nodes.
-func (st runParts) closeUnrun(log *zap.Logger) {
-	if st.srv != nil {
-		st.srv.Close(0)
-	}
-	st.queue.Close(log)
 }
 
 // checkListen says whether --metrics-listen's address could be listened
@@ -768,38 +762,21 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 	return nil
 }
 
-// runOnlyFlags are the flags run has and rank mode has not, in the order
-// run registers them: derived from the two registrations, so that a new
-// run flag is covered without a list to keep.
-func runOnlyFlags() []string {
+// rankModeConflicts names the run-only flags given on a command line that
+// switched to rank mode: gpulaunch execs the app there, so nothing would
+// supervise, label, restart or queue it. The flags run has and rank mode
+// has not are derived from the two registrations, in the order run
+// registers them, so that a new run flag is covered without a list to
+// keep.
+func rankModeConflicts(fs *pflag.FlagSet) []string {
 	runFS, execFS := pflag.NewFlagSet("run", pflag.ContinueOnError), execFlagSet(new(commonFlags), new(execFlags))
 	runFS.SortFlags = false
 	(&runOptions{}).register(runFS)
 	var out []string
 	runFS.VisitAll(func(f *pflag.Flag) {
-		if execFS.Lookup(f.Name) == nil && f.Name != "ntasks" {
-			out = append(out, f.Name)
+		if execFS.Lookup(f.Name) == nil && f.Name != "ntasks" && fs.Changed(f.Name) {
+			out = append(out, "--"+f.Name)
 		}
 	})
 	return out
-}
-
-// rankModeConflicts names the run-only flags given on a command line that
-// switched to rank mode: gpulaunch execs the app there, so nothing would
-// supervise, label, restart or queue it.
-func rankModeConflicts(fs *pflag.FlagSet) []string {
-	var out []string
-	for _, name := range runOnlyFlags() {
-		if fs.Changed(name) {
-			out = append(out, "--"+name)
-		}
-	}
-	return out
-}
-
-// gpuNaming reads --gpu-ids and --gpu-visibility (instance.ParseGPUNaming),
-// refusing a bad value as bad input.
-func gpuNaming(gpuIDs, visibility string) (instance.GPUIDs, instance.Visibility, error) {
-	ids, vis, err := instance.ParseGPUNaming(gpuIDs, visibility)
-	return ids, vis, asUsage(err)
 }
