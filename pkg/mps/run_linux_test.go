@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // R1–R6: what Prepare refuses, in its order, and what it decides.
@@ -110,5 +111,22 @@ func TestRemoveStaleDirs(t *testing.T) {
 	dir, err := NewRunDir(filepath.Join(parent, "new"))
 	if err != nil || !strings.HasPrefix(filepath.Base(dir), runDirPrefix(os.Getpid())) {
 		t.Errorf("NewRunDir = %q, %v", dir, err)
+	}
+}
+
+// NodeOf finds the control program on gpulaunch's PATH, or says there is
+// none, and hands the environment on as a sorted list too.
+func TestNodeOf(t *testing.T) {
+	dir := t.TempDir()
+	control := filepath.Join(dir, "nvidia-cuda-mps-control")
+	if err := os.WriteFile(control, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := NodeOf(sched.Env{"PATH": dir, "A": "1"}, "/run/x", 7)
+	if n.Control != control || n.Parent != "/run/x" || n.UID != 7 || strings.Join(n.BaseEnv, " ") != "A=1 PATH="+dir {
+		t.Errorf("NodeOf = %+v", n)
+	}
+	if n := NodeOf(sched.Env{"PATH": t.TempDir()}, "/run/x", 7); n.Control != "" {
+		t.Errorf("no control program on PATH, got %q", n.Control)
 	}
 }

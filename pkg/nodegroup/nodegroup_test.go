@@ -136,6 +136,9 @@ func TestWrapperRanks(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := Wrapper(global, have, lr.Size, s, "h")
+			if og, got, err := OfRank(tc.env, s, "h", lr.Size, lr.Rank); err != nil || got != tc.want || og.Rank != g.Rank || og.Size != g.Size {
+				t.Errorf("OfRank: group %d of %d, %+v, %v; want %+v", og.Rank, og.Size, got, err, tc.want)
+			}
 			if got := WrapperRanks(global, have, lr.Rank, g); got != tc.want {
 				t.Errorf("%+v, want %+v", got, tc.want)
 			}
