@@ -476,7 +476,9 @@ func (r runner) start(tasks []job.Task, con *summary.Console) error {
 		return err
 	}
 	defer unlockMetrics() // after the final write
-	r.warnBeforeStart()
+	for _, w := range launcher.StartWarnings(l.alloc, l.plan, o.req.GPUsPerInstance, a.pid, a.ppid, l.bind) {
+		log.Warn(w)
+	}
 	board := launcher.NewBoard(l.runInfo(a, time.Now(), c.sharing), c.insts)
 	parts := runParts{insts: c.insts, board: board, con: con, tmux: c.tmux, wait: wait, policy: o.policy, sharing: c.sharing}
 	if parts.srv, err = a.listenControl(board, log, c.tmux != ""); err != nil {
@@ -586,25 +588,6 @@ func (r runner) lockJoblog() (*taskqueue.JoblogLock, error) {
 		return nil, usagef("--joblog %s: %v: nothing was started", path, pathless(err))
 	}
 	return lock, nil
-}
-
-// warnBeforeStart says what the user should know before the instances
-// start: the plan's compromises, and a batch script that did not exec.
-func (r runner) warnBeforeStart() {
-	a, o, l, log := r.a, r.o, r.l, r.log
-	warnings := l.plan.Warnings
-	if o.req.GPUsPerInstance > 0 {
-		warnings = append(append([]string{}, l.alloc.Warnings...), warnings...)
-	}
-	for _, w := range warnings {
-		log.Warn(w)
-	}
-	if l.alloc.Sched.ChildOfBatchShell(a.pid, a.ppid) {
-		log.Warn("gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
-	}
-	if !l.bind {
-		log.Warn("simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
-	}
 }
 
 // queueConfig is what the task queue is made of: what --resume leaves to

@@ -65,3 +65,28 @@ func (p Planned) Instances() ([]Instance, error) {
 	}
 	return insts, nil
 }
+
+// StartWarnings are what the user should know before the instances of a
+// plan on alloc start (gpusPerInstance: -G; bind: the binding is
+// applied), in this order:
+//
+//  1. the allocation's warnings (which are about its GPUs), only when the
+//     instances get GPUs, then the plan's compromises;
+//  2. a gpulaunch (pid, child of ppid) that the batch script forked
+//     rather than exec'd: on scancel or the time limit Slurm sends TERM
+//     to the batch shell only, which dies without passing it on;
+//  3. a simulated node, whose binding is told but not applied.
+func StartWarnings(alloc binding.Allocation, plan binding.Plan, gpusPerInstance, pid, ppid int, bind bool) []string {
+	var warnings []string // a list of its own: the plan's stays as it is
+	if gpusPerInstance > 0 {
+		warnings = append(warnings, alloc.Warnings...)
+	}
+	warnings = append(warnings, plan.Warnings...)
+	if alloc.Sched.ChildOfBatchShell(pid, ppid) {
+		warnings = append(warnings, "gpulaunch runs as a child of the batch script: on scancel or the time limit Slurm sends TERM to the batch shell only, which dies without passing it on, and the instances are then killed without warning; start it with `exec gpulaunch …` (or under srun) so that they get the TERM")
+	}
+	if !bind {
+		warnings = append(warnings, "simulated node: each instance is told its planned GPUs and CPUs, but CPU and memory binding are not applied (this machine does not have the simulated node's CPUs)")
+	}
+	return warnings
+}

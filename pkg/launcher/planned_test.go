@@ -10,6 +10,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // Planned.Instances, rule by rule, for two slots of a node.
@@ -42,5 +43,36 @@ func TestPlannedInstances(t *testing.T) {
 		if one.Stdout != "out-1.log" || one.Stderr != "" {
 			t.Errorf("5: instance 1 writes %q and %q", one.Stdout, one.Stderr)
 		}
+	}
+}
+
+// StartWarnings, rule by rule, in their order.
+func TestStartWarnings(t *testing.T) {
+	alloc := binding.Allocation{Warnings: []string{"alloc"}, Sched: sched.Allocation{BatchShellPID: 10}}
+	plan := binding.Plan{Warnings: []string{"plan"}}
+	const batch, simulated = "child of the batch script", "simulated node"
+	for _, tc := range []struct {
+		name          string
+		gpus, pid, pp int
+		bind          bool
+		want          []string
+	}{
+		{"1: with GPUs, the allocation's then the plan's", 1, 20, 1, true, []string{"alloc", "plan"}},
+		{"1: without GPUs, the plan's only", 0, 20, 1, true, []string{"plan"}},
+		{"2: forked by the batch shell", 0, 20, 10, true, []string{"plan", batch}},
+		{"2: exec'd by it: no warning", 0, 10, 1, true, []string{"plan"}},
+		{"3: a simulated node, last", 1, 20, 10, false, []string{"alloc", "plan", batch, simulated}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := StartWarnings(alloc, plan, tc.gpus, tc.pid, tc.pp, tc.bind)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%q, want %q", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %d %q, want %q", i, got[i], w)
+				}
+			}
+		})
 	}
 }
