@@ -1,8 +1,6 @@
 package main
 
 import (
-	"runtime/debug"
-
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
@@ -108,6 +106,3 @@ func commandSummaries() map[string]string {
 	}
 	return out
 }
-
-// thisVersion is what `gpulaunch version` prints after "gpulaunch ".
-func thisVersion() string { return buildVersion(version, debug.ReadBuildInfo) }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 )
 
@@ -208,7 +209,7 @@ func TestHugeCountsAreRefusedNotAllocated(t *testing.T) {
 func TestClosestCommand(t *testing.T) {
 	for word, want := range map[string]string{"stauts": "status", "sttaus": "status", "plna": "plan", "exce": "exec", "rnu": "run",
 		"inof": "info", "logz": "logs", "ls": "", "cat": "", "python": "", "./app": "", "tpo": "top"} {
-		if got := closestCommand(word); got != want {
+		if got := clidoc.Closest(word, commands); got != want {
 			t.Errorf("closestCommand(%q) = %q, want %q", word, got, want)
 		}
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
 	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 )
 
@@ -40,7 +42,7 @@ func (a *app) completion(args []string) error {
 	case fs.NArg() > 1:
 		return usagef("completion takes one shell (got %q): `gpulaunch completion bash`, `zsh` or `fish`", strings.Join(fs.Args(), " "))
 	}
-	cmds, v := cliCommands(), thisVersion()
+	cmds, v := cliCommands(), buildinfo.Version(version, debug.ReadBuildInfo)
 	var script string
 	switch fs.Arg(0) {
 	case "bash":

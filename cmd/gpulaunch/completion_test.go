@@ -29,7 +29,7 @@ func everyCommandFlag(t *testing.T, check func(cmd string, f *pflag.Flag)) {
 	for _, cmd := range commands {
 		if fs := sets[cmd]; fs != nil {
 			fs.VisitAll(func(f *pflag.Flag) {
-				if !f.Hidden { // a flag the command refuses (scale's notForAStudy)
+				if !f.Hidden { // a flag the command refuses (scaling.NotForAStudy)
 					check(cmd, f)
 				}
 			})

@@ -145,12 +145,12 @@ func TestReportPathPerNode(t *testing.T) {
 		"run-%j-%N.json":  "run-7-n2.json",
 		"run-%%N-%j.json": "run-%N-7.n2.json",
 	} {
-		got, err := reportPath(pattern, names, true)
+		got, err := instance.NodePath("--report", pattern, names, true)
 		if err != nil || got != want {
 			t.Errorf("%q: %q %v, want %q", pattern, got, err, want)
 		}
 	}
-	if got, _ := reportPath("run-%j.json", names, false); got != "run-7.json" {
+	if got, _ := instance.NodePath("--report", "run-%j.json", names, false); got != "run-7.json" {
 		t.Errorf("one node: %q", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/metrics"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
@@ -97,8 +98,8 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.report, err = reportFile(o.flags.report, l.names, g.MultiNode(), log); err != nil {
 		return nil, err
 	}
-	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
-		return nil, err
+	if l.metricsFile, err = metrics.FileName(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
+		return nil, usageError{err}
 	}
 	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
 	l.bind = o.common.simulate == "" || hasCPUs(a.root, l.plan)
@@ -111,7 +112,7 @@ func reportFile(pattern string, names instance.Names, multiNode bool, log *zap.L
 	if pattern == "" {
 		return "", nil
 	}
-	file, err := reportPath(pattern, names, multiNode)
+	file, err := instance.NodePath("--report", pattern, names, multiNode)
 	if err != nil {
 		return "", usageError{err}
 	}

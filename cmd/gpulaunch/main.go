@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
@@ -168,7 +169,7 @@ func (a *app) dispatch(args []string) error {
 	if strings.HasPrefix(args[0], "-") {
 		return a.run(args) // gpulaunch -n 4 -- app
 	}
-	if near := closestCommand(args[0]); near != "" {
+	if near := clidoc.Closest(args[0], commands); near != "" {
 		return usagef("unknown command %q: did you mean `gpulaunch %s`? (to run a program named %s use `gpulaunch -n N -- %s`)", args[0], near, args[0], args[0])
 	}
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])

@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/metrics"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 )
 
 // checkMetricsFlags reads --metrics-file and --metrics-listen as given:
@@ -25,7 +25,7 @@ func checkMetricsFlags(file, addr string, changed func(string) bool) error {
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("--metrics-listen %q: %v: give HOST:PORT, e.g. 127.0.0.1:9464 (this node only) or the node's private address", addr, pathless(err))
+		return usagef("--metrics-listen %q: %v: give HOST:PORT, e.g. 127.0.0.1:9464 (this node only) or the node's private address", addr, outputs.Pathless(err))
 	}
 	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
 		return usagef("--metrics-listen %q: the port %q is not a number from 1 to 65535: give HOST:PORT, e.g. 127.0.0.1:9464", addr, port)
@@ -34,13 +34,6 @@ func checkMetricsFlags(file, addr string, changed func(string) bool) error {
 		return usagef("--metrics-listen %q: no host: the port would be open on every address of the node; give HOST:PORT, e.g. 127.0.0.1:9464 (this node only) or the node's private address (0.0.0.0:PORT for every address)", addr)
 	}
 	return nil
-}
-
-// metricsFile is where this node writes --metrics-file pattern
-// (metrics.FileName).
-func metricsFile(pattern string, names instance.Names, multiNode bool) (string, error) {
-	file, err := metrics.FileName(pattern, names, multiNode)
-	return file, asUsage(err)
 }
 
 // lockMetricsFile makes this run the only writer of file (metrics.LockFile);
@@ -68,16 +61,13 @@ func listenMetrics(addr string) (net.Listener, error) {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return nil, usagef("--metrics-listen %s: the port is in use (another gpulaunch on this node? each run needs its own port): give another port: nothing was started", addr)
 	case err != nil:
-		return nil, usagef("--metrics-listen %s: %v: give an address of this node (127.0.0.1:PORT, or its private address): nothing was started", addr, pathless(err))
+		return nil, usagef("--metrics-listen %s: %v: give an address of this node (127.0.0.1:PORT, or its private address): nothing was started", addr, outputs.Pathless(err))
 	}
 	return ln, nil
 }
 
-// runMetrics is a run's exposition (metrics.Exporter).
-type runMetrics = metrics.Exporter
-
 // newRunMetrics is nil when neither flag was given.
-func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []launcher.Instance, log *zap.Logger) *runMetrics {
+func newRunMetrics(l *launch, ln net.Listener, board *launcher.Board, insts []launcher.Instance, log *zap.Logger) *metrics.Exporter {
 	if l.metricsFile == "" && ln == nil {
 		return nil
 	}

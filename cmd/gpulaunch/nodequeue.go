@@ -155,15 +155,12 @@ func tellStatus(ctx context.Context, h *nodelink.Holder, board *launcher.Board) 
 	}
 }
 
-// peers is this node's link to the other nodes of a queue over several
-// (nodelink.Peers); zero on one node.
-type peers = nodelink.Peers
-
 // runQueue is a run's queue: the one kept here (nil on a node that is
-// not the holder), and the link to the other nodes.
+// not the holder), and this node's link to the other nodes of a queue
+// over several (zero on one node).
 type runQueue struct {
 	q *taskqueue.Queue
-	peers
+	nodelink.Peers
 }
 
 // work is what the run's slots run: this node's queue, the holder's
@@ -180,8 +177,8 @@ func (rq runQueue) work() launcher.Work {
 
 // openPeers opens the link of a queue over several nodes: the holder
 // listens, another node joins it (until ctx ends).
-func (a *app) openPeers(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (peers, error) {
-	var p peers
+func (a *app) openPeers(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (nodelink.Peers, error) {
+	var p nodelink.Peers
 	var err error
 	switch l.nodes.role {
 	case roleHolder:

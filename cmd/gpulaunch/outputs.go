@@ -64,19 +64,3 @@ func (a *app) nodeInputs(c commonFlags) []outputs.Use {
 	}
 	return nil
 }
-
-// The refusals of pkg/outputs, each a usage error (exit 2).
-
-func outputName(flag, name string, queue bool) error { return asUsage(outputs.Name(flag, name, queue)) }
-
-func fileClash(uses []outputs.Use, identity func(string) (string, bool)) error {
-	return asUsage(outputs.Clash(uses, identity))
-}
-
-// fileIdentity is what a path is, for fileClash (outputs.Identity).
-var fileIdentity = outputs.Identity
-
-func writeWhole(path string, data []byte) error { return outputs.WriteWhole(path, data) }
-
-// pathless is an OS error without Go's "open NAME: " (outputs.Pathless).
-func pathless(err error) error { return outputs.Pathless(err) }

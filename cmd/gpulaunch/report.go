@@ -169,9 +169,9 @@ func (a *app) plan(args []string) error {
 		return err
 	}
 	if c.json {
-		return writeJSON(a.stdout, planJSON(alloc, req, plan, sh))
+		return writeJSON(a.stdout, report.PlanJSON(alloc, req, plan, sh))
 	}
-	writePlan(a.stdout, alloc, plan, sh)
+	report.WritePlan(a.stdout, alloc, plan, sh)
 	return nil
 }
 
@@ -189,16 +189,4 @@ func writeJSON(w io.Writer, v any) error {
 		return errors.New("writing JSON: " + err.Error())
 	}
 	return nil
-}
-
-// planJSON is the plan's document (report.PlanJSON), its GPU sharing
-// (sh, nil when none is shared) in it.
-func planJSON(a binding.Allocation, r binding.Request, p binding.Plan, sh *sharing) report.PlanDoc {
-	return report.PlanJSON(a, r, p, sh)
-}
-
-// writePlan writes the plan's table (report.WritePlan), its GPU sharing
-// (sh, nil when none is shared) under it.
-func writePlan(w io.Writer, a binding.Allocation, p binding.Plan, sh *sharing) {
-	report.WritePlan(w, a, p, sh)
 }

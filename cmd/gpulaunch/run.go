@@ -23,9 +23,11 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/metrics"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/report"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -180,11 +182,11 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 			return nil, err
 		}
 	}
-	outputs := [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}, {"--report", o.flags.report},
+	outs := [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}, {"--report", o.flags.report},
 		{"--metrics-file", o.flags.metricsFile}, {"--joblog", o.tasks.joblog}}
-	for _, f := range outputs {
+	for _, f := range outs {
 		if f[1] != "" {
-			if err := outputName(f[0], f[1], o.tasks.queueMode()); err != nil {
+			if err := asUsage(outputs.Name(f[0], f[1], o.tasks.queueMode())); err != nil {
 				return nil, err
 			}
 		}
@@ -347,9 +349,9 @@ func (r runner) dryRun(tasks []job.Task) error {
 		return err
 	}
 	if o.common.json {
-		return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
+		return writeJSON(a.stdout, report.PlanJSON(l.alloc, l.req, l.plan, sh))
 	}
-	writePlan(a.stdout, l.alloc, l.plan, sh)
+	report.WritePlan(a.stdout, l.alloc, l.plan, sh)
 	return nil
 }
 
@@ -519,7 +521,7 @@ func (r runner) start(tasks []job.Task, con *console) error {
 		}
 		return cmp.Or(stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log), err)
 	}
-	parts.queue.peers = peers // from here closed with the socket
+	parts.queue.Peers = peers // from here closed with the socket
 	parts.metrics = newRunMetrics(l, metricsLn, board, c.insts, log)
 	if c.mps != nil {
 		daemons, err := startMPS(c.mps, c.insts, log, wait)
@@ -606,7 +608,7 @@ func (r runner) lockJoblog() (*taskqueue.JoblogLock, error) {
 	case errors.Is(err, taskqueue.ErrLockUnsupported):
 		log.Warn(fmt.Sprintf("--joblog %s: %v: another sweep on the same joblog would not be refused (docs/tasks.md, \"The joblog lock\")", path, err))
 	case err != nil:
-		return nil, usagef("--joblog %s: %v: nothing was started", path, pathless(err))
+		return nil, usagef("--joblog %s: %v: nothing was started", path, outputs.Pathless(err))
 	}
 	return lock, nil
 }
@@ -672,7 +674,7 @@ type runParts struct {
 	// leaves alone with what is below them (they are stopped after it).
 	spare []int
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
-	metrics *runMetrics
+	metrics *metrics.Exporter
 	// wait holds gpulaunch's signals until the supervisor takes them.
 	wait *launcher.Waiting
 	// policy is the run's (--ddp's with its error files' directory).

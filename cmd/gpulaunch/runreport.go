@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
-	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
@@ -15,18 +15,10 @@ func buildReport(l *launch, sh *sharing, run launcher.RunInfo, insts []launcher.
 	g := l.group
 	return report.Build(report.Facts{
 		Host: l.alloc.Hostname, Command: l.argv, Monitor: l.monitor,
-		Plan: planJSON(l.alloc, l.req, l.plan, sh), Warnings: l.plan.Warnings,
+		Plan: report.PlanJSON(l.alloc, l.req, l.plan, sh), Warnings: l.plan.Warnings,
 		Launch: report.Launch{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source, Hosts: g.Hosts, Rendezvous: l.rdv},
 		Run:    run, Instances: insts, Result: res, ExitCode: code,
 	})
-}
-
-// reportPath expands the --report pattern (%N host, %n node index, as
-// for -o). Over several nodes every node writes its own report: a path
-// that names no node gets ".<host>" before its extension, so that the
-// nodes do not overwrite each other's on a shared filesystem.
-func reportPath(pattern string, names instance.Names, multiNode bool) (string, error) {
-	return instance.NodePath("--report", pattern, names, multiNode)
 }
 
 // writeReport writes the file whole or not at all: a reader never sees
@@ -36,7 +28,7 @@ func writeReport(file string, r report.Run) error {
 	if err != nil {
 		return err
 	}
-	if err := writeWhole(file, b); err != nil {
+	if err := outputs.WriteWhole(file, b); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -97,18 +98,15 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.halt, "halt", false, "stop the study at the first size that fails")
 }
 
-// notForAStudy are run's flags that scale refuses (scaling.Choices, C8).
-// scale's flag set has them, hidden, so that they are refused with the
-// reason instead of "unknown flag"; --help, the man page and the
-// completions leave them out.
-var notForAStudy = scaling.NotForAStudy
-
 // newScaleOptions is scale's flag set, registered into fresh options.
 func newScaleOptions() *scaleOptions {
 	o := &scaleOptions{fs: pflag.NewFlagSet("scale", pflag.ContinueOnError)}
 	o.fs.SetInterspersed(false)
 	o.register(o.fs)
-	for _, name := range notForAStudy {
+	// run's flags that scale refuses (scaling.Choices, C8): hidden, so
+	// that they are refused with the reason instead of "unknown flag";
+	// --help, the man page and the completions leave them out
+	for _, name := range scaling.NotForAStudy {
 		_ = o.fs.MarkHidden(name)
 	}
 	return o
@@ -158,10 +156,10 @@ func (o *scaleOptions) check() error {
 	}
 	for flag, file := range map[string]string{"--json": o.json, "--svg": o.svg} {
 		if file != "" {
-			if err := outputName("scale "+flag, file, false); err != nil {
+			if err := asUsage(outputs.Name("scale "+flag, file, false)); err != nil {
 				return err
 			}
-			if err := checkWritable(file); err != nil {
+			if err := outputs.NewWritableCheck().Replaced(filepath.Clean(file)); err != nil {
 				return usagef("%s %s: %v: nothing was started", flag, file, err)
 			}
 		}
@@ -265,7 +263,7 @@ func (a *app) checkStudyFiles(o *scaleOptions, points []study.Point, runs []*run
 	if o.svg != "" {
 		uses = append(uses, outputs.Use{Flag: "--svg", Path: o.svg, Writes: "the study's picture"})
 	}
-	return fileClash(uses, fileIdentity)
+	return asUsage(outputs.Clash(uses, outputs.Identity))
 }
 
 // reportStudy analyses the study, prints its table and verdict, writes
@@ -278,14 +276,14 @@ func (a *app) reportStudy(o *scaleOptions, st scaling.Study, gpuNote string) err
 		if err != nil {
 			return err
 		}
-		if err := writeWhole(o.json, data); err != nil {
+		if err := outputs.WriteWhole(o.json, data); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
 	if o.svg != "" {
 		data, err := st.SVG(gpuNote)
 		if err == nil {
-			err = writeWhole(o.svg, data)
+			err = outputs.WriteWhole(o.svg, data)
 		}
 		if err != nil {
 			return fmt.Errorf("--svg: %w", err)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
@@ -137,7 +138,7 @@ func (a *app) readLines(what, name string, stdin io.Reader) ([]string, error) {
 	case errors.Is(err, bufio.ErrTooLong):
 		return nil, usagef("%s %s line %d is longer than 1 MiB, the most a task line may hold: is it the right file? Nothing was started", what, name, len(lines)+1)
 	case err != nil:
-		return nil, usagef("%s %s: reading it failed after line %d: %v: nothing was started", what, name, len(lines), pathless(err))
+		return nil, usagef("%s %s: reading it failed after line %d: %v: nothing was started", what, name, len(lines), outputs.Pathless(err))
 	}
 	return lines, nil
 }
@@ -152,7 +153,7 @@ func openInput(what, name string) (*os.File, error) {
 	case errors.Is(err, fs.ErrPermission):
 		return nil, usagef("%s %s: a directory on its path is not searchable by you: nothing was started", what, name)
 	case err != nil:
-		return nil, usagef("%s %s: %v: nothing was started", what, name, pathless(err))
+		return nil, usagef("%s %s: %v: nothing was started", what, name, outputs.Pathless(err))
 	case fi.IsDir():
 		return nil, usagef("%s %s is a directory: give the file that holds one task per line; nothing was started", what, name)
 	}
@@ -161,7 +162,7 @@ func openInput(what, name string) (*os.File, error) {
 	case errors.Is(err, fs.ErrPermission):
 		return nil, usagef("%s %s is not readable by you (chmod u+r %s): nothing was started", what, name, name)
 	case err != nil:
-		return nil, usagef("%s %s: %v: nothing was started", what, name, pathless(err))
+		return nil, usagef("%s %s: %v: nothing was started", what, name, outputs.Pathless(err))
 	}
 	return f, nil
 }
@@ -246,7 +247,3 @@ func skipDone(tasks []job.Task, tf taskFlags, log *zap.Logger) ([]job.Task, int,
 	}
 	return r.Todo, r.Skipped, nil
 }
-
-// shellJoin is taskqueue.ShellJoin: argv as the joblog's Command column
-// writes it.
-func shellJoin(args []string) string { return taskqueue.ShellJoin(args) }

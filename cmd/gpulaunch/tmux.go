@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 	"github.com/gpulaunch/gpulaunch/pkg/tmux"
 )
 
@@ -33,6 +32,3 @@ func (a *app) openTmuxWindow(tmuxPath, socket string, n int) error {
 	}
 	return tmux.Window{Tmux: tmuxPath, Self: self, Env: a.baseEnv(), Socket: socket, N: n, Name: fmt.Sprintf("gpulaunch-%d", a.pid)}.Open()
 }
-
-// shellQuote quotes s for the shell tmux runs pane commands with.
-func shellQuote(s string) string { return taskqueue.ShellQuote(s) }
