@@ -31,6 +31,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/tmux"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -311,7 +312,7 @@ func (a *app) run(args []string) error {
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if tasks, err = a.buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin); err != nil {
+		if tasks, err = buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin, a.env["PATH"]); err != nil {
 			l.nodes.failed(err, log)
 			return err
 		}
@@ -427,8 +428,8 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 	var c startChecks
 	var err error
 	if o.flags.tmux {
-		if c.tmux, err = a.checkTmux(len(l.plan.Slots)); err != nil {
-			return c, err
+		if c.tmux, err = tmux.Check(a.env["TMUX"], len(l.plan.Slots)); err != nil {
+			return c, usageError{err}
 		}
 	}
 	if c.insts, err = l.instances(a.baseEnv(), o); err != nil {
@@ -457,7 +458,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 			return c, err
 		}
 	}
-	return c, checkOutputs(o, l, c.insts, c.qc, a.runInputs(o, l, c.qc))
+	return c, checkOutputs(o, l, c.insts, c.qc, runInputs(o, l, c.qc, a.env))
 }
 
 // start starts what the launch decided. Everything the run will write is
@@ -716,7 +717,7 @@ func (r runner) supervise(st runParts) error {
 	if srv != nil {
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
 		if tmux != "" {
-			if err := a.openTmuxWindow(tmux, srv.Path(), len(insts)); err != nil {
+			if err := openTmuxWindow(tmux, srv.Path(), len(insts), a.baseEnv(), a.pid); err != nil {
 				log.Warn("--tmux: the window could not be laid out, the run goes on without it: " + err.Error())
 			}
 		}

@@ -246,7 +246,7 @@ func (a *app) scale(args []string) error {
 // --json or --svg is a file the study reads or one of another kind
 // (fileClash). --json's and --svg's own writability is check's.
 func (a *app) checkStudyFiles(o *scaleOptions, points []study.Point, runs []*runOptions, path string) error {
-	uses := append(a.nodeInputs(o.common), outputs.Use{Flag: "the command", Path: path, Reads: "the program the study starts"})
+	uses := outputs.Reads{Simulate: o.common.simulate, NodeFile: o.common.nodeFile, EnvNodeFile: a.env["GPULAUNCH_NODE_FILE"], Program: path, Starter: "the study"}.Uses()
 	c := outputs.NewWritableCheck()
 	for i, p := range points {
 		for _, inst := range p.Spec.Instances {

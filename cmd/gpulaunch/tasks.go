@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"regexp"
 	"regexp/syntax"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
@@ -117,74 +112,25 @@ func regexpWhy(err error) string {
 	return err.Error()
 }
 
-// readLines reads the task input, from a file or stdin (what, the flag).
-func (a *app) readLines(what, name string, stdin io.Reader) ([]string, error) {
-	var r io.Reader = stdin
-	if name != "-" {
-		f, err := openInput(what, name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	var lines []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, strings.TrimSuffix(sc.Text(), "\r"))
-	}
-	switch err := sc.Err(); {
-	case errors.Is(err, bufio.ErrTooLong):
-		return nil, usagef("%s %s line %d is longer than 1 MiB, the most a task line may hold: is it the right file? Nothing was started", what, name, len(lines)+1)
-	case err != nil:
-		return nil, usagef("%s %s: reading it failed after line %d: %v: nothing was started", what, name, len(lines), outputs.Pathless(err))
-	}
-	return lines, nil
-}
-
-// openInput opens the queue's input (--tasks, --each-line), or says in
-// one line what is wrong with it and what to do.
-func openInput(what, name string) (*os.File, error) {
-	fi, err := os.Stat(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, usagef("%s %s: no such file: check the path; nothing was started", what, name)
-	case errors.Is(err, fs.ErrPermission):
-		return nil, usagef("%s %s: a directory on its path is not searchable by you: nothing was started", what, name)
-	case err != nil:
-		return nil, usagef("%s %s: %v: nothing was started", what, name, outputs.Pathless(err))
-	case fi.IsDir():
-		return nil, usagef("%s %s is a directory: give the file that holds one task per line; nothing was started", what, name)
-	}
-	f, err := os.Open(name)
-	switch {
-	case errors.Is(err, fs.ErrPermission):
-		return nil, usagef("%s %s is not readable by you (chmod u+r %s): nothing was started", what, name, name)
-	case err != nil:
-		return nil, usagef("%s %s: %v: nothing was started", what, name, outputs.Pathless(err))
-	}
-	return f, nil
-}
-
-// buildTasks turns the input into tasks (taskqueue.Lines.Task, which
-// says which lines are tasks), each command resolved, so that a bad line
-// stops the queue before anything starts.
-func (a *app) buildTasks(tf taskFlags, argv []string, files []taskqueue.FilePattern, stdin io.Reader) ([]job.Task, error) {
+// buildTasks turns the input (taskqueue.ReadInput) into tasks
+// (taskqueue.Lines.Task, which says which lines are tasks), each command
+// resolved in PATH, so that a bad line stops the queue before anything
+// starts.
+func buildTasks(tf taskFlags, argv []string, files []taskqueue.FilePattern, stdin io.Reader, PATH string) ([]job.Task, error) {
 	in := taskqueue.Lines{What: "--tasks", Src: tf.tasks + tf.eachLine, Whole: tf.tasks != "", Shell: tf.shell, Template: argv, Cols: tf.cols, Files: files}
 	if tf.eachLine != "" {
 		in.What = "--each-line"
 	}
-	lines, err := a.readLines(in.What, in.Src, stdin)
+	lines, err := taskqueue.ReadInput(in.What, in.Src, stdin)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	resolved := map[string]string{}
 	resolve := func(name string) (string, error) {
 		if p, ok := resolved[name]; ok {
 			return p, nil
 		}
-		p, err := lookPath(name, a.env["PATH"])
+		p, err := lookPath(name, PATH)
 		resolved[name] = p
 		return p, err
 	}
