@@ -50,7 +50,7 @@ func (a *app) mpsNode() mps.Node {
 	if err != nil {
 		control = ""
 	}
-	return mps.Node{Env: a.env, BaseEnv: a.baseEnv(), Control: control, Parent: a.socketDirs()[0], UID: a.uid}
+	return mps.Node{Env: a.env, BaseEnv: a.baseEnv(), Control: control, Parent: controlOf(a).dirs()[0], UID: a.uid}
 }
 
 // checkMPS decides a run's MPS from its plan (mps.Prepare), or refuses

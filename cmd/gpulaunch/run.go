@@ -499,7 +499,7 @@ func (r runner) start(tasks []job.Task, con *console) error {
 	r.warnBeforeStart()
 	board := launcher.NewBoard(l.runInfo(a, time.Now(), c.sharing), c.insts)
 	parts := runParts{insts: c.insts, board: board, con: con, tmux: c.tmux, wait: wait, policy: o.policy, sharing: c.sharing}
-	if parts.srv, err = a.listenControl(board, log, c.tmux != ""); err != nil {
+	if parts.srv, err = controlOf(a).listen(a.pid, board, log, c.tmux != ""); err != nil {
 		return err
 	}
 	handedOver := false
@@ -776,7 +776,7 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 	outs := res.Outcomes
 	var code int
 	queue := rq.q
-	to, paint := con.stderr, a.paint(a.stderr)
+	to, paint := con.stderr, paint(a.stderr, a.env)
 	if r.o.flags.quiet { // -q: the summary's warnings only
 		to = &summary.WarningsOnly{W: con.stderr}
 	}
