@@ -81,7 +81,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		return nil, usageError{err}
 	}
 	g := l.group
-	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
+	if l.nodes, err = newNodeQueue(o, g, a.env); err != nil {
 		return nil, err
 	}
 	if err := o.policy.CheckNodes(g.Size); err != nil {

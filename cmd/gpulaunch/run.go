@@ -514,7 +514,7 @@ func (r runner) start(tasks []job.Task, con *console) error {
 	if begun {
 		defer c.qc.Joblog.Close()
 	}
-	peers, err := a.openPeers(wait.Context(), o, l, log)
+	peers, err := l.nodes.open(wait.Context(), o, l, a.pid, log)
 	if err != nil {
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
