@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -53,16 +52,12 @@ func (a *app) report(args []string) error {
 		if o.path == "" {
 			continue
 		}
-		if err := asUsage(outputs.Name("report "+o.flag, o.path, false)); err != nil {
-			return err
+		if err := outputs.Document("report "+o.flag, o.path, "nothing was written"); err != nil {
+			return usageError{err}
 		}
-		if o.path == "-" {
-			continue
+		if o.path != "-" {
+			uses = append(uses, outputs.Use{Flag: o.flag, Path: o.path, Writes: o.what})
 		}
-		if err := outputs.NewWritableCheck().Replaced(filepath.Clean(o.path)); err != nil {
-			return usagef("%s %s: %v: nothing was written", o.flag, o.path, err)
-		}
-		uses = append(uses, outputs.Use{Flag: o.flag, Path: o.path, Writes: o.what})
 	}
 	if err := asUsage(outputs.Clash(uses, outputs.Identity)); err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -155,11 +154,8 @@ func (o *scaleOptions) check() error {
 	}
 	for flag, file := range map[string]string{"--json": o.json, "--svg": o.svg} {
 		if file != "" {
-			if err := asUsage(outputs.Name("scale "+flag, file, false)); err != nil {
-				return err
-			}
-			if err := outputs.NewWritableCheck().Replaced(filepath.Clean(file)); err != nil {
-				return usagef("%s %s: %v: nothing was started", flag, file, err)
+			if err := outputs.Document("scale "+flag, file, "nothing was started"); err != nil {
+				return usageError{err}
 			}
 		}
 	}
