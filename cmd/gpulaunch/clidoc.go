@@ -37,7 +37,7 @@ func commandOperands() map[string][]clidoc.Operand {
 		"exec":       {{Command: true}},
 		"scale":      {{Command: true}},
 		"help":       {{Choices: commands}},
-		"completion": {{Choices: completionShells}},
+		"completion": {{Choices: clidoc.Shells}},
 		"report":     {{File: true}},
 		"signal":     {{Choices: []string{"all"}}, {Choices: []string{"INT", "TERM", "HUP", "QUIT", "USR1", "USR2", "KILL"}}},
 	}

@@ -812,7 +812,7 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 		st.errs.Keep(res.RootCause)
 	}
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, st.sharing, run, insts, res, code)); err != nil {
+		if err := report.WriteFile(l.report, buildReport(l, st.sharing, run, insts, res, code)); err != nil {
 			return err
 		}
 	}

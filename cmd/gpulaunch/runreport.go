@@ -1,10 +1,7 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
-	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 )
 
@@ -19,17 +16,4 @@ func buildReport(l *launch, sh *sharing, run launcher.RunInfo, insts []launcher.
 		Launch: report.Launch{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source, Hosts: g.Hosts, Rendezvous: l.rdv},
 		Run:    run, Instances: insts, Result: res, ExitCode: code,
 	})
-}
-
-// writeReport writes the file whole or not at all: a reader never sees
-// half a report.
-func writeReport(file string, r report.Run) error {
-	b, err := report.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := outputs.WriteWhole(file, b); err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
-	return nil
 }

@@ -120,3 +120,18 @@ func TestRoffEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestCompletionByShell(t *testing.T) {
+	cmds := []Command{{Name: "run", Summary: "run"}}
+	for shell, want := range map[string]string{"bash": Bash(cmds, "v1"), "zsh": Zsh(cmds, "v1"), "fish": Fish(cmds, "v1")} {
+		if script, ok := Completion(shell, cmds, "v1"); !ok || script != want {
+			t.Errorf("Completion(%s) = %.40q…, %v: want its script", shell, script, ok)
+		}
+	}
+	if len(Shells) != 3 {
+		t.Errorf("Shells = %v: want bash, zsh and fish", Shells)
+	}
+	if script, ok := Completion("tcsh", cmds, "v1"); ok || script != "" {
+		t.Errorf("Completion(tcsh) = %q, %v: want none", script, ok)
+	}
+}
