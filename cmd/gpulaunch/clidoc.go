@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/spf13/pflag"
-
 	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -73,25 +71,10 @@ func flagChoices(name string) []string {
 }
 
 // cliCommands are gpulaunch's commands in the order of `commands`, each
-// with its flags from the flag set the command builds.
+// with its flags from the flag set the command builds (clidoc.Sources).
 func cliCommands() []clidoc.Command {
-	sets, usages, operands, summaries := commandFlagSets(), commandUsages(), commandOperands(), commandSummaries()
-	out := make([]clidoc.Command, 0, len(commands))
-	for _, name := range commands {
-		c := clidoc.Command{Name: name, Summary: summaries[name], Usage: usages[name], Operands: operands[name]}
-		if c.Summary == "" { // top: the first sentence of its help
-			c.Summary = clidoc.FirstSentence(c.Usage)
-		}
-		if fs := sets[name]; fs != nil {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if !f.Hidden { // refused by this command, with the reason (scale's run flags)
-					c.Flags = append(c.Flags, clidoc.FlagOf(f, flagChoices(f.Name), fileFlags[f.Name]))
-				}
-			})
-		}
-		out = append(out, c)
-	}
-	return out
+	return clidoc.Sources{Names: commands, FlagSets: commandFlagSets(), Usages: commandUsages(), Summaries: commandSummaries(),
+		Operands: commandOperands(), Choices: flagChoices, Files: fileFlags}.Commands()
 }
 
 // commandSummaries are the commands' lines in `gpulaunch --help`'s
