@@ -214,13 +214,8 @@ func (a *app) logs(args []string) error {
 	if err != nil || i < 0 {
 		return usagef("logs %q: INSTANCE is an instance number (0, 1, …; see gpulaunch status)", fs.Arg(0))
 	}
-	switch {
-	case tail < 0:
-		return usagef("--tail %d: cannot be negative", tail)
-	case tail == 0 && fs.Changed("tail") && !follow:
-		return usagef("--tail 0 shows none of the recent output, and without -f nothing else: give -f to follow what comes next, --tail N for the last N lines, or leave --tail out for all that is kept")
-	case tail == 0 && fs.Changed("tail"):
-		tail = control.TailNone // as tail -f -n 0: only what comes next
+	if tail, err = control.Tail(tail, fs.Changed("tail"), follow); err != nil {
+		return usageError{err}
 	}
 	c, err := controlOf(a).find(cf)
 	if err != nil {
@@ -244,13 +239,9 @@ func (a *app) signal(args []string) error {
 	if fs.NArg() != 2 {
 		return usagef("signal needs INSTANCE|all and SIGNAL: gpulaunch signal 2 USR1")
 	}
-	target := launcher.AllInstances
-	if fs.Arg(0) != "all" {
-		n, err := strconv.Atoi(fs.Arg(0))
-		if err != nil || n < 0 {
-			return usagef("signal %q: INSTANCE is an instance number or all", fs.Arg(0))
-		}
-		target = n
+	target, err := control.ParseTarget(fs.Arg(0))
+	if err != nil {
+		return usageError{err}
 	}
 	sig, err := control.ParseSignal(fs.Arg(1))
 	if err != nil {
