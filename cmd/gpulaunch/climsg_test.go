@@ -210,7 +210,7 @@ func TestClosestCommand(t *testing.T) {
 	for word, want := range map[string]string{"stauts": "status", "sttaus": "status", "plna": "plan", "exce": "exec", "rnu": "run",
 		"inof": "info", "logz": "logs", "ls": "", "cat": "", "python": "", "./app": "", "tpo": "top"} {
 		if got := clidoc.Closest(word, commands); got != want {
-			t.Errorf("closestCommand(%q) = %q, want %q", word, got, want)
+			t.Errorf("clidoc.Closest(%q, commands) = %q, want %q", word, got, want)
 		}
 	}
 	_, stderr, _ := runCLI(t, nil, "python")

@@ -24,7 +24,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; without
-// it, buildVersion reads the toolchain's build information.
+// it, buildinfo.Version reads the toolchain's build information.
 var version = "dev"
 
 // Exit codes of gpulaunch itself (instances' codes are passed on as srun does).

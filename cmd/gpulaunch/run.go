@@ -196,7 +196,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.flags.output != "" && !o.fs.Changed("error") {
 		o.flags.error = o.flags.output
 	}
-	// - is the console's stream (outputName's rule 1)
+	// - is the console's stream (outputs.Name's rule 1)
 	for _, f := range []*string{&o.flags.output, &o.flags.error} {
 		if *f == "-" {
 			*f = ""

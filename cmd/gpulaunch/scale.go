@@ -242,7 +242,7 @@ func (a *app) scale(args []string) error {
 // checkFiles checks, before any size runs, every file the study
 // writes: each size's -o and -e files can be written, and none of them,
 // --json or --svg is a file the study reads or one of another kind
-// (fileClash). --json's and --svg's own writability is check's.
+// (outputs.Clash). --json's and --svg's own writability is check's.
 func (o *scaleOptions) checkFiles(points []study.Point, runs []*runOptions, path string, env sched.Env) error {
 	uses := outputs.Reads{Simulate: o.common.simulate, NodeFile: o.common.nodeFile, EnvNodeFile: env["GPULAUNCH_NODE_FILE"], Program: path, Starter: "the study"}.Uses()
 	c := outputs.NewWritableCheck()

@@ -23,9 +23,6 @@ type Choices struct {
 	Given func(flag string) bool
 }
 
-// Queue: the run is a task queue (--tasks or --each-line).
-func (c Choices) Queue() bool { return c.Tasks != "" || c.EachLine != "" }
-
 // Check says what is wrong with the queue's flags, before anything
 // starts, and is --colsep compiled (nil without it). The rules, in order:
 //  1. Without --tasks or --each-line, a queue's own flag is refused.
@@ -43,7 +40,7 @@ func (c Choices) Queue() bool { return c.Tasks != "" || c.EachLine != "" }
 //  7. --colsep is a regular expression that matches no empty string
 //     (Colsep).
 func (c Choices) Check() (*regexp.Regexp, error) {
-	if !c.Queue() {
+	if c.Tasks == "" && c.EachLine == "" { // no queue
 		for _, name := range []string{"shell", "joblog", "resume", "resume-failed", "retries", "halt", "colsep"} {
 			if c.Given(name) {
 				return nil, fmt.Errorf("--%s belongs to a task queue: give --tasks FILE or --each-line FILE", name)
