@@ -1,10 +1,6 @@
 package main
 
 import (
-	"runtime/debug"
-
-	"github.com/spf13/pflag"
-
 	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -39,7 +35,7 @@ func commandOperands() map[string][]clidoc.Operand {
 		"exec":       {{Command: true}},
 		"scale":      {{Command: true}},
 		"help":       {{Choices: commands}},
-		"completion": {{Choices: completionShells}},
+		"completion": {{Choices: clidoc.Shells}},
 		"report":     {{File: true}},
 		"signal":     {{Choices: []string{"all"}}, {Choices: []string{"INT", "TERM", "HUP", "QUIT", "USR1", "USR2", "KILL"}}},
 	}
@@ -75,25 +71,10 @@ func flagChoices(name string) []string {
 }
 
 // cliCommands are gpulaunch's commands in the order of `commands`, each
-// with its flags from the flag set the command builds.
+// with its flags from the flag set the command builds (clidoc.Sources).
 func cliCommands() []clidoc.Command {
-	sets, usages, operands, summaries := commandFlagSets(), commandUsages(), commandOperands(), commandSummaries()
-	out := make([]clidoc.Command, 0, len(commands))
-	for _, name := range commands {
-		c := clidoc.Command{Name: name, Summary: summaries[name], Usage: usages[name], Operands: operands[name]}
-		if c.Summary == "" { // top: the first sentence of its help
-			c.Summary = clidoc.FirstSentence(c.Usage)
-		}
-		if fs := sets[name]; fs != nil {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if !f.Hidden { // refused by this command, with the reason (scale's run flags)
-					c.Flags = append(c.Flags, clidoc.FlagOf(f, flagChoices(f.Name), fileFlags[f.Name]))
-				}
-			})
-		}
-		out = append(out, c)
-	}
-	return out
+	return clidoc.Sources{Names: commands, FlagSets: commandFlagSets(), Usages: commandUsages(), Summaries: commandSummaries(),
+		Operands: commandOperands(), Choices: flagChoices, Files: fileFlags}.Commands()
 }
 
 // commandSummaries are the commands' lines in `gpulaunch --help`'s
@@ -108,6 +89,3 @@ func commandSummaries() map[string]string {
 	}
 	return out
 }
-
-// thisVersion is what `gpulaunch version` prints after "gpulaunch ".
-func thisVersion() string { return buildVersion(version, debug.ReadBuildInfo) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
@@ -208,8 +209,8 @@ func TestHugeCountsAreRefusedNotAllocated(t *testing.T) {
 func TestClosestCommand(t *testing.T) {
 	for word, want := range map[string]string{"stauts": "status", "sttaus": "status", "plna": "plan", "exce": "exec", "rnu": "run",
 		"inof": "info", "logz": "logs", "ls": "", "cat": "", "python": "", "./app": "", "tpo": "top"} {
-		if got := closestCommand(word); got != want {
-			t.Errorf("closestCommand(%q) = %q, want %q", word, got, want)
+		if got := clidoc.Closest(word, commands); got != want {
+			t.Errorf("clidoc.Closest(%q, commands) = %q, want %q", word, got, want)
 		}
 	}
 	_, stderr, _ := runCLI(t, nil, "python")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"github.com/spf13/pflag"
-
-	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
 )
 
 // Every command's flag set is built by one function, which the command
@@ -37,6 +35,3 @@ func commandFlagSets() map[string]*pflag.FlagSet {
 
 // helpFlag registers --help/-h, which every command has.
 func helpFlag(fs *pflag.FlagSet) *bool { return fs.BoolP("help", "h", false, "show this help") }
-
-// flagName is how messages name a flag: -o/--output, --report.
-func flagName(f *pflag.Flag) string { return flagvalue.Name(f) }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
 	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 )
 
@@ -23,9 +25,6 @@ by hand:
   gpulaunch completion fish > ~/.config/fish/completions/gpulaunch.fish
   source <(gpulaunch completion bash)                # this bash only`
 
-// completionShells are the shells `completion` writes for.
-var completionShells = []string{"bash", "zsh", "fish"}
-
 func completionFlagSet() *pflag.FlagSet { return pflag.NewFlagSet("completion", pflag.ContinueOnError) }
 
 // completion is `gpulaunch completion SHELL`.
@@ -40,16 +39,8 @@ func (a *app) completion(args []string) error {
 	case fs.NArg() > 1:
 		return usagef("completion takes one shell (got %q): `gpulaunch completion bash`, `zsh` or `fish`", strings.Join(fs.Args(), " "))
 	}
-	cmds, v := cliCommands(), thisVersion()
-	var script string
-	switch fs.Arg(0) {
-	case "bash":
-		script = clidoc.Bash(cmds, v)
-	case "zsh":
-		script = clidoc.Zsh(cmds, v)
-	case "fish":
-		script = clidoc.Fish(cmds, v)
-	default:
+	script, ok := clidoc.Completion(fs.Arg(0), cliCommands(), buildinfo.Version(version, debug.ReadBuildInfo))
+	if !ok {
 		return usagef("completion %q: no completion for that shell: give bash, zsh or fish", fs.Arg(0))
 	}
 	return writeDoc(a.stdout, "the "+fs.Arg(0)+" completion script", script)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 )
 
 // completionScript is `gpulaunch completion SHELL`'s output.
@@ -29,7 +31,7 @@ func everyCommandFlag(t *testing.T, check func(cmd string, f *pflag.Flag)) {
 	for _, cmd := range commands {
 		if fs := sets[cmd]; fs != nil {
 			fs.VisitAll(func(f *pflag.Flag) {
-				if !f.Hidden { // a flag the command refuses (scale's notForAStudy)
+				if !f.Hidden { // a flag the command refuses (scaling.NotForAStudy)
 					check(cmd, f)
 				}
 			})
@@ -151,7 +153,7 @@ func TestBashCompletion(t *testing.T) {
 		{name: "a simulated node", words: []string{"gpulaunch", "plan", "--simulate", "dgx-h1"}, want: []string{"dgx-h100"}},
 		{name: "a file flag", words: []string{"gpulaunch", "--each-line", filepath.Join(dir, "par")}, want: []string{filepath.Join(dir, "params.txt")}, only: true},
 		{name: "a value is not a flag", words: []string{"gpulaunch", "-o", "--mo"}, notWant: []string{"--monitor-interval"}},
-		{name: "the shells", words: []string{"gpulaunch", "completion", ""}, want: completionShells, only: true},
+		{name: "the shells", words: []string{"gpulaunch", "completion", ""}, want: clidoc.Shells, only: true},
 		{name: "help's commands", words: []string{"gpulaunch", "help", "sc"}, want: []string{"scale"}, only: true},
 		{name: "the program after --", words: []string{"gpulaunch", "-n", "2", "--", "bas"}, want: []string{"bash"}},
 		{name: "the program's own flags are its own", words: []string{"gpulaunch", "-n", "2", "./app", "--mo"}, only: true},

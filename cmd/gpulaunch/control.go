@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -90,25 +89,36 @@ func signalFlagSet(cf *clientFlags) *pflag.FlagSet {
 	return fs
 }
 
-// socketDirs are where this user's control sockets live.
-func (a *app) socketDirs() []string {
-	return control.Dirs(control.Env(a.env), a.uid, a.tmpRoot)
+// controlSide is what both sides of a control socket read of this
+// invocation: the environment (where this user's sockets live, the job
+// it is in), this user and this host.
+type controlSide struct {
+	env     sched.Env
+	uid     int
+	tmpRoot string // the system's temp directory (control.Dirs)
+	host    string
 }
 
-// findRun picks the running gpulaunch the user means (control.Choose).
-func (a *app) findRun(cf clientFlags) (control.Client, error) {
+// controlOf is what a reads of the control sockets.
+func controlOf(a *app) controlSide { return controlSide{a.env, a.uid, a.tmpRoot, a.hostname} }
+
+// dirs are where this user's control sockets live.
+func (s controlSide) dirs() []string { return control.Dirs(control.Env(s.env), s.uid, s.tmpRoot) }
+
+// find picks the running gpulaunch the user means (control.Choose).
+func (s controlSide) find(cf clientFlags) (control.Client, error) {
 	choice := control.Choice{PID: cf.pid, PIDGiven: cf.pidGiven != nil && cf.pidGiven(), Socket: cf.socket}
-	granted, _ := sched.Detect(a.env)
-	c, err := control.Choose(choice, a.socketDirs(), a.hostname, granted.JobID)
+	granted, _ := sched.Detect(s.env)
+	c, err := control.Choose(choice, s.dirs(), s.host, granted.JobID)
 	if errors.As(err, new(control.Refusal)) {
 		return c, usageError{err}
 	}
 	return c, err
 }
 
-// runStatus finds the run and takes its table.
-func (a *app) runStatus(cf clientFlags) (control.Client, launcher.Snapshot, error) {
-	c, err := a.findRun(cf)
+// status finds the run and takes its table.
+func (s controlSide) status(cf clientFlags) (control.Client, launcher.Snapshot, error) {
+	c, err := s.find(cf)
 	if err != nil {
 		return c, launcher.Snapshot{}, err
 	}
@@ -126,7 +136,7 @@ func (a *app) status(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("status takes no arguments (got %q): choose the run with --pid or --socket", fs.Arg(0))
 	}
-	_, snap, err := a.runStatus(cf)
+	_, snap, err := controlOf(a).status(cf)
 	if err != nil {
 		return err
 	}
@@ -135,7 +145,7 @@ func (a *app) status(args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(snap)
 	}
-	summary.WriteStatus(a.stdout, snap, termWidth(a.stdout), a.paint(a.stdout))
+	summary.WriteStatus(a.stdout, snap, termWidth(a.stdout), paint(a.stdout, a.env))
 	return nil
 }
 
@@ -157,7 +167,7 @@ func (a *app) top(args []string) error {
 		return usagef("--interval %s: below the floor of %s, top would ask the run for its table faster than it can change (or, at 0, never wait); give %s or more, or leave it out for the run's monitor interval",
 			interval, launcher.MinMonitorInterval, launcher.MinMonitorInterval)
 	}
-	c, snap, err := a.runStatus(cf)
+	c, snap, err := controlOf(a).status(cf)
 	if err != nil {
 		return err
 	}
@@ -170,7 +180,7 @@ func (a *app) top(args []string) error {
 	w := c.Watch(ctx, snap, every) // every 0: the run's monitor interval
 	defer w.Stop()
 	for w.Next(ctx) {
-		a.drawTop(w.Snapshot())
+		drawTop(a.stdout, w.Snapshot(), paint(a.stdout, a.env))
 	}
 	switch w.End() {
 	case control.Finished:
@@ -183,10 +193,10 @@ func (a *app) top(args []string) error {
 
 // drawTop draws one frame of top: home, the table fitted to the terminal,
 // clear what the last frame left below: no flicker.
-func (a *app) drawTop(snap launcher.Snapshot) {
+func drawTop(w io.Writer, snap launcher.Snapshot, p summary.Paint) {
 	var b strings.Builder
-	summary.WriteStatus(&b, snap, termWidth(a.stdout), a.paint(a.stdout))
-	fmt.Fprintf(a.stdout, "\x1b[H%s\x1b[J", strings.ReplaceAll(b.String(), "\n", "\x1b[K\n"))
+	summary.WriteStatus(&b, snap, termWidth(w), p)
+	fmt.Fprintf(w, "\x1b[H%s\x1b[J", strings.ReplaceAll(b.String(), "\n", "\x1b[K\n"))
 }
 
 func (a *app) logs(args []string) error {
@@ -204,15 +214,10 @@ func (a *app) logs(args []string) error {
 	if err != nil || i < 0 {
 		return usagef("logs %q: INSTANCE is an instance number (0, 1, …; see gpulaunch status)", fs.Arg(0))
 	}
-	switch {
-	case tail < 0:
-		return usagef("--tail %d: cannot be negative", tail)
-	case tail == 0 && fs.Changed("tail") && !follow:
-		return usagef("--tail 0 shows none of the recent output, and without -f nothing else: give -f to follow what comes next, --tail N for the last N lines, or leave --tail out for all that is kept")
-	case tail == 0 && fs.Changed("tail"):
-		tail = control.TailNone // as tail -f -n 0: only what comes next
+	if tail, err = control.Tail(tail, fs.Changed("tail"), follow); err != nil {
+		return usageError{err}
 	}
-	c, err := a.findRun(cf)
+	c, err := controlOf(a).find(cf)
 	if err != nil {
 		return err
 	}
@@ -234,19 +239,15 @@ func (a *app) signal(args []string) error {
 	if fs.NArg() != 2 {
 		return usagef("signal needs INSTANCE|all and SIGNAL: gpulaunch signal 2 USR1")
 	}
-	target := launcher.AllInstances
-	if fs.Arg(0) != "all" {
-		n, err := strconv.Atoi(fs.Arg(0))
-		if err != nil || n < 0 {
-			return usagef("signal %q: INSTANCE is an instance number or all", fs.Arg(0))
-		}
-		target = n
+	target, err := control.ParseTarget(fs.Arg(0))
+	if err != nil {
+		return usageError{err}
 	}
 	sig, err := control.ParseSignal(fs.Arg(1))
 	if err != nil {
 		return usageError{err}
 	}
-	c, err := a.findRun(cf)
+	c, err := controlOf(a).find(cf)
 	if err != nil {
 		return err
 	}
@@ -261,26 +262,20 @@ func (a *app) signal(args []string) error {
 }
 
 // paint is how gpulaunch's tables on w are coloured (summary.UseColour).
-func (a *app) paint(w io.Writer) summary.Paint {
-	return summary.Paint(summary.UseColour(isTerminal(w), a.env))
+func paint(w io.Writer, env sched.Env) summary.Paint {
+	return summary.Paint(summary.UseColour(isTerminal(w), env))
 }
 
-// listenControl opens this run's control socket. A run goes on without
-// one (a read-only temp dir, a planted directory), with a warning — unless
-// it is required (--tmux's panes read it): then the run is refused, and
-// nothing it made is left.
-func (a *app) listenControl(board *launcher.Board, log *zap.Logger, required bool) (*control.Server, error) {
-	dir := control.ListenDir(a.socketDirs(), a.hostname, a.pid)
-	_, statErr := os.Lstat(dir)
-	srv, err := control.Listen(dir, a.hostname, a.pid, a.uid, board, log)
-	if err == nil {
-		board.SetSocket(srv.Path())
+// listen opens the control socket of this run (pid's): a run goes on
+// without one (a read-only temp dir, a planted directory), with a warning
+// — unless it is required (--tmux's panes read it): then the run is
+// refused, and nothing it made is left (control.ListenRun).
+func (s controlSide) listen(pid int, board *launcher.Board, log *zap.Logger, required bool) (*control.Server, error) {
+	srv, err := control.ListenRun(s.dirs(), s.host, pid, s.uid, board, log, required)
+	switch {
+	case err == nil:
 		return srv, nil
-	}
-	if required {
-		if statErr != nil {
-			_ = os.Remove(dir) // made just now, and empty
-		}
+	case required:
 		return nil, usagef("--tmux: its panes follow the run through the control socket, which cannot be opened: %v: nothing was started (drop --tmux to run without it)", err)
 	}
 	log.Warn(fmt.Sprintf("no control socket (gpulaunch status/top/logs/signal will not find this run): %v", err))

@@ -30,13 +30,26 @@ func FuzzParseArgs(f *testing.F) {
 		args := strings.Split(line, "\x00")
 		a := &app{stdout: io.Discard, stderr: io.Discard, env: sched.Env{}}
 		if args[0] == "scale" {
-			o, err := a.parseScale(args[1:])
+			o, err := parseScale(a, args[1:])
 			checkParsed(t, args, err, o != nil, func() string { return validScale(o) })
 			return
 		}
 		o, err := a.parseRun(args[1:])
 		checkParsed(t, args, err, o != nil, func() string { return validRun(o) })
 	})
+}
+
+// parseScale parses and reads scale's command line as the command does
+// (app.scale's first steps): nil options after --help or an error.
+func parseScale(a *app, args []string) (*scaleOptions, error) {
+	o := newScaleOptions()
+	if done, err := a.parseFlags(o.fs, args, scaleUsage); done || err != nil {
+		return nil, err
+	}
+	if err := o.read(); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // checkParsed: an error is a usage error; options (parsed: not --help) are valid.

@@ -2,11 +2,9 @@ package main
 
 import (
 	"io"
-	"runtime/debug"
 	"slices"
 	"strings"
 
-	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
 	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 )
 
@@ -43,17 +41,8 @@ func (a *app) help(args []string) error {
 	case slices.Contains(commands, args[0]):
 		return a.dispatch([]string{args[0], "--help"})
 	}
-	if near := closestCommand(args[0]); near != "" {
+	if near := clidoc.Closest(args[0], commands); near != "" {
 		return usagef("help %q: no such command: did you mean `gpulaunch help %s`?", args[0], near)
 	}
 	return usagef("help %q: no such command: the commands are %s", args[0], strings.Join(commands, ", "))
-}
-
-// closestCommand is the command a mistyped name most likely meant, or ""
-// for none (clidoc.Closest's rule).
-func closestCommand(word string) string { return clidoc.Closest(word, commands) }
-
-// buildVersion is what `gpulaunch version` says (buildinfo.Version).
-func buildVersion(ldflags string, read func() (*debug.BuildInfo, bool)) string {
-	return buildinfo.Version(ldflags, read)
 }

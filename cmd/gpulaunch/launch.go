@@ -10,6 +10,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/metrics"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
@@ -76,7 +77,7 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 		return nil, usageError{err}
 	}
 	g := l.group
-	if l.nodes, err = a.newNodeQueue(o, g); err != nil {
+	if l.nodes, err = newNodeQueue(o, g, a.env); err != nil {
 		return nil, err
 	}
 	if err := o.policy.CheckNodes(g.Size); err != nil {
@@ -96,8 +97,8 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.report != o.flags.report {
 		log.Info("--report: this node writes " + l.report)
 	}
-	if l.metricsFile, err = metricsFile(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
-		return nil, err
+	if l.metricsFile, err = metrics.FileName(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
+		return nil, usageError{err}
 	}
 	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
 	l.bind = o.common.simulate == "" || binding.Bindable(a.root, l.plan)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/buildinfo"
+	"github.com/gpulaunch/gpulaunch/pkg/clidoc"
 	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/nvml"
@@ -22,7 +23,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; without
-// it, buildVersion reads the toolchain's build information.
+// it, buildinfo.Version reads the toolchain's build information.
 var version = "dev"
 
 // Exit codes of gpulaunch itself (instances' codes are passed on as srun does).
@@ -167,7 +168,7 @@ func (a *app) dispatch(args []string) error {
 	if strings.HasPrefix(args[0], "-") {
 		return a.run(args) // gpulaunch -n 4 -- app
 	}
-	if near := closestCommand(args[0]); near != "" {
+	if near := clidoc.Closest(args[0], commands); near != "" {
 		return usagef("unknown command %q: did you mean `gpulaunch %s`? (to run a program named %s use `gpulaunch -n N -- %s`)", args[0], near, args[0], args[0])
 	}
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])

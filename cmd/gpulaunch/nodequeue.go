@@ -27,21 +27,17 @@ const (
 	roleNode   queueRole = "node"   // another node: runs what the holder sends
 )
 
-// nodeQueue is what a queue over several nodes needs beyond one node's.
+// nodeQueue is this node's part in a queue over several nodes, and
+// what that needs beyond one node's (nodelink.Settings).
 type nodeQueue struct {
-	role   queueRole
-	run    string // the run's id, the same on every node
-	keyDir string
-	// group is the nodes per relay's group (nodelink.Groups): the
-	// holder's choice, which the others read in its key file.
-	group  int
+	role queueRole
+	nodelink.Settings
 	opened bool // the holder's link is open: its Close tells the nodes
-	// joinWait is how long another node waits for the holder.
-	joinWait time.Duration
 }
 
-// newNodeQueue decides this node's part, for a queue over the nodes of g.
-func (a *app) newNodeQueue(o *runOptions, g nodegroup.NodeGroup) (nodeQueue, error) {
+// newNodeQueue decides this node's part, for a queue over the nodes of g
+// in the environment env.
+func newNodeQueue(o *runOptions, g nodegroup.NodeGroup, env sched.Env) (nodeQueue, error) {
 	if !o.tasks.queueMode() {
 		return nodeQueue{}, nil
 	}
@@ -51,24 +47,11 @@ func (a *app) newNodeQueue(o *runOptions, g nodegroup.NodeGroup) (nodeQueue, err
 	if !g.MultiNode() {
 		return nodeQueue{}, nil
 	}
-	run, err := sched.QueueRunID(a.env, g.Source)
+	set, err := nodelink.ReadSettings(env, g.Source, g.Size)
 	if err != nil {
 		return nodeQueue{}, usageError{err}
 	}
-	dir, err := nodelink.KeyDir(a.env)
-	if err != nil {
-		return nodeQueue{}, usageError{err}
-	}
-	group, err := nodelink.ParseGroupSize(a.env["GPULAUNCH_NODE_GROUP"], g.Size)
-	if err != nil {
-		return nodeQueue{}, usageError{err}
-	}
-	// refused on every node, the holder too: the step gives each the same
-	wait, err := nodelink.JoinWait(a.env["GPULAUNCH_JOIN_WAIT"])
-	if err != nil {
-		return nodeQueue{}, usageError{err}
-	}
-	nq := nodeQueue{role: roleNode, run: run, keyDir: dir, group: group, joinWait: wait}
+	nq := nodeQueue{role: roleNode, Settings: set}
 	if g.Rank == 0 {
 		nq.role = roleHolder
 	}
@@ -81,7 +64,7 @@ func (nq nodeQueue) failed(err error, log *zap.Logger) {
 	if nq.role != roleHolder || err == nil || nq.opened {
 		return
 	}
-	if ferr := nodelink.Fail(nq.keyDir, nq.run, err.Error()); ferr != nil {
+	if ferr := nodelink.Fail(nq.KeyDir, nq.Run, err.Error()); ferr != nil {
 		log.Warn("the other nodes could not be told that this queue failed (" + ferr.Error() + "); they stop when they give up waiting")
 	}
 }
@@ -92,14 +75,14 @@ func (nq nodeQueue) over(log *zap.Logger) {
 	if nq.role != roleHolder {
 		return
 	}
-	if err := nodelink.Over(nq.keyDir, nq.run); err != nil {
+	if err := nodelink.Over(nq.KeyDir, nq.Run); err != nil {
 		log.Warn("the other nodes could not be told that the queue has nothing to run (" + err.Error() + "); they stop when they give up waiting")
 	}
 }
 
 // hold opens the link of a holder, whose queue is every node's
-// (queueConfig).
-func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder, error) {
+// (queueConfig); pid is this gpulaunch's, for the step's rendezvous port.
+func (nq nodeQueue) hold(o *runOptions, l *launch, pid int, log *zap.Logger) (*nodelink.Holder, error) {
 	g := l.group
 	host, port := o.flags.ddp.masterAddr, o.flags.ddp.masterPort
 	if host == "" {
@@ -108,25 +91,25 @@ func (a *app) hold(o *runOptions, l *launch, log *zap.Logger) (*nodelink.Holder,
 	if port == 0 && l.alloc.Sched.LaunchKey != "" {
 		// the rendezvous port of the step, free or not: a taken one is
 		// left for any free one, which the key file names
-		if rv, err := nodegroup.NewRendezvous(nil, l.alloc.Sched, g, host, 0, a.pid); err == nil && nodegroup.PortFree(rv.Port) == nil {
+		if rv, err := nodegroup.NewRendezvous(nil, l.alloc.Sched, g, host, 0, pid); err == nil && nodegroup.PortFree(rv.Port) == nil {
 			port = rv.Port
 		}
 	}
-	h, err := nodelink.Listen(nodelink.HolderConfig{Run: l.nodes.run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: l.nodes.keyDir, Group: l.nodes.group,
+	h, err := nodelink.Listen(nodelink.HolderConfig{Run: nq.Run, Nodes: g.Size, Slots: len(l.plan.Slots), Host: host, Port: port, KeyDir: nq.KeyDir, Group: nq.Group,
 		Refused: nodelink.WarnRefused(log), Stalled: nodelink.WarnStalled(log, g.Size)})
 	if err != nil {
 		return nil, usagef("a task queue over %d nodes: node 0 cannot open its link on port %d: %v: give --master-port PORT; nothing was started", g.Size, port, err)
 	}
-	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)%s", g.Size, host, h.Port(), h.KeyPath(), nodelink.Groups{Nodes: g.Size, Size: l.nodes.group}.Note()))
+	log.Info(fmt.Sprintf("this node holds the queue for %d node(s): the others join at %s:%d (key %s)%s", g.Size, host, h.Port(), h.KeyPath(), nodelink.Groups{Nodes: g.Size, Size: nq.Group}.Note()))
 	return h, nil
 }
 
 // join makes this node one of the holder's: it waits for the holder
 // (until ctx ends: a signal to gpulaunch), and gets a feed for the slots.
-func (a *app) join(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
+func (nq nodeQueue) join(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (*taskqueue.Feed, *nodelink.Worker, error) {
 	g := l.group
-	log.Info(fmt.Sprintf("node %d of %d: waiting up to %s for the queue's holder, node 0 (GPULAUNCH_JOIN_WAIT sets how long)", g.Rank, g.Size, l.nodes.joinWait))
-	w, err := nodelink.JoinContext(ctx, nodelink.WorkerConfig{Run: l.nodes.run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: l.nodes.keyDir, Wait: l.nodes.joinWait, Refused: nodelink.WarnRefused(log), Stalled: nodelink.WarnStalled(log, g.Size)})
+	log.Info(fmt.Sprintf("node %d of %d: waiting up to %s for the queue's holder, node 0 (GPULAUNCH_JOIN_WAIT sets how long)", g.Rank, g.Size, nq.JoinWait))
+	w, err := nodelink.JoinContext(ctx, nodelink.WorkerConfig{Run: nq.Run, Node: g.Rank, Host: g.Host, Slots: len(l.plan.Slots), KeyDir: nq.KeyDir, Wait: nq.JoinWait, Refused: nodelink.WarnRefused(log), Stalled: nodelink.WarnStalled(log, g.Size)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,15 +138,12 @@ func tellStatus(ctx context.Context, h *nodelink.Holder, board *launcher.Board) 
 	}
 }
 
-// peers is this node's link to the other nodes of a queue over several
-// (nodelink.Peers); zero on one node.
-type peers = nodelink.Peers
-
 // runQueue is a run's queue: the one kept here (nil on a node that is
-// not the holder), and the link to the other nodes.
+// not the holder), and this node's link to the other nodes of a queue
+// over several (zero on one node).
 type runQueue struct {
 	q *taskqueue.Queue
-	peers
+	nodelink.Peers
 }
 
 // work is what the run's slots run: this node's queue, the holder's
@@ -178,17 +158,17 @@ func (rq runQueue) work() launcher.Work {
 	return nil
 }
 
-// openPeers opens the link of a queue over several nodes: the holder
+// open opens the link of a queue over several nodes: the holder
 // listens, another node joins it (until ctx ends).
-func (a *app) openPeers(ctx context.Context, o *runOptions, l *launch, log *zap.Logger) (peers, error) {
-	var p peers
+func (nq *nodeQueue) open(ctx context.Context, o *runOptions, l *launch, pid int, log *zap.Logger) (nodelink.Peers, error) {
+	var p nodelink.Peers
 	var err error
-	switch l.nodes.role {
+	switch nq.role {
 	case roleHolder:
-		p.Holder, err = a.hold(o, l, log)
-		l.nodes.opened = err == nil
+		p.Holder, err = nq.hold(o, l, pid, log)
+		nq.opened = err == nil
 	case roleNode:
-		p.Feed, p.Worker, err = a.join(ctx, o, l, log)
+		p.Feed, p.Worker, err = nq.join(ctx, o, l, log)
 		if err == nil && p.Worker.Relaying() {
 			p.Stopped = nodelink.CatchStopSignals()
 		}

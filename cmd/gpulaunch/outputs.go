@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
@@ -27,56 +27,13 @@ func checkOutputs(o *runOptions, l *launch, insts []launcher.Instance, q *taskqu
 	return asUsage(r.Check())
 }
 
-// runInputs are the files a run reads: the task input, the node or
-// topology file, and the programs it starts (a queue's: every task's).
-func (a *app) runInputs(o *runOptions, l *launch, q *taskqueue.QueueConfig) []outputs.Use {
-	uses := a.nodeInputs(o.common)
-	for flag, file := range map[string]string{"--tasks": o.tasks.tasks, "--each-line": o.tasks.eachLine} {
-		if file != "" && file != "-" {
-			uses = append(uses, outputs.Use{Flag: flag, Path: file, Reads: "the tasks"})
-		}
-	}
-	if l.path != "" {
-		uses = append(uses, outputs.Use{Flag: "the command", Path: l.path, Reads: "the program the run starts"})
-	}
+// runInputs are the files a run reads (outputs.Reads): the node's
+// description, the task input, and the programs it starts.
+func runInputs(o *runOptions, l *launch, q *taskqueue.QueueConfig, env sched.Env) []outputs.Use {
+	r := outputs.Reads{Simulate: o.common.simulate, NodeFile: o.common.nodeFile, EnvNodeFile: env["GPULAUNCH_NODE_FILE"],
+		Tasks: o.tasks.tasks, EachLine: o.tasks.eachLine, Program: l.path, Starter: "the run"}
 	if q != nil {
-		seen := map[string]bool{}
-		for _, t := range q.Tasks {
-			if !seen[t.Path] {
-				seen[t.Path] = true
-				uses = append(uses, outputs.Use{Flag: "task " + fmt.Sprint(t.Seq) + "'s command", Path: t.Path, Reads: "a program the queue starts"})
-			}
-		}
+		r.Queue = q.Tasks
 	}
-	return uses
+	return r.Uses()
 }
-
-// nodeInputs is the file that describes the node, when one does:
-// --simulate FILE, --node-file, or $GPULAUNCH_NODE_FILE.
-func (a *app) nodeInputs(c commonFlags) []outputs.Use {
-	switch {
-	case c.simulate != "" && (strings.ContainsRune(c.simulate, '/') || strings.HasSuffix(c.simulate, ".json")): // gpu.Open's rule
-		return []outputs.Use{{Flag: "--simulate", Path: c.simulate, Reads: "the node's description"}}
-	case c.nodeFile != "":
-		return []outputs.Use{{Flag: "--node-file", Path: c.nodeFile, Reads: "the node's description"}}
-	case c.simulate == "" && a.env["GPULAUNCH_NODE_FILE"] != "":
-		return []outputs.Use{{Flag: "GPULAUNCH_NODE_FILE", Path: a.env["GPULAUNCH_NODE_FILE"], Reads: "the node's description"}}
-	}
-	return nil
-}
-
-// The refusals of pkg/outputs, each a usage error (exit 2).
-
-func outputName(flag, name string, queue bool) error { return asUsage(outputs.Name(flag, name, queue)) }
-
-func fileClash(uses []outputs.Use, identity func(string) (string, bool)) error {
-	return asUsage(outputs.Clash(uses, identity))
-}
-
-// fileIdentity is what a path is, for fileClash (outputs.Identity).
-var fileIdentity = outputs.Identity
-
-func writeWhole(path string, data []byte) error { return outputs.WriteWhole(path, data) }
-
-// pathless is an OS error without Go's "open NAME: " (outputs.Pathless).
-func pathless(err error) error { return outputs.Pathless(err) }

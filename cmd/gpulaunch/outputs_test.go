@@ -43,7 +43,7 @@ func TestDashIsTheConsole(t *testing.T) {
 // TestClash's, in pkg/outputs.
 func TestFileClashIsAUsageError(t *testing.T) {
 	uses := []outputs.Use{{Flag: "--each-line", Path: "params.txt", Reads: "the tasks"}, {Flag: "-o", Path: "link", Writes: "output"}}
-	err := fileClash(uses, func(string) (string, bool) { return "inode 1:10", true })
+	err := asUsage(outputs.Clash(uses, func(string) (string, bool) { return "inode 1:10", true }))
 	if err == nil || !errors.As(err, new(usageError)) {
 		t.Errorf("%T %v, want a usage error (exit 2)", err, err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -53,18 +52,14 @@ func (a *app) report(args []string) error {
 		if o.path == "" {
 			continue
 		}
-		if err := outputName("report "+o.flag, o.path, false); err != nil {
-			return err
+		if err := outputs.Document("report "+o.flag, o.path, "nothing was written"); err != nil {
+			return usageError{err}
 		}
-		if o.path == "-" {
-			continue
+		if o.path != "-" {
+			uses = append(uses, outputs.Use{Flag: o.flag, Path: o.path, Writes: o.what})
 		}
-		if err := checkWritable(o.path); err != nil {
-			return usagef("%s %s: %v: nothing was written", o.flag, o.path, err)
-		}
-		uses = append(uses, outputs.Use{Flag: o.flag, Path: o.path, Writes: o.what})
 	}
-	if err := fileClash(uses, fileIdentity); err != nil {
+	if err := asUsage(outputs.Clash(uses, outputs.Identity)); err != nil {
 		return err
 	}
 	pic := report.Picture(r)
@@ -96,7 +91,7 @@ func (o pictureOut) write(a *app, pic chart.Run, from string) error {
 		_, err := io.WriteString(a.stdout, b.String())
 		return err
 	}
-	return writeWhole(o.path, []byte(b.String()))
+	return outputs.WriteWhole(o.path, []byte(b.String()))
 }
 
 func reportFlagSet(svgOut, htmlOut *string) *pflag.FlagSet {
@@ -104,10 +99,4 @@ func reportFlagSet(svgOut, htmlOut *string) *pflag.FlagSet {
 	fs.StringVar(svgOut, "svg", "", "write the picture to OUT as SVG (- for stdout)")
 	fs.StringVar(htmlOut, "html", "", "write a self-contained HTML page (the picture, with its table) to OUT (- for stdout)")
 	return fs
-}
-
-// checkWritable says why path could not be written whole (writeWhole),
-// before anything is.
-func checkWritable(path string) error {
-	return outputs.NewWritableCheck().Replaced(filepath.Clean(path))
 }

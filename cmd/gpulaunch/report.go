@@ -41,7 +41,7 @@ func (a *app) info(args []string) error {
 	log.Debug("allocation", zap.String("backend", alloc.Backend), zap.Int("gpus", len(alloc.GPUs)), zap.Stringer("cpus", alloc.CPUs))
 	doc := infoDoc{InfoDoc: report.InfoJSON(alloc)}
 	if gpuvendor.Of(alloc.Vendor).MPS && len(alloc.GPUs) > 0 {
-		doc.MPS = mps.Describe(mps.NodeOf(a.env, a.socketDirs()[0], a.uid))
+		doc.MPS = mps.Describe(mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid))
 	}
 	if c.json {
 		return writeJSON(a.stdout, doc)
@@ -170,9 +170,9 @@ func (a *app) plan(args []string) error {
 		return err
 	}
 	if c.json {
-		return writeJSON(a.stdout, planJSON(alloc, req, plan, sh))
+		return writeJSON(a.stdout, report.PlanJSON(alloc, req, plan, sh))
 	}
-	writePlan(a.stdout, alloc, plan, sh)
+	report.WritePlan(a.stdout, alloc, plan, sh)
 	return nil
 }
 
@@ -190,16 +190,4 @@ func writeJSON(w io.Writer, v any) error {
 		return errors.New("writing JSON: " + err.Error())
 	}
 	return nil
-}
-
-// planJSON is the plan's document (report.PlanJSON), its GPU sharing
-// (sh, nil when none is shared) in it.
-func planJSON(a binding.Allocation, r binding.Request, p binding.Plan, sh *mps.Sharing) report.PlanDoc {
-	return report.PlanJSON(a, r, p, sh)
-}
-
-// writePlan writes the plan's table (report.WritePlan), its GPU sharing
-// (sh, nil when none is shared) under it.
-func writePlan(w io.Writer, a binding.Allocation, p binding.Plan, sh *mps.Sharing) {
-	report.WritePlan(w, a, p, sh)
 }

@@ -23,12 +23,15 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/metrics"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/nodelink"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/report"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/tmux"
 )
 
 const runUsage = `Usage: gpulaunch [run] [flags] [--] COMMAND [ARGS…]
@@ -174,11 +177,11 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 			return nil, err
 		}
 	}
-	outputs := [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}, {"--report", o.flags.report},
+	outs := [][2]string{{"-o", o.flags.output}, {"-e", o.flags.error}, {"--report", o.flags.report},
 		{"--metrics-file", o.flags.metricsFile}, {"--joblog", o.tasks.joblog}}
-	for _, f := range outputs {
+	for _, f := range outs {
 		if f[1] != "" {
-			if err := outputName(f[0], f[1], o.tasks.queueMode()); err != nil {
+			if err := asUsage(outputs.Name(f[0], f[1], o.tasks.queueMode())); err != nil {
 				return nil, err
 			}
 		}
@@ -187,7 +190,7 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 	if o.flags.output != "" && !o.fs.Changed("error") {
 		o.flags.error = o.flags.output
 	}
-	// - is the console's stream (outputName's rule 1)
+	// - is the console's stream (outputs.Name's rule 1)
 	for _, f := range []*string{&o.flags.output, &o.flags.error} {
 		if *f == "-" {
 			*f = ""
@@ -307,7 +310,7 @@ func (a *app) run(args []string) error {
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
-		if tasks, err = a.buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin); err != nil {
+		if tasks, err = buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin, a.env["PATH"]); err != nil {
 			l.nodes.failed(err, log)
 			return err
 		}
@@ -345,9 +348,9 @@ func (r runner) dryRun(tasks []job.Task) error {
 		return err
 	}
 	if o.common.json {
-		return writeJSON(a.stdout, planJSON(l.alloc, l.req, l.plan, sh))
+		return writeJSON(a.stdout, report.PlanJSON(l.alloc, l.req, l.plan, sh))
 	}
-	writePlan(a.stdout, l.alloc, l.plan, sh)
+	report.WritePlan(a.stdout, l.alloc, l.plan, sh)
 	return nil
 }
 
@@ -405,8 +408,8 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 	var c startChecks
 	var err error
 	if o.flags.tmux {
-		if c.tmux, err = a.checkTmux(len(l.plan.Slots)); err != nil {
-			return c, err
+		if c.tmux, err = tmux.Check(a.env["TMUX"], len(l.plan.Slots)); err != nil {
+			return c, usageError{err}
 		}
 	}
 	if c.insts, err = l.instances(a.env.List(), o); err != nil {
@@ -417,7 +420,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 		ctx = wait.Context()
 	}
 	if o.shape.mps.on { // the run's MPS decided from its plan, or refused
-		c.mps, err = mps.Prepare(ctx, l.plan, l.alloc.Vendor, o.shape.mps.settings(), mps.NodeOf(a.env, a.socketDirs()[0], a.uid))
+		c.mps, err = mps.Prepare(ctx, l.plan, l.alloc.Vendor, o.shape.mps.settings(), mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid))
 		err = asUsage(err)
 	}
 	if wait != nil {
@@ -438,7 +441,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 			return c, err
 		}
 	}
-	return c, checkOutputs(o, l, c.insts, c.qc, a.runInputs(o, l, c.qc))
+	return c, checkOutputs(o, l, c.insts, c.qc, runInputs(o, l, c.qc, a.env))
 }
 
 // start starts what the launch decided. Everything the run will write is
@@ -481,7 +484,7 @@ func (r runner) start(tasks []job.Task, con *summary.Console) error {
 	}
 	board := launcher.NewBoard(l.runInfo(a, time.Now(), c.sharing), c.insts)
 	parts := runParts{insts: c.insts, board: board, con: con, tmux: c.tmux, wait: wait, policy: o.policy, sharing: c.sharing}
-	if parts.srv, err = a.listenControl(board, log, c.tmux != ""); err != nil {
+	if parts.srv, err = controlOf(a).listen(a.pid, board, log, c.tmux != ""); err != nil {
 		return err
 	}
 	handedOver := false
@@ -499,7 +502,7 @@ func (r runner) start(tasks []job.Task, con *summary.Console) error {
 	if begun {
 		defer c.qc.Joblog.Close()
 	}
-	peers, err := a.openPeers(wait.Context(), o, l, log)
+	peers, err := l.nodes.open(wait.Context(), o, l, a.pid, log)
 	if err != nil {
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
@@ -507,7 +510,7 @@ func (r runner) start(tasks []job.Task, con *summary.Console) error {
 		}
 		return cmp.Or(stoppedBeforeRun(wait, o, "while waiting for the queue's holder (node 0)", log), err)
 	}
-	parts.queue.peers = peers // from here closed with the socket
+	parts.queue.Peers = peers // from here closed with the socket
 	parts.metrics = newRunMetrics(l, metricsLn, board, c.insts, log)
 	if c.mps != nil {
 		daemons, err := startMPS(c.mps, c.insts, log, wait)
@@ -585,7 +588,7 @@ func (r runner) lockJoblog() (*taskqueue.JoblogLock, error) {
 	case errors.Is(err, taskqueue.ErrLockUnsupported):
 		log.Warn(fmt.Sprintf("--joblog %s: %v: another sweep on the same joblog would not be refused (docs/tasks.md, \"The joblog lock\")", path, err))
 	case err != nil:
-		return nil, usagef("--joblog %s: %v: nothing was started", path, pathless(err))
+		return nil, usagef("--joblog %s: %v: nothing was started", path, outputs.Pathless(err))
 	}
 	return lock, nil
 }
@@ -632,7 +635,7 @@ type runParts struct {
 	// leaves alone with what is below them (they are stopped after it).
 	spare []int
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
-	metrics *runMetrics
+	metrics *metrics.Exporter
 	// wait holds gpulaunch's signals until the supervisor takes them.
 	wait *launcher.Waiting
 	// policy is the run's (--ddp's with its error files' directory).
@@ -674,7 +677,7 @@ func (r runner) supervise(st runParts) error {
 	if srv != nil {
 		log.Debug("control socket " + srv.Path() + ": gpulaunch status, top, logs, signal")
 		if tmux != "" {
-			if err := a.openTmuxWindow(tmux, srv.Path(), len(insts)); err != nil {
+			if err := openTmuxWindow(tmux, srv.Path(), len(insts), a.env.List(), a.pid); err != nil {
 				log.Warn("--tmux: the window could not be laid out, the run goes on without it: " + err.Error())
 			}
 		}
@@ -729,13 +732,13 @@ func (r runner) supervise(st runParts) error {
 // task queue.
 func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) error {
 	a, l := r.a, r.l
-	code := summary.End{Console: st.con, Stderr: a.stderr, Paint: a.paint(a.stderr), Quiet: r.o.flags.quiet, Feed: st.queue.Feed,
+	code := summary.End{Console: st.con, Stderr: a.stderr, Paint: paint(a.stderr, a.env), Quiet: r.o.flags.quiet, Feed: st.queue.Feed,
 		Queue: st.queue.q, Instances: st.insts, Result: res, Started: run.Started, Group: l.group, Sharing: st.sharing}.Write()
 	if st.errs != nil {
 		st.errs.Keep(res.RootCause)
 	}
 	if l.report != "" {
-		if err := writeReport(l.report, buildReport(l, st.sharing, run, st.insts, res, code)); err != nil {
+		if err := report.WriteFile(l.report, buildReport(l, st.sharing, run, st.insts, res, code)); err != nil {
 			return err
 		}
 	}

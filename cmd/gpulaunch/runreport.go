@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
@@ -15,21 +13,8 @@ func buildReport(l *launch, sh *mps.Sharing, run launcher.RunInfo, insts []launc
 	g := l.group
 	return report.Build(report.Facts{
 		Host: l.alloc.Hostname, Command: l.argv, Monitor: l.monitor,
-		Plan: planJSON(l.alloc, l.req, l.plan, sh), Warnings: l.plan.Warnings,
+		Plan: report.PlanJSON(l.alloc, l.req, l.plan, sh), Warnings: l.plan.Warnings,
 		Launch: report.Launch{Node: g.Rank, Nodes: g.Size, WorldSize: g.Ranks(0).WorldSize, NodeFrom: g.Source, Hosts: g.Hosts, Rendezvous: l.rdv},
 		Run:    run, Instances: insts, Result: res, ExitCode: code,
 	})
-}
-
-// writeReport writes the file whole or not at all: a reader never sees
-// half a report.
-func writeReport(file string, r report.Run) error {
-	b, err := report.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := writeWhole(file, b); err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -10,6 +11,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/study"
 )
 
@@ -97,32 +99,26 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.halt, "halt", false, "stop the study at the first size that fails")
 }
 
-// notForAStudy are run's flags that scale refuses (scaling.Choices, C8).
-// scale's flag set has them, hidden, so that they are refused with the
-// reason instead of "unknown flag"; --help, the man page and the
-// completions leave them out.
-var notForAStudy = scaling.NotForAStudy
-
 // newScaleOptions is scale's flag set, registered into fresh options.
 func newScaleOptions() *scaleOptions {
 	o := &scaleOptions{fs: pflag.NewFlagSet("scale", pflag.ContinueOnError)}
 	o.fs.SetInterspersed(false)
 	o.register(o.fs)
-	for _, name := range notForAStudy {
+	// run's flags that scale refuses (scaling.Choices, C8): hidden, so
+	// that they are refused with the reason instead of "unknown flag";
+	// --help, the man page and the completions leave them out
+	for _, name := range scaling.NotForAStudy {
 		_ = o.fs.MarkHidden(name)
 	}
 	return o
 }
 
-// parseScale reads and checks scale's command line: a bad one stops here.
-func (a *app) parseScale(args []string) (*scaleOptions, error) {
-	o := newScaleOptions()
-	if done, err := a.parseFlags(o.fs, args, scaleUsage); done || err != nil {
-		return nil, err
-	}
+// read checks scale's parsed command line and decides its sizes and
+// metric: a bad one stops here.
+func (o *scaleOptions) read() error {
 	o.argv = o.fs.Args()
 	if err := o.check(); err != nil {
-		return nil, err
+		return err
 	}
 	c := o.choices()
 	o.axis = c.Axis()
@@ -132,14 +128,14 @@ func (a *app) parseScale(args []string) (*scaleOptions, error) {
 	}
 	var err error
 	if o.sizes, err = scaling.Sizes(o.axis.Flag, c.List(), most); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
 	if o.fs.Changed("metric") {
 		if o.m, err = scaling.NewMetric(o.metric, c.Of()); err != nil {
-			return nil, usageError{err}
+			return usageError{err}
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func (o *scaleOptions) choices() scaling.Choices {
@@ -158,11 +154,8 @@ func (o *scaleOptions) check() error {
 	}
 	for flag, file := range map[string]string{"--json": o.json, "--svg": o.svg} {
 		if file != "" {
-			if err := outputName("scale "+flag, file, false); err != nil {
-				return err
-			}
-			if err := checkWritable(file); err != nil {
-				return usagef("%s %s: %v: nothing was started", flag, file, err)
+			if err := outputs.Document("scale "+flag, file, "nothing was started"); err != nil {
+				return usageError{err}
 			}
 		}
 	}
@@ -186,8 +179,11 @@ func (o *scaleOptions) runFlags() []string {
 // study.Run runs --repeat rounds of every size, then the study is
 // analysed, printed and written.
 func (a *app) scale(args []string) error {
-	o, err := a.parseScale(args)
-	if o == nil {
+	o := newScaleOptions()
+	if done, err := a.parseFlags(o.fs, args, scaleUsage); done || err != nil {
+		return err
+	}
+	if err := o.read(); err != nil {
 		return err
 	}
 	log, err := o.common.loggerAt(a.stderr, zap.ErrorLevel)
@@ -231,7 +227,7 @@ func (a *app) scale(args []string) error {
 		spec := launcher.Spec{Instances: insts, Policy: runs[i].policy, Log: log, GPUs: l.src, WatchGPUs: uuids(l.alloc.GPUs), OpenMode: runs[i].openMode()}
 		points = append(points, study.Point{Size: o.sizes[i], Spec: spec, GPUs: study.GPUsUsed(l.plan), Instances: l.req.Instances, GPUsPerInstance: l.req.GPUsPerInstance})
 	}
-	if err := a.checkStudyFiles(o, points, runs, path); err != nil {
+	if err := o.checkFiles(points, runs, path, a.env); err != nil {
 		return err
 	}
 	note := ""
@@ -240,15 +236,15 @@ func (a *app) scale(args []string) error {
 	}
 	st := study.Run(study.Config{Axis: o.axis, Command: o.argv, Host: a.hostname, Repeat: o.repeat, Metric: o.m, Regex: o.metric, Unit: o.unit,
 		LowerIsBetter: o.lower, Weak: o.weak, DDP: o.run.ddp.ddp, Threshold: o.eff, Halt: o.halt, Quiet: o.run.quiet, Say: a.stderr}, points)
-	return a.reportStudy(o, st, note)
+	return o.report(st, note, a.stdout)
 }
 
-// checkStudyFiles checks, before any size runs, every file the study
+// checkFiles checks, before any size runs, every file the study
 // writes: each size's -o and -e files can be written, and none of them,
 // --json or --svg is a file the study reads or one of another kind
-// (fileClash). --json's and --svg's own writability is check's.
-func (a *app) checkStudyFiles(o *scaleOptions, points []study.Point, runs []*runOptions, path string) error {
-	uses := append(a.nodeInputs(o.common), outputs.Use{Flag: "the command", Path: path, Reads: "the program the study starts"})
+// (outputs.Clash). --json's and --svg's own writability is check's.
+func (o *scaleOptions) checkFiles(points []study.Point, runs []*runOptions, path string, env sched.Env) error {
+	uses := outputs.Reads{Simulate: o.common.simulate, NodeFile: o.common.nodeFile, EnvNodeFile: env["GPULAUNCH_NODE_FILE"], Program: path, Starter: "the study"}.Uses()
 	c := outputs.NewWritableCheck()
 	for i, p := range points {
 		for _, inst := range p.Spec.Instances {
@@ -265,27 +261,27 @@ func (a *app) checkStudyFiles(o *scaleOptions, points []study.Point, runs []*run
 	if o.svg != "" {
 		uses = append(uses, outputs.Use{Flag: "--svg", Path: o.svg, Writes: "the study's picture"})
 	}
-	return fileClash(uses, fileIdentity)
+	return asUsage(outputs.Clash(uses, outputs.Identity))
 }
 
-// reportStudy analyses the study, prints its table and verdict, writes
+// report analyses the study, prints its table and verdict on w, writes
 // --json and --svg, and says with the exit status whether it is whole.
-func (a *app) reportStudy(o *scaleOptions, st scaling.Study, gpuNote string) error {
+func (o *scaleOptions) report(st scaling.Study, gpuNote string, w io.Writer) error {
 	st.Analyse()
-	st.WriteTable(a.stdout)
+	st.WriteTable(w)
 	if o.json != "" {
 		data, err := st.JSON()
 		if err != nil {
 			return err
 		}
-		if err := writeWhole(o.json, data); err != nil {
+		if err := outputs.WriteWhole(o.json, data); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
 	if o.svg != "" {
 		data, err := st.SVG(gpuNote)
 		if err == nil {
-			err = writeWhole(o.svg, data)
+			err = outputs.WriteWhole(o.svg, data)
 		}
 		if err != nil {
 			return fmt.Errorf("--svg: %w", err)

@@ -344,7 +344,7 @@ func TestScaleOffersNoFlagItRefuses(t *testing.T) {
 	_, scaleSection, _ := strings.Cut(man, "\n.SS \"gpulaunch scale\"")
 	scaleSection, _, _ = strings.Cut(scaleSection, "\n.SS ")
 	bash, _, _ := runCLI(t, nil, "completion", "bash")
-	for _, name := range notForAStudy {
+	for _, name := range scaling.NotForAStudy {
 		if strings.Contains(help, "--"+name+" ") {
 			t.Errorf("scale --help offers --%s, which scale refuses", name)
 		}

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"regexp"
-	"regexp/syntax"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -47,143 +42,35 @@ func (tf *taskFlags) register(fs *pflag.FlagSet) {
 
 func (tf taskFlags) queueMode() bool { return tf.tasks != "" || tf.eachLine != "" }
 
-// check says what is wrong with the queue flags, before anything starts.
+// check says what is wrong with the queue flags, before anything starts
+// (taskqueue.Choices), and compiles --colsep.
 func (tf *taskFlags) check(fs *pflag.FlagSet, argv []string) error {
-	if !tf.queueMode() {
-		for _, name := range []string{"shell", "joblog", "resume", "resume-failed", "retries", "halt", "colsep"} {
-			if fs.Changed(name) {
-				return usagef("--%s belongs to a task queue: give --tasks FILE or --each-line FILE", name)
-			}
-		}
-		return nil
-	}
-	switch {
-	case tf.tasks != "" && tf.eachLine != "":
-		return usagef("--tasks and --each-line both give the tasks: use one")
-	case tf.tasks != "" && len(argv) > 0:
-		return usagef("--tasks FILE holds whole commands, so no COMMAND follows (got %q); to run COMMAND once per input line use --each-line FILE -- COMMAND {}", argv[0])
-	case tf.eachLine != "" && len(argv) == 0:
-		return usagef("--each-line FILE needs a COMMAND: gpulaunch --each-line FILE -- app {}")
-	case tf.shell && tf.eachLine != "":
-		return usagef("--shell is for --tasks lines; with --each-line give the shell yourself: -- sh -c '… \"$1\"' sh {}")
-	case (tf.resume || tf.resumeFailed) && tf.joblog == "":
-		return usagef("--resume and --resume-failed read the --joblog FILE of the earlier run: give it")
-	case tf.resume && tf.resumeFailed:
-		return usagef("--resume and --resume-failed exclude each other: --resume skips every recorded task, --resume-failed reruns the failed ones")
-	case tf.retries < 0:
-		return usagef("--retries %d: cannot be negative", tf.retries)
-	case tf.retries == 0:
-		return usagef("--retries 0: GNU parallel reads 0 as \"try forever\", which a queue on GPUs should not do; give the number of tries in all (--retries 3: at most 3 runs of a task)")
-	case fs.Changed("colsep") && tf.eachLine == "":
-		return usagef("--colsep splits --each-line's input lines into columns; a --tasks line is a whole command: give --each-line FILE -- COMMAND {1} {2}")
-	case fs.Changed("colsep") && tf.colsep == "":
-		return usagef("--colsep \"\": give the regular expression that separates the columns (--colsep ',' or --colsep '\\t')")
-	case fs.Changed("ddp"):
-		return usagef("--ddp makes a run's instances one distributed job; the tasks of a queue are independent of each other: drop --ddp, or run the job with -n N --ddp")
-	}
-	for _, name := range []string{"kill-on-bad-exit", "wait", "restarts"} {
-		if fs.Changed(name) {
-			hint := map[string]string{"kill-on-bad-exit": "--halt now,fail=1", "wait": "--halt", "restarts": "--retries"}[name]
-			return usagef("--%s is for runs of N instances; a task queue has %s", name, hint)
-		}
-	}
-	return tf.compileColsep()
+	c := taskqueue.Choices{Tasks: tf.tasks, EachLine: tf.eachLine, Shell: tf.shell, Joblog: tf.joblog, Resume: tf.resume, ResumeFailed: tf.resumeFailed,
+		Retries: tf.retries, Colsep: tf.colsep, Command: argv, Given: fs.Changed}
+	var err error
+	tf.cols, err = c.Check()
+	return asUsage(err)
 }
 
-// compileColsep reads --colsep, a Go regular expression (RE2: parallel's
-// are Perl's, which agree for the usual ',' '\t' ' +' '[;:]').
-func (tf *taskFlags) compileColsep() error {
-	if tf.colsep == "" {
-		return nil
-	}
-	re, err := regexp.Compile(tf.colsep)
-	if err != nil {
-		return usagef("--colsep %q: not a regular expression (%v): give one such as ',' or '\\t' or ' +'", tf.colsep, regexpWhy(err))
-	}
-	if re.MatchString("") {
-		return usagef("--colsep %q matches the empty string, so it would split between every character: give one that matches the separator (' +', not ' *')", tf.colsep)
-	}
-	tf.cols = re
-	return nil
-}
-
-// regexpWhy is a regexp error without Go's "error parsing regexp: " prefix.
-func regexpWhy(err error) string {
-	var se *syntax.Error
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
-	}
-	return err.Error()
-}
-
-// readLines reads the task input, from a file or stdin (what, the flag).
-func (a *app) readLines(what, name string, stdin io.Reader) ([]string, error) {
-	var r io.Reader = stdin
-	if name != "-" {
-		f, err := openInput(what, name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	var lines []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, strings.TrimSuffix(sc.Text(), "\r"))
-	}
-	switch err := sc.Err(); {
-	case errors.Is(err, bufio.ErrTooLong):
-		return nil, usagef("%s %s line %d is longer than 1 MiB, the most a task line may hold: is it the right file? Nothing was started", what, name, len(lines)+1)
-	case err != nil:
-		return nil, usagef("%s %s: reading it failed after line %d: %v: nothing was started", what, name, len(lines), pathless(err))
-	}
-	return lines, nil
-}
-
-// openInput opens the queue's input (--tasks, --each-line), or says in
-// one line what is wrong with it and what to do.
-func openInput(what, name string) (*os.File, error) {
-	fi, err := os.Stat(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, usagef("%s %s: no such file: check the path; nothing was started", what, name)
-	case errors.Is(err, fs.ErrPermission):
-		return nil, usagef("%s %s: a directory on its path is not searchable by you: nothing was started", what, name)
-	case err != nil:
-		return nil, usagef("%s %s: %v: nothing was started", what, name, pathless(err))
-	case fi.IsDir():
-		return nil, usagef("%s %s is a directory: give the file that holds one task per line; nothing was started", what, name)
-	}
-	f, err := os.Open(name)
-	switch {
-	case errors.Is(err, fs.ErrPermission):
-		return nil, usagef("%s %s is not readable by you (chmod u+r %s): nothing was started", what, name, name)
-	case err != nil:
-		return nil, usagef("%s %s: %v: nothing was started", what, name, pathless(err))
-	}
-	return f, nil
-}
-
-// buildTasks turns the input into tasks (taskqueue.Lines.Task, which
-// says which lines are tasks), each command resolved, so that a bad line
-// stops the queue before anything starts.
-func (a *app) buildTasks(tf taskFlags, argv []string, files []taskqueue.FilePattern, stdin io.Reader) ([]job.Task, error) {
+// buildTasks turns the input (taskqueue.ReadInput) into tasks
+// (taskqueue.Lines.Task, which says which lines are tasks), each command
+// resolved in PATH, so that a bad line stops the queue before anything
+// starts.
+func buildTasks(tf taskFlags, argv []string, files []taskqueue.FilePattern, stdin io.Reader, PATH string) ([]job.Task, error) {
 	in := taskqueue.Lines{What: "--tasks", Src: tf.tasks + tf.eachLine, Whole: tf.tasks != "", Shell: tf.shell, Template: argv, Cols: tf.cols, Files: files}
 	if tf.eachLine != "" {
 		in.What = "--each-line"
 	}
-	lines, err := a.readLines(in.What, in.Src, stdin)
+	lines, err := taskqueue.ReadInput(in.What, in.Src, stdin)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	resolved := map[string]string{}
 	resolve := func(name string) (string, error) {
 		if p, ok := resolved[name]; ok {
 			return p, nil
 		}
-		p, err := lookPath(name, a.env["PATH"])
+		p, err := lookPath(name, PATH)
 		resolved[name] = p
 		return p, err
 	}
@@ -246,7 +133,3 @@ func skipDone(tasks []job.Task, tf taskFlags, log *zap.Logger) ([]job.Task, int,
 	}
 	return r.Todo, r.Skipped, nil
 }
-
-// shellJoin is taskqueue.ShellJoin: argv as the joblog's Command column
-// writes it.
-func shellJoin(args []string) string { return taskqueue.ShellJoin(args) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // queueTaskScript is the fake task, a shell script because a queue test
@@ -401,7 +402,7 @@ func TestQueueProgressOnATerminal(t *testing.T) {
 	}
 	// stdout a terminal, stderr a file (OpenMPI's rank 0): no line in the file
 	errFile := filepath.Join(dir, "stderr")
-	cmd = exec.Command("script", "-qec", strings.Join(args, " ")+" 2>"+shellQuote(errFile), "/dev/null")
+	cmd = exec.Command("script", "-qec", strings.Join(args, " ")+" 2>"+taskqueue.ShellQuote(errFile), "/dev/null")
 	cmd.Env = append(os.Environ(), "GLTEST_MAIN=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)

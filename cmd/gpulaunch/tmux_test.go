@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // In a real, detached tmux server: gpulaunch -n 4 --tmux runs in one
@@ -30,7 +32,7 @@ func TestTmuxLayout(t *testing.T) {
 		return strings.TrimRight(string(out), "\n"), err
 	}
 	done := t.TempDir() + "/done"
-	launch := strings.Join(append([]string{shellQuote(os.Args[0]), "-n", "4", "-G", "0", "-O", "--tmux"},
+	launch := strings.Join(append([]string{taskqueue.ShellQuote(os.Args[0]), "-n", "4", "-G", "0", "-O", "--tmux"},
 		shellQuoteAll(helperArgs("hello", "1s"))...), " ") + "; echo $? > " + done + ".tmp; mv " + done + ".tmp " + done + "; sleep 60"
 	// (written beside and renamed: the test must not read it half written)
 	if out, err := tmux("new-session", "-d", "-s", "main", "-x", "200", "-y", "60", launch); err != nil {
@@ -139,7 +141,7 @@ func checkTmuxGrid(t *testing.T, listing string, n int) {
 func shellQuoteAll(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		out[i] = shellQuote(a)
+		out[i] = taskqueue.ShellQuote(a)
 	}
 	return out
 }

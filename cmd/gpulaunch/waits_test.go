@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 )
 
 // The phases in which gpulaunch waits before its run, and the helper
@@ -103,7 +105,7 @@ func jobsMPSPhase() waitPhase {
 	return waitPhase{name: "asking the node's MPS",
 		start: func(t *testing.T, marker string) (*signalRun, func() bool) {
 			bin, asked := t.TempDir(), filepath.Join(t.TempDir(), "asked")
-			script := "#!/bin/sh\nif [ $# -eq 0 ]; then : > " + asked + "; exec sleep 600; fi\nexec " + shellQuote(os.Args[0]) + " \"$@\"\n"
+			script := "#!/bin/sh\nif [ $# -eq 0 ]; then : > " + asked + "; exec sleep 600; fi\nexec " + taskqueue.ShellQuote(os.Args[0]) + " \"$@\"\n"
 			if err := os.WriteFile(filepath.Join(bin, "nvidia-cuda-mps-control"), []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -369,7 +371,7 @@ func runTmuxHelpers(t *testing.T, marker string, short bool) helperRun {
 	}
 	status := filepath.Join(dir, "status")
 	// the launching shell stays after gpulaunch, with its sleep: spared
-	launch := strings.Join(append([]string{shellQuote(os.Args[0]), "-n", "2", "-G", "0", "-O", "--tmux", "--monitor-interval", "1s"},
+	launch := strings.Join(append([]string{taskqueue.ShellQuote(os.Args[0]), "-n", "2", "-G", "0", "-O", "--tmux", "--monitor-interval", "1s"},
 		shellQuoteAll(helperArgs("hello", life))...), " ") + "; echo $? > " + status + ".tmp; mv " + status + ".tmp " + status + "; sleep 60"
 	if out, err := tmux("new-session", "-d", "-s", "main", "-x", "200", "-y", "60", launch); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)

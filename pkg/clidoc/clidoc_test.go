@@ -120,3 +120,44 @@ func TestRoffEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestCompletionByShell(t *testing.T) {
+	cmds := []Command{{Name: "run", Summary: "run"}}
+	for shell, want := range map[string]string{"bash": Bash(cmds, "v1"), "zsh": Zsh(cmds, "v1"), "fish": Fish(cmds, "v1")} {
+		if script, ok := Completion(shell, cmds, "v1"); !ok || script != want {
+			t.Errorf("Completion(%s) = %.40q…, %v: want its script", shell, script, ok)
+		}
+	}
+	if len(Shells) != 3 {
+		t.Errorf("Shells = %v: want bash, zsh and fish", Shells)
+	}
+	if script, ok := Completion("tcsh", cmds, "v1"); ok || script != "" {
+		t.Errorf("Completion(tcsh) = %q, %v: want none", script, ok)
+	}
+}
+
+// Sources.Commands: the names' order, a summary or the usage's first
+// sentence, the flag sets' flags but the hidden.
+func TestSourcesCommands(t *testing.T) {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.String("output", "", "write to `FILE`")
+	fs.Bool("ddp", false, "one job")
+	_ = fs.MarkHidden("ddp")
+	s := Sources{Names: []string{"run", "top"}, FlagSets: map[string]*pflag.FlagSet{"run": fs},
+		Usages:    map[string]string{"run": "Usage: x run", "top": "Usage: x top\n\nThe table, refreshed. Printed once otherwise."},
+		Summaries: map[string]string{"run": "run a program"}, Operands: map[string][]Operand{"run": {{Command: true}}},
+		Choices: func(string) []string { return nil }, Files: map[string]bool{"output": true}}
+	got := s.Commands()
+	if len(got) != 2 || got[0].Name != "run" || got[1].Name != "top" {
+		t.Fatalf("Commands() = %+v: want run, top", got)
+	}
+	if got[0].Summary != "run a program" || got[1].Summary != "The table, refreshed" {
+		t.Errorf("summaries %q, %q", got[0].Summary, got[1].Summary)
+	}
+	if len(got[0].Flags) != 1 || got[0].Flags[0].Name != "output" || !got[0].Flags[0].File || got[0].Flags[0].ValueName != "FILE" {
+		t.Errorf("run's flags = %+v: want --output FILE only", got[0].Flags)
+	}
+	if len(got[0].Operands) != 1 || got[1].Flags != nil {
+		t.Errorf("operands %+v, top's flags %+v", got[0].Operands, got[1].Flags)
+	}
+}

@@ -127,3 +127,37 @@ func shortUsage(usage string) string {
 	}
 	return usage
 }
+
+// Sources are what a program's commands are described from: what each
+// command itself builds and says, by command name.
+type Sources struct {
+	Names     []string                  // the commands, in their order
+	FlagSets  map[string]*pflag.FlagSet // each command's flags; none: nil
+	Usages    map[string]string         // each command's --help text
+	Summaries map[string]string         // each command's line (Summaries)
+	Operands  map[string][]Operand
+	Choices   func(flag string) []string // a flag's values, where a list (FlagOf)
+	Files     map[string]bool            // the flags whose value names a file
+}
+
+// Commands are the commands of s, in its order. A command without a
+// summary is summed up by its usage's FirstSentence; a hidden flag is
+// left out (the command refuses it, with the reason).
+func (s Sources) Commands() []Command {
+	out := make([]Command, 0, len(s.Names))
+	for _, name := range s.Names {
+		c := Command{Name: name, Summary: s.Summaries[name], Usage: s.Usages[name], Operands: s.Operands[name]}
+		if c.Summary == "" {
+			c.Summary = FirstSentence(c.Usage)
+		}
+		if fs := s.FlagSets[name]; fs != nil {
+			fs.VisitAll(func(f *pflag.Flag) {
+				if !f.Hidden {
+					c.Flags = append(c.Flags, FlagOf(f, s.Choices(f.Name), s.Files[f.Name]))
+				}
+			})
+		}
+		out = append(out, c)
+	}
+	return out
+}

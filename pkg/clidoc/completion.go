@@ -404,3 +404,20 @@ function __gpulaunch_operand
 end
 
 `
+
+// Shells are the shells Completion writes a script for.
+var Shells = []string{"bash", "zsh", "fish"}
+
+// Completion is shell's completion script (Bash, Zsh, Fish); false for a
+// shell it has none for.
+func Completion(shell string, cmds []Command, version string) (string, bool) {
+	switch shell {
+	case "bash":
+		return Bash(cmds, version), true
+	case "zsh":
+		return Zsh(cmds, version), true
+	case "fish":
+		return Fish(cmds, version), true
+	}
+	return "", false
+}

@@ -12,8 +12,10 @@
 // accessible by mistake, a descriptor passed on).
 //
 // Its client side also holds the clients' rules: which running gpulaunch
-// a command means (Choose: --pid, --socket, the job's one run) and how
-// top follows a run to its end (Watch).
+// a command means (Choose: --pid, --socket, the job's one run), how
+// top follows a run to its end (Watch), logs' --tail (Tail) and signal's
+// INSTANCE (ParseTarget). A run opens its socket with ListenRun, which
+// leaves nothing behind when a run that requires it is refused.
 //
 // It may touch the socket, its directory and the run's Board (pkg/launcher),
 // which it reads and asks to signal; it starts no process.

@@ -3,6 +3,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -63,4 +64,36 @@ func ParseSignal(s string) (syscall.Signal, error) {
 		return sig, nil
 	}
 	return 0, fmt.Errorf("signal %q: not a signal name (TERM, INT, USR1, USR2, HUP, KILL, … or a number)", s)
+}
+
+// Tail is the Request's Tail for `logs --tail N` (given: --tail was on
+// the command line; follow: -f). The rules, in order:
+//  1. A negative count is refused.
+//  2. --tail 0 without -f would show nothing at all: refused, with the
+//     choices.
+//  3. --tail 0 with -f is only what comes next (TailNone, as tail -f -n 0).
+//  4. Otherwise the last N lines; 0 (not given) every line kept.
+func Tail(n int, given, follow bool) (int, error) {
+	switch {
+	case n < 0:
+		return 0, fmt.Errorf("--tail %d: cannot be negative", n)
+	case n == 0 && given && !follow:
+		return 0, errors.New("--tail 0 shows none of the recent output, and without -f nothing else: give -f to follow what comes next, --tail N for the last N lines, or leave --tail out for all that is kept")
+	case n == 0 && given:
+		return TailNone, nil
+	}
+	return n, nil
+}
+
+// ParseTarget reads `signal`'s INSTANCE: an instance number, or "all"
+// (launcher.AllInstances).
+func ParseTarget(word string) (int, error) {
+	if word == "all" {
+		return launcher.AllInstances, nil
+	}
+	n, err := strconv.Atoi(word)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("signal %q: INSTANCE is an instance number or all", word)
+	}
+	return n, nil
 }

@@ -294,3 +294,22 @@ func reply(conn net.Conn, r Response) bool {
 	_ = conn.SetWriteDeadline(time.Time{})
 	return err == nil
 }
+
+// ListenRun opens the control socket of the run pid in the directory of
+// dirs that ListenDir picks (Listen), and tells the board its path. When
+// it cannot, and the socket is required (the run is refused without it),
+// the directory made for it just now, still empty, is removed: a refused
+// run leaves nothing behind.
+func ListenRun(dirs []string, host string, pid, uid int, board *launcher.Board, log *zap.Logger, required bool) (*Server, error) {
+	dir := ListenDir(dirs, host, pid)
+	_, statErr := os.Lstat(dir)
+	srv, err := Listen(dir, host, pid, uid, board, log)
+	if err == nil {
+		board.SetSocket(srv.Path())
+		return srv, nil
+	}
+	if required && statErr != nil {
+		_ = os.Remove(dir)
+	}
+	return nil, err
+}

@@ -20,7 +20,8 @@
 // sampler measures, the board's table becomes a Snapshot by FromBoard's
 // rules (board_linux.go). metrics.go is pure; file.go names the
 // --metrics-file (FileName) and its Exporter writes it whole
-// and serves /metrics on the listener it is given; lock_linux.go keeps a
+// and serves /metrics on the listener it is given, which flags.go opens
+// (Listen) once the flags are checked (CheckFlags); lock_linux.go keeps a
 // second gpulaunch off the file (pkg/filelock, the joblog's lock). The
 // Linux-only parts (the board, the lock) are the _linux.go files: the
 // rest builds everywhere.

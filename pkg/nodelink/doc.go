@@ -24,5 +24,6 @@
 // closed as the holder, a relay that first waits for its group and
 // answers INT, TERM and QUIT while it does, or another node), how often
 // the holder sends its counts (StatusEvery), and the warnings of the
-// link's hooks.
+// link's hooks; settings.go reads what a queue over several nodes needs
+// from the environment, alike on every node (ReadSettings).
 package nodelink

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,4 +104,23 @@ var pseudoFS = map[int64]string{
 	unix.PROC_SUPER_MAGIC: "proc", unix.SYSFS_MAGIC: "sysfs", unix.CGROUP_SUPER_MAGIC: "cgroup", unix.CGROUP2_SUPER_MAGIC: "cgroup2",
 	unix.DEBUGFS_MAGIC: "debugfs", unix.TRACEFS_MAGIC: "tracefs", unix.SECURITYFS_MAGIC: "securityfs", unix.BPF_FS_MAGIC: "bpf",
 	unix.PSTOREFS_MAGIC: "pstore", unix.EFIVARFS_MAGIC: "efivarfs", unix.DEVPTS_SUPER_MAGIC: "devpts",
+}
+
+// Document checks, before anything is done, a file a command writes
+// whole (report's --svg and --html, scale's --json and --svg): flag is
+// its kind's (Kinds: "report --svg"), nothing what a refusal says was not
+// done. The rules, in order:
+//  1. Its name is one its kind reads (Name).
+//  2. "-" is stdout, where its kind has one: there is no file to check.
+//  3. It can be replaced whole (WritableCheck.Replaced); a refusal names
+//     the command's own flag (--svg).
+func Document(flag, path, nothing string) error {
+	if err := Name(flag, path, false); err != nil || path == "-" {
+		return err
+	}
+	if err := NewWritableCheck().Replaced(filepath.Clean(path)); err != nil {
+		_, own, _ := strings.Cut(flag, " ")
+		return fmt.Errorf("%s %s: %v: %s", own, path, err, nothing)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@
 //     its text (InfoJSON, WriteInfo).
 //
 // It decides nothing about a run and touches no file but the one Read
-// is given (and the directory FileFor checks): the CLI writes the
-// documents where the user said.
+// is given (and the directory FileFor checks) and the report WriteFile
+// writes whole (outputs.WriteWhole); the CLI writes the other documents
+// where the user said.
 package report

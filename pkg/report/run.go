@@ -4,10 +4,12 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
@@ -180,4 +182,17 @@ func Marshal(r Run) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// WriteFile writes the report to file whole or not at all
+// (outputs.WriteWhole): a reader never sees half a report.
+func WriteFile(file string, r Run) error {
+	b, err := Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := outputs.WriteWhole(file, b); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
 }

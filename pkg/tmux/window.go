@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -84,4 +85,24 @@ func (w Window) paneCmd(args ...string) string {
 		q = append(q, taskqueue.ShellQuote(s))
 	}
 	return strings.Join(q, " ")
+}
+
+// Check says why --tmux cannot open its window for n instances, before
+// anything starts, and is the tmux program's path. The rules, in order:
+//  1. gpulaunch runs inside a tmux session (inTmux, $TMUX, is set): the
+//     window opens in it.
+//  2. n panes fit a window: at most MaxPanes.
+//  3. tmux is in PATH.
+func Check(inTmux string, n int) (string, error) {
+	if inTmux == "" {
+		return "", errors.New("--tmux opens its panes in the tmux session it runs in, and this shell is not in tmux (TMUX is not set): start tmux (or smux) first, or drop --tmux and use `gpulaunch top` / `gpulaunch logs -f N` from another shell")
+	}
+	if n > MaxPanes {
+		return "", fmt.Errorf("--tmux opens one pane per instance, and %d panes do not fit a window (at most %d): drop --tmux and use `gpulaunch top` and `gpulaunch logs -f N`", n, MaxPanes)
+	}
+	path, err := exec.LookPath("tmux")
+	if err != nil {
+		return "", errors.New("--tmux: tmux is not in PATH")
+	}
+	return path, nil
 }
