@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
-	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
@@ -118,11 +117,3 @@ func describeSent(sent []Signalled) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// FormatBytes is a size as the summary and the log write it: "1.5 GiB",
-// "640.0 MiB"; "-" for 0, never sampled (table.Bytes, its one home).
-func FormatBytes(b uint64) string { return table.Bytes(b) }
-
-// orDash is a value for a table or the log: "-" when there is none
-// (table.OrDash, its one home).
-func orDash(s string) string { return table.OrDash(s) }

@@ -9,6 +9,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
@@ -52,7 +53,7 @@ func (s *supervisor) fold(now time.Time, procs *process.ProcTable, usage []gpu.U
 		sl.tl.Sample(now.Sub(s.begun).Seconds(), util, mem, sl.cpuPercent, float64(sl.rss))
 		s.publish(i)
 		if s.policy.overMemoryCap(sl.rss, sl.endedBy) {
-			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, FormatBytes(sl.rss), FormatBytes(s.policy.MemPerTask)))
+			s.log.Warn(fmt.Sprintf("instance %d uses %s, over --mem-per-task %s: ending it", i, table.Bytes(sl.rss), table.Bytes(s.policy.MemPerTask)))
 			s.terminate(i, job.EndedMemory)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
@@ -813,7 +814,7 @@ func (s *supervisor) noteStart(i int) {
 	j, b := sl.job, sl.inst.Binding
 	msg := fmt.Sprintf("%s started in slot %d: pid %d", j.Name(i), i, sl.pid)
 	if j.Task.Seq == 0 {
-		msg = fmt.Sprintf("%s started: pid %d, GPU %s, CPUs %s, memory %s", j.Name(i), sl.pid, orDash(sl.inst.GPUs), b.DescribeCPUs(), orDash(b.DescribeMemory()))
+		msg = fmt.Sprintf("%s started: pid %d, GPU %s, CPUs %s, memory %s", j.Name(i), sl.pid, table.OrDash(sl.inst.GPUs), b.DescribeCPUs(), table.OrDash(b.DescribeMemory()))
 	}
 	fields := append(j.Fields(i), zap.Int("pid", sl.pid), zap.String("gpus", sl.inst.GPUs), zap.String("cpus", b.CPUs.String()),
 		zap.String("mem_policy", string(b.MemPolicy)), zap.String("mem_nodes", b.MemNodes.String()))

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gpulaunch/gpulaunch/pkg/table"
 )
 
 // Whole says whether every size ran every round and gave a figure: the
@@ -54,7 +56,7 @@ func (s *Study) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "GPUS\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tIDEAL\tEFFICIENCY\tGPU%%\tGPU MEM/GPU\tSTATUS\n", metric)
 	for _, p := range s.Points {
 		fmt.Fprintf(tw, "%d\t%d×%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.GPUs, p.Instances, p.GPUsPerInstance, num(p.Median, "%.4g"),
-			spread(p), num(p.Speedup, "%.2f"), num(p.Ideal, "%.2g"), percent(p.Efficiency), num(p.GPUUtil, "%.0f"), bytesOrDash(p.GPUMemPerGPU), p.Status)
+			spread(p), num(p.Speedup, "%.2f"), num(p.Ideal, "%.2g"), percent(p.Efficiency), num(p.GPUUtil, "%.0f"), table.BytesOf(p.GPUMemPerGPU), p.Status)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
@@ -79,12 +81,4 @@ func spread(p Point) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.4g..%.4g", *p.Min, *p.Max)
-}
-
-// bytesOrDash is a size in GiB, one decimal: "1.5 GiB".
-func bytesOrDash(x *float64) string {
-	if x == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f GiB", *x/(1<<30))
 }

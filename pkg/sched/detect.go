@@ -1,14 +1,19 @@
 package sched
 
 // schedulers are the batch systems gpulaunch reads, in the order Detect
-// asks them. Slurm is asked first: a Flux instance or a PBS job started
-// inside a Slurm allocation (flux start under srun) is still that Slurm
-// job's, and Slurm's variables leak into it. Adding a scheduler is its
-// file and a line here.
+// asks them: the innermost first. A Flux instance started inside a Slurm
+// allocation (`flux start` under srun, as LLNL runs Flux on Slurm
+// clusters) runs its jobs with the Slurm job's variables leaked into
+// them: there the live grant is the Flux job's (FLUX_JOB_ID is set only
+// inside one), and taking the outer Slurm job's would give every `flux
+// run` of the instance the same launch name, and so the same rendezvous
+// port. Nothing starts Slurm or Flux jobs inside a PBS job's mpiexec, so
+// PBS comes before Slurm too. Adding a scheduler is its file and a line
+// here.
 var schedulers = []Scheduler{
-	slurm{},
 	flux{},
 	pbs{},
+	slurm{},
 }
 
 // Detect reads the allocation of the first scheduler whose job env is;

@@ -86,3 +86,20 @@ func TestFluxUnevenAndMalformed(t *testing.T) {
 		})
 	}
 }
+
+// Detect asks the innermost scheduler first: a `flux run` task of a Flux
+// instance started under srun (`srun -N2 flux start …`) carries the Slurm
+// job's and step's variables too, leaked from srun; its grant and its
+// launch name are the Flux job's, else every `flux run` of the instance
+// would share one rendezvous port.
+func TestFluxInsideSlurmIsFlux(t *testing.T) {
+	env := fluxRunTask()
+	for k, v := range map[string]string{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_NODEID": "0", "SLURM_PROCID": "0",
+		"SLURM_LOCALID": "0", "SLURM_STEP_NODELIST": "n[1-2]", "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_GPUS_ON_NODE": "0"} {
+		env[k] = v
+	}
+	a, _ := Detect(env)
+	if a.Scheduler != "flux" || a.JobID != "ƒ2Zqa8J7oT" || a.LaunchKey != "ƒ2Zqa8J7oT" {
+		t.Fatalf("got %+v, want the Flux job's", a)
+	}
+}

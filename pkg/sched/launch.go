@@ -32,5 +32,5 @@ func QueueRunID(env Env, source string) (string, error) {
 	case env["PMIX_NAMESPACE"] != "":
 		return "pmix-" + env["PMIX_NAMESPACE"], nil
 	}
-	return "", errors.New("a task queue over several nodes needs a name for this launch that every node shares: run it under srun or OpenMPI's mpirun, or export GPULAUNCH_RUN_ID=<a word unique to this run> before the launcher")
+	return "", errors.New("a task queue over several nodes needs a name for this launch that every node shares: run it under srun, `flux run` or OpenMPI's mpirun, or export GPULAUNCH_RUN_ID=<a word unique to this run> before the launcher")
 }

@@ -45,8 +45,9 @@ func TestQueueRunID(t *testing.T) {
 	}
 }
 
-// Detect asks Slurm first: a Flux instance or PBS variables inside a
-// Slurm job are still that job's.
+// Detect asks the innermost scheduler first: the jobs of a Flux
+// instance started under srun carry the Slurm job's leaked variables, and
+// are the Flux job's.
 func TestDetectOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -54,7 +55,8 @@ func TestDetectOrder(t *testing.T) {
 		want string
 	}{
 		{"nothing: no scheduler", Env{}, ""},
-		{"flux start under srun: Slurm's job", Env{"SLURM_JOB_ID": "9", "FLUX_JOB_ID": "ƒa"}, "slurm"},
+		{"flux start under srun: the Flux job's", Env{"SLURM_JOB_ID": "9", "FLUX_JOB_ID": "ƒa"}, "flux"},
+		{"a Slurm job: Slurm's", Env{"SLURM_JOB_ID": "9"}, "slurm"},
 		{"flux", Env{"FLUX_JOB_ID": "ƒa"}, "flux"},
 		{"pbs", Env{"PBS_JOBID": "1.pbs"}, "pbs"},
 		{"PALS variables without a PBS job: ranks only", Env{"PALS_RANKID": "0", "PALS_LOCAL_RANKID": "0"}, ""},

@@ -102,8 +102,13 @@ func DetectLocalRank(env Env, a Allocation, maxRanks int) (LocalRank, bool, erro
 
 // DetectGlobalRank finds the launcher's global rank and size, the
 // scheduler's own launcher's last (SLURM_PROCID counts only inside an srun
-// step, with SLURM_STEP_NUM_TASKS, or SLURM_NTASKS, as the size).
+// step, with SLURM_STEP_NUM_TASKS, or SLURM_NTASKS, as the size). A rank
+// whose size no variable gives is no rank, except where the scheduler says
+// this is not the launch's first node (PALS_RANKID=3 and PALS_NODEID=1,
+// without PALS_SIZE or PMI_SIZE): that is an error, since the launch is
+// then not this node's alone and nothing says how many ranks it has.
 func DetectGlobalRank(env Env, a Allocation) (GlobalRank, bool, error) {
+	sizeless := "" // a launcher's rank above 0 whose size is not set
 	for _, v := range globalRankVars {
 		val, ok := env[v.rank]
 		if !ok {
@@ -111,6 +116,9 @@ func DetectGlobalRank(env Env, a Allocation) (GlobalRank, bool, error) {
 		}
 		size, sok := env[v.size]
 		if !sok {
+			if sizeless == "" && strings.TrimSpace(val) != "0" {
+				sizeless = fmt.Sprintf("%s=%s is set but not %s", v.rank, val, v.size)
+			}
 			continue
 		}
 		g := GlobalRank{Source: v.rank}
@@ -123,17 +131,30 @@ func DetectGlobalRank(env Env, a Allocation) (GlobalRank, bool, error) {
 		return g, true, nil
 	}
 	g, ok := a.rules().StepGlobalRank(a, env)
+	if !ok && sizeless != "" && a.NodeID > 0 {
+		// the scheduler says this is not the launch's first node, so the
+		// launch is not this node's alone: taking it for one would give
+		// each node a world of its own, ranks from 0, and no error
+		return GlobalRank{}, false, fmt.Errorf("%s, while the %s job says this is node %d of the launch: gpulaunch cannot place this node's ranks among the others; export the launcher's size variable (PMI_SIZE, or PALS_SIZE under PALS' mpiexec) or start gpulaunch through a launcher that sets it", sizeless, a.Scheduler, a.NodeID)
+	}
 	return g, ok, nil
 }
 
 // ManyLaunchersFix is how to start one gpulaunch of n instances per node
 // instead of one in every rank a launcher started (lr): in the words of
-// the scheduler's own launcher when lr is its, else mpirun's.
+// the scheduler's own launcher when lr is its, of PALS' mpiexec or `flux
+// run` when lr is theirs, else mpirun's.
 func ManyLaunchersFix(a Allocation, lr LocalRank, n int) string {
 	if a.FromStep(lr.Source) {
 		if fix := a.OnePerNodeFix(n); fix != "" {
 			return fix
 		}
+	}
+	switch lr.Source {
+	case palsLocalRank.rank:
+		return fmt.Sprintf("start one gpulaunch per node (`mpiexec --ppn 1 gpulaunch -n %d -- …`)", n)
+	case fluxLocalRank.rank:
+		return fmt.Sprintf("start one gpulaunch per node (`flux run -N NODES --tasks-per-node=1 gpulaunch -n %d -- …`)", n)
 	}
 	return fmt.Sprintf("start one gpulaunch per node (`mpirun --map-by ppr:1:node gpulaunch -n %d -- …`)", n)
 }

@@ -39,3 +39,39 @@ func TestDetectGlobalRank(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A rank above 0 whose launcher gives no size (PALS_RANKID without
+// PALS_SIZE or PMI_SIZE) on a node the scheduler says is not the
+// launch's first (PALS_NODEID=1) is refused: taken for a launch of this
+// node alone, every node would number its ranks from 0 (--ddp's worlds
+// apart, %n 0 everywhere) and say nothing. Rank 0 without a size, and a
+// size from another launcher, are not refused.
+func TestGlobalRankWithoutSizeIsRefused(t *testing.T) {
+	pbs := Env{"PBS_JOBID": "9876.aurora-pbs", "PALS_RANKID": "3", "PALS_LOCAL_RANKID": "1", "PALS_NODEID": "1", "PALS_LOCAL_SIZE": "2"}
+	a, _ := Detect(pbs)
+	if _, _, err := DetectGlobalRank(pbs, a); err == nil || !strings.Contains(err.Error(), "PALS_RANKID=3 is set but not PALS_SIZE") {
+		t.Errorf("PALS_RANKID=3 without a size: %v, want a refusal naming it", err)
+	}
+	pbs["PALS_RANKID"] = "0"
+	if _, ok, err := DetectGlobalRank(pbs, a); err != nil || ok {
+		t.Errorf("rank 0 without a size: ok %v, %v; want no rank and no error", ok, err)
+	}
+	pbs["PALS_RANKID"], pbs["PMI_RANK"], pbs["PMI_SIZE"] = "3", "3", "4"
+	if g, ok, err := DetectGlobalRank(pbs, a); err != nil || !ok || g.Rank != 3 || g.Size != 4 {
+		t.Errorf("PMI's size beside PALS: %+v %v %v, want 3 of 4", g, ok, err)
+	}
+}
+
+// The fix for one gpulaunch in every rank is said in the words of the
+// launcher that started them.
+func TestManyLaunchersFixByLauncher(t *testing.T) {
+	for src, want := range map[string]string{
+		"PALS_LOCAL_RANKID":          "mpiexec --ppn 1 gpulaunch -n 4",
+		"FLUX_TASK_LOCAL_ID":         "flux run -N NODES --tasks-per-node=1 gpulaunch -n 4",
+		"OMPI_COMM_WORLD_LOCAL_RANK": "mpirun --map-by ppr:1:node gpulaunch -n 4",
+	} {
+		if got := ManyLaunchersFix(None(), LocalRank{Rank: 1, Size: 4, Source: src}, 4); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q in it", src, got, want)
+		}
+	}
+}
