@@ -143,6 +143,14 @@ func Run(spec Spec) (Result, error) {
 	ctx, endLoop := context.WithCancel(ctx)
 	s.ctx, s.leftovers = ctx, group
 	defer s.closeThreads()
+	// The reaper's sweep joins the group before the slots start: a
+	// process that ends during the starts and leaves a stream behind
+	// (a daemon still holding its pipe) hands it to leftovers from its
+	// slot's thread, and a group counting nothing yet would have that
+	// Go race with Wait (the race detector caught it once in make test:
+	// TestQueueCrashThenResumeRunsEachTaskOnce). Forks and sweeps share
+	// the reaper's lock, so sweeping during the starts is safe.
+	group.Go(func() error { s.reaper.SweepUntil(ctx); return nil })
 	startErr := s.startAll()
 	sm := s.newSampler(spec, s.policy.sampleEvery())
 	// One sample now, thrown away, to learn whether the backend measures
@@ -153,7 +161,6 @@ func Run(spec Spec) (Result, error) {
 	group.Go(func() error {
 		return sm.Run(ctx, func(now time.Time, procs *process.ProcTable, usage []gpu.Usage) { s.fold(now, procs, usage, sm) })
 	})
-	group.Go(func() error { s.reaper.SweepUntil(ctx); return nil })
 	err = group.Wait()
 	s.stopTimers()
 	if err = errors.Join(startErr, err); err != nil {
