@@ -32,7 +32,6 @@ const (
 type nodeQueue struct {
 	role queueRole
 	nodelink.Settings
-	opened bool // the holder's link is open: its Close tells the nodes
 }
 
 // newNodeQueue decides this node's part, for a queue over the nodes of g
@@ -59,9 +58,10 @@ func newNodeQueue(o *runOptions, g nodegroup.NodeGroup, env sched.Env) (nodeQueu
 }
 
 // failed tells the other nodes that the holder stopped before the queue
-// began, so that they stop too, with its reason.
-func (nq nodeQueue) failed(err error, log *zap.Logger) {
-	if nq.role != roleHolder || err == nil || nq.opened {
+// began, so that they stop too, with its reason; unless its link is open
+// (linkOpened), whose Close tells them.
+func (nq nodeQueue) failed(err error, linkOpened bool, log *zap.Logger) {
+	if nq.role != roleHolder || err == nil || linkOpened {
 		return
 	}
 	if ferr := nodelink.Fail(nq.KeyDir, nq.Run, err.Error()); ferr != nil {
@@ -160,13 +160,12 @@ func (rq runQueue) work() launcher.Work {
 
 // open opens the link of a queue over several nodes: the holder
 // listens, another node joins it (until ctx ends).
-func (nq *nodeQueue) open(ctx context.Context, o *runOptions, l *launch, pid int, log *zap.Logger) (nodelink.Peers, error) {
+func (nq nodeQueue) open(ctx context.Context, o *runOptions, l *launch, pid int, log *zap.Logger) (nodelink.Peers, error) {
 	var p nodelink.Peers
 	var err error
 	switch nq.role {
 	case roleHolder:
 		p.Holder, err = nq.hold(o, l, pid, log)
-		nq.opened = err == nil
 	case roleNode:
 		p.Feed, p.Worker, err = nq.join(ctx, o, l, log)
 		if err == nil && p.Worker.Relaying() {

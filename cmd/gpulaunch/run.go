@@ -305,13 +305,13 @@ func (a *app) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	r := runner{a, o, l, log}
+	r := &runner{a: a, o: o, l: l, log: log}
 	// The tasks are read where the queue is kept: here, or on node 0 of
 	// a queue over several nodes, whose other nodes never read the input.
 	var tasks []job.Task
 	if o.tasks.queueMode() && l.nodes.role != roleNode {
 		if tasks, err = buildTasks(o.tasks, o.argv, o.outputPatterns(), a.stdin, a.env["PATH"]); err != nil {
-			l.nodes.failed(err, log)
+			l.nodes.failed(err, false, log)
 			return err
 		}
 	}
@@ -320,7 +320,7 @@ func (a *app) run(args []string) error {
 	}
 	err = r.start(tasks, con)
 	if errors.As(err, new(usageError)) || errors.As(err, new(commandError)) {
-		l.nodes.failed(err, log) // refused before the queue began: the other nodes stop too
+		l.nodes.failed(err, r.linkOpened, log) // refused before the queue began: the other nodes stop too
 	}
 	return err
 }
@@ -381,6 +381,10 @@ type runner struct {
 	o   *runOptions
 	l   *launch
 	log *zap.Logger
+	// linkOpened: this node holds a queue over several nodes and its link
+	// is open, so its Close tells the other nodes how the queue ended
+	// (nodeQueue.failed need not). State of the run, not of the launch.
+	linkOpened bool
 }
 
 // startChecks are what checkStart found ready to start.
@@ -453,7 +457,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 // ends with its status (stoppedBeforeRun). What it opens it closes with
 // defer, when it returns: the control socket and the link to the other
 // nodes only if the run did not take them over (supervise closes them).
-func (r runner) start(tasks []job.Task, con *summary.Console) error {
+func (r *runner) start(tasks []job.Task, con *summary.Console) error {
 	a, o, l, log := r.a, r.o, r.l, r.log
 	wait := launcher.StartWaiting()
 	defer wait.Stop()
@@ -503,6 +507,7 @@ func (r runner) start(tasks []job.Task, con *summary.Console) error {
 		defer c.qc.Joblog.Close()
 	}
 	peers, err := l.nodes.open(wait.Context(), o, l, a.pid, log)
+	r.linkOpened = err == nil && peers.Holder != nil
 	if err != nil {
 		if errors.Is(err, nodelink.ErrOver) {
 			log.Info("the queue's holder (node 0) ended the queue before this node joined: nothing to do here")
