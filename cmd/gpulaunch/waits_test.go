@@ -328,8 +328,14 @@ func runMPSHelpers(t *testing.T, marker string, short bool) helperRun {
 	var helpers []int
 	if !short {
 		waitUp(t, b.dir, 2, r.out)
-		// the daemon, its server, and the daemon's keeper (its parent)
-		data, _ := os.ReadFile(b.events)
+		// the daemon, its server, and the daemon's keeper (its parent);
+		// the server writes its own line once it runs, which need not be
+		// before the instances are up
+		var data []byte
+		waitFor(t, "the stand-in daemon's and its server's events", func() bool {
+			data, _ = os.ReadFile(b.events)
+			return strings.Contains(string(data), "start ") && strings.Contains(string(data), "server ")
+		})
 		for _, line := range strings.Split(string(data), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 && (f[0] == "start" || f[0] == "server") {
 				pid, _ := strconv.Atoi(f[1])
