@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -71,6 +72,13 @@ type Holder struct {
 	links, routes map[int]*conn
 	joined        map[int]bool // every node that ever joined
 	ending        sync.Once    // Close or abort
+	// closing: close began, and has told the nodes there the queue's
+	// end; one welcomed later is told by its own handshake (guarded by
+	// mu).
+	closing bool
+	// aborted: a relay cut its group off (abort); the connections it
+	// closed are not node losses to report.
+	aborted atomic.Bool
 }
 
 // HolderConfig is what a holder is opened with.
@@ -235,6 +243,17 @@ func (h *Holder) admit(raw net.Conn) {
 	}
 	go c.writeLoop()
 	h.mu.Lock()
+	if h.closing {
+		// welcomed after the queue's last word went out (close): the
+		// queue is over for it too, as for the nodes close told, and it
+		// must hear so, or it takes the closed connection for its
+		// holder's loss (a late joiner of a relay's group exited 255)
+		h.mu.Unlock()
+		h.forget(hello.Node, nil)
+		c.send(frame{NodeMessage: taskqueue.NodeMessage{Kind: taskqueue.MsgEnd}, All: true})
+		c.close(time.Second)
+		return
+	}
 	h.links[hello.Node], h.routes[hello.Node] = c, c
 	h.mu.Unlock()
 	if !h.deliver(taskqueue.NodeMessage{Kind: taskqueue.MsgJoined, Node: hello.Node, Host: hello.Host, Slots: hello.Slots}) {
@@ -251,7 +270,12 @@ func (h *Holder) admit(raw net.Conn) {
 	})
 	behind := h.forget(node, c)
 	c.close(time.Second)
-	if why == nil {
+	if why == nil || h.aborted.Load() {
+		// a relay that cut its group off (abort) closed this connection:
+		// the holder learns of the group's loss from the relay's own
+		// end, with its reason, not of each node's as a closed socket
+		// ("use of closed network connection"), which, racing the
+		// relay's end, it heard first at times
 		return
 	}
 	for _, m := range behind {
@@ -431,6 +455,7 @@ func (h *Holder) Close() error {
 // 5). The key file says why, to a node yet to join.
 func (h *Holder) abort(why string) {
 	h.ending.Do(func() {
+		h.aborted.Store(true) // before the connections close: their ends are not losses to report
 		h.ln.Close()
 		// the key first: a node that finds its connection closed, and
 		// tries again, reads why
@@ -447,6 +472,7 @@ func (h *Holder) abort(why string) {
 func (h *Holder) close() error {
 	h.ln.Close()
 	h.mu.Lock()
+	h.closing = true // a node welcomed from now on is told the end by its handshake's goroutine
 	conns := make([]*conn, 0, len(h.links))
 	for _, c := range h.links {
 		conns = append(conns, c)
