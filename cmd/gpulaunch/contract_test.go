@@ -535,6 +535,21 @@ var contract = []contractRow{
 	anyValue("completion", "help", "a boolean: prints the help"),
 	badArg("man", "an argument", "gpulaunch"),
 	anyValue("man", "help", "a boolean: prints the help"),
+
+	// issue 36, lane C
+	bad("scale", "per-gpu", "zero", "--simulate dgx-h100 --per-gpu 0,1 -- ./app"),
+	bad("scale", "per-gpu", "wrong type", "--simulate dgx-h100 --per-gpu one -- ./app"),
+	bad("scale", "per-gpu", "with -n", "--simulate dgx-h100 --per-gpu 1,2 -n 1,2 -- ./app"),
+	bad("scale", "per-gpu", "with -G", "--simulate dgx-h100 --per-gpu 1,2 -G 1,2 -- ./app"),
+	bad("scale", "per-gpu", "a node without GPUs", "CUDA_VISIBLE_DEVICES= --simulate dgx-h100 --per-gpu 1,2 -- ./app"),
+	bad("scale", "per-gpu", "more instances than a node runs", "--simulate dgx-h100 --per-gpu 1,2048 -- ./app"),
+	bad("scale", "per-gpu", "with --ddp", "--simulate dgx-h100 --per-gpu 1,2 --ddp -- ./app"),
+	bad("scale", "per-gpu", "with --weak", "--simulate dgx-h100 --per-gpu 1,2 --weak -- ./app"),
+	bad("scale", "per-gpu", "with --metric-mean", "--simulate dgx-h100 --per-gpu 1,2 --metric x --metric-mean -- ./app"),
+	bad("scale", "mps", "without --per-gpu", "--simulate dgx-h100 -n 1,2 --mps -- ./app"),
+	bad("scale", "mps", "more clients than a GPU serves", "--simulate dgx-h100 --per-gpu 1,64 --mps -- ./app"),
+	bad("scale", "mps", "MPS missing", "PATH=/usr/bin:/bin --simulate dgx-h100 --per-gpu 1,2 --mps -- ./app"),
+	bad("scale", "mps", "AMD GPUs", "--simulate lumi-g --per-gpu 1,2 --mps -- ./app"),
 }
 
 // TestCLIContractCoversEveryFlag: every flag every command registers has a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -9,13 +10,14 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/study"
 )
 
-const scaleUsage = `Usage: gpulaunch scale (-G LIST | -n LIST [--ddp]) [--metric REGEX] [flags] -- COMMAND [ARGS…]
+const scaleUsage = `Usage: gpulaunch scale (-G LIST | -n LIST [--ddp] | --per-gpu LIST [--mps]) [--metric REGEX] [flags] -- COMMAND [ARGS…]
 
 Does my code scale? Runs COMMAND at several GPU counts inside the allocation,
 one size after another, each as gpulaunch would run it (its own GPUs, NUMA-local
@@ -25,7 +27,16 @@ efficiency, the GPUs' mean utilisation and memory, and a verdict: the size
 beyond which efficiency drops below --efficiency.
 
   -G 1,2,4,8   one process on G GPUs (GPULAUNCH_GPUS lists them)
-  -n 1,2,4,8   N instances of one GPU each; with --ddp one data-parallel job
+  -n 1,2,4,8   N instances of one GPU each; with --ddp one data-parallel job;
+               with --share-gpus (and -O) more instances than GPUs, taking turns
+
+How many instances per GPU? --per-gpu 1,2,4,8 runs K instances on every GPU
+of the allocation (K × GPUs, taking turns as --share-gpus does) and, with
+--mps, each size also under NVIDIA MPS, side by side. Per size and mode: the
+instances' summed figure (--metric: each one's last match; else their runs
+per second), the speedup over one per GPU, each instance's figure, GPU% and
+GPU memory, and the headroom K of them leave on their GPU; the verdict names
+the best packing ("4 per GPU under MPS: 4.3× one per GPU").
 
 The figure of merit is --metric REGEX's number in the output (its group, or the
 whole match): the last one instance 0 printed, their mean (--metric-mean), or
@@ -40,6 +51,7 @@ stops it and keeps the sizes done. Exit status 0 when every size gave a figure,
 Examples:
   gpulaunch scale -G 1,2,4,8 --metric 'throughput: ([0-9.]+)' --unit samples/s -- python train.py
   gpulaunch scale -n 1,2,4,8 --ddp --repeat 3 --json scale.json --svg scale.svg -- python train_ddp.py
+  gpulaunch scale --per-gpu 1,2,4,8 --mps --metric 'samples/s: ([0-9.]+)' -- python infer.py
   gpulaunch scale -G 1,2 --simulate dgx-h100 -- ./app          # try the study on a simulated node`
 
 // scaleOptions is scale's command line.
@@ -50,6 +62,8 @@ type scaleOptions struct {
 	run    runFlags  // every run flag, for each run
 	gpus   string
 	ntasks string
+	perGPU string
+	mps    bool
 	repeat int
 	metric string
 	mean   bool
@@ -65,12 +79,13 @@ type scaleOptions struct {
 
 	sizes []int
 	axis  scaling.Axis
+	modes []scaling.Mode
 	m     *scaling.Metric
 }
 
 // scaleOnly are scale's own flags; every other flag it was given is a
 // run flag, handed to every size's run as given.
-var scaleOnly = map[string]bool{"gpus-per-task": true, "ntasks": true, "repeat": true, "metric": true, "metric-mean": true, "metric-sum": true,
+var scaleOnly = map[string]bool{"gpus-per-task": true, "ntasks": true, "per-gpu": true, "mps": true, "repeat": true, "metric": true, "metric-mean": true, "metric-sum": true,
 	"unit": true, "lower-is-better": true, "weak": true, "efficiency": true, "json": true, "svg": true, "halt": true, "help": true}
 
 func (o *scaleOptions) register(fs *pflag.FlagSet) {
@@ -86,6 +101,8 @@ func (o *scaleOptions) register(fs *pflag.FlagSet) {
 	fs.Lookup("master-addr").Usage = "--ddp: rank 0's host (default: MASTER_ADDR, else the first node of the step)"
 	fs.StringVarP(&o.gpus, "gpus-per-task", "G", "", "GPU counts of one process, e.g. 1,2,4,8")
 	fs.StringVarP(&o.ntasks, "ntasks", "n", "", "instance counts, one GPU each, e.g. 1,2,4,8 (with --ddp: one data-parallel job)")
+	fs.StringVar(&o.perGPU, "per-gpu", "", "instances on every GPU, e.g. 1,2,4,8: a packing study (K × GPUs instances, taking turns)")
+	fs.BoolVar(&o.mps, "mps", false, "--per-gpu: run each size under NVIDIA MPS too, side by side with taking turns")
 	fs.IntVar(&o.repeat, "repeat", 1, "run every size this many times: the figure is their median, the spread their min..max")
 	fs.StringVar(&o.metric, "metric", "", "the figure of merit: a regex on the output whose group is the number, e.g. 'throughput: ([0-9.]+)'")
 	fs.BoolVar(&o.mean, "metric-mean", false, "the mean of instance 0's matches instead of its last")
@@ -121,9 +138,9 @@ func (o *scaleOptions) read() error {
 		return err
 	}
 	c := o.choices()
-	o.axis = c.Axis()
+	o.axis, o.modes = c.Axis(), c.Modes()
 	most := binding.MaxGPUsPerInstance
-	if o.axis == scaling.ByInstances {
+	if o.axis != scaling.ByGPUs {
 		most = binding.MaxInstances
 	}
 	var err error
@@ -139,7 +156,7 @@ func (o *scaleOptions) read() error {
 }
 
 func (o *scaleOptions) choices() scaling.Choices {
-	return scaling.Choices{GPUs: o.gpus, Instances: o.ntasks, DDP: o.run.ddp.ddp, Repeat: o.repeat, Efficiency: o.eff,
+	return scaling.Choices{GPUs: o.gpus, Instances: o.ntasks, PerGPU: o.perGPU, MPS: o.mps, DDP: o.run.ddp.ddp, Repeat: o.repeat, Efficiency: o.eff,
 		Mean: o.mean, Sum: o.sum, Command: o.argv, Given: o.fs.Changed}
 }
 
@@ -199,33 +216,9 @@ func (a *app) scale(args []string) error {
 		return err
 	}
 	defer done()
-	var runs []*runOptions
-	var launches []*launch
-	for _, size := range o.sizes {
-		if err := o.axis.Fits(size, len(alloc.GPUs), alloc.GPUReason, o.shape.shareGPUs); err != nil {
-			return usageError{err}
-		}
-		ro, err := a.parseRun(o.axis.RunArgs(o.runFlags(), size, o.argv))
-		if err != nil {
-			return err
-		}
-		l, err := a.newLaunch(ro, found{alloc, src, usageDir}, path, log)
-		if err != nil {
-			return usageError{o.axis.Refused(size, err)}
-		}
-		if l.group.MultiNode() {
-			return usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
-		}
-		runs, launches = append(runs, ro), append(launches, l)
-	}
-	var points []study.Point
-	for i, l := range launches {
-		insts, err := l.instances(study.Env(a.env.List(), o.sizes[i], o.weak), runs[i])
-		if err != nil {
-			return err
-		}
-		spec := launcher.Spec{Instances: insts, Policy: runs[i].policy, Log: log, GPUs: l.src, WatchGPUs: uuids(l.alloc.GPUs), OpenMode: runs[i].openMode()}
-		points = append(points, study.Point{Size: o.sizes[i], Spec: spec, GPUs: study.GPUsUsed(l.plan), Instances: l.req.Instances, GPUsPerInstance: l.req.GPUsPerInstance})
+	runs, launches, points, err := o.decide(a, found{alloc, src, usageDir}, path, log)
+	if err != nil {
+		return err
 	}
 	if err := o.checkFiles(points, runs, path, a.env); err != nil {
 		return err
@@ -237,6 +230,57 @@ func (a *app) scale(args []string) error {
 	st := study.Run(study.Config{Axis: o.axis, Command: o.argv, Host: a.hostname, Repeat: o.repeat, Metric: o.m, Regex: o.metric, Unit: o.unit,
 		LowerIsBetter: o.lower, Weak: o.weak, DDP: o.run.ddp.ddp, Threshold: o.eff, Halt: o.halt, Quiet: o.run.quiet, Say: a.stderr}, points)
 	return o.report(st, note, a.stdout)
+}
+
+// decide decides every size's run in every mode before any runs: a size
+// the allocation cannot hold (Axis.Fits), a run refused, or MPS that
+// cannot be had (mps.Prepare) stops the study here. One per GPU under MPS
+// is no size: it shares nothing (mps.Check, M3), and is the same run as
+// one per GPU taking turns.
+func (o *scaleOptions) decide(a *app, f found, path string, log *zap.Logger) ([]*runOptions, []*launch, []study.Point, error) {
+	var runs []*runOptions
+	var launches []*launch
+	var points []study.Point
+	gpus := len(f.alloc.GPUs)
+	for _, size := range o.sizes {
+		for _, mode := range o.modes {
+			if mode == scaling.MPS && size == 1 {
+				continue
+			}
+			if err := o.axis.Fits(size, scaling.Room{GPUs: gpus, Reason: f.alloc.GPUReason, ShareGPUs: o.shape.shareGPUs, MPS: o.mps}); err != nil {
+				return nil, nil, nil, usageError{err}
+			}
+			ro, err := a.parseRun(o.axis.RunArgs(o.runFlags(), size, gpus, mode, o.argv))
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			l, err := a.newLaunch(ro, f, path, log)
+			if err != nil {
+				return nil, nil, nil, usageError{o.axis.Refused(size, mode, err)}
+			}
+			if l.group.MultiNode() {
+				return nil, nil, nil, usagef("gpulaunch scale studies the GPUs of one node: run it on one (srun -N 1 gpulaunch scale …)")
+			}
+			p := study.Point{Size: size, GPUs: study.GPUsUsed(l.plan), Instances: l.req.Instances, GPUsPerInstance: l.req.GPUsPerInstance, Mode: mode}
+			if o.axis == scaling.ByPerGPU {
+				p.PerGPU, p.GPUMemTotal = size, study.GPUMemory(l.plan)
+			}
+			if mode == scaling.MPS {
+				if p.MPS, err = mps.Prepare(context.Background(), l.plan, l.alloc.Vendor, mps.Settings{On: true}, mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid)); err != nil {
+					return nil, nil, nil, usageError{o.axis.Refused(size, mode, err)}
+				}
+			}
+			runs, launches, points = append(runs, ro), append(launches, l), append(points, p)
+		}
+	}
+	for i, l := range launches {
+		insts, err := l.instances(study.Env(a.env.List(), points[i].ScaleGPUs(), o.weak), runs[i])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		points[i].Spec = launcher.Spec{Instances: insts, Policy: runs[i].policy, Log: log, GPUs: l.src, WatchGPUs: uuids(l.alloc.GPUs), OpenMode: runs[i].openMode()}
+	}
+	return runs, launches, points, nil
 }
 
 // checkFiles checks, before any size runs, every file the study

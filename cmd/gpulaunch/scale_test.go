@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -243,6 +245,15 @@ func TestScaleBadInput(t *testing.T) {
 		{[]string{"-n", "1,99999999999"}, "99999999999 is too large: a size is 1..8192"},
 		{[]string{"-G", "1,2147483648"}, "2147483648 is too large: a size is 1..1024"},
 		{[]string{"-G", "1", "--repeat", "99999999999"}, "--repeat 99999999999: too large: rounds of a study are 1..1000"},
+		// issue 36: the packing study's refusals
+		{[]string{"--per-gpu", "1,2", "-n", "1,2"}, "or --per-gpu 1,2,4,8 (K instances on every GPU), one of them"},
+		{[]string{"--per-gpu", "0,1"}, `--per-gpu "0,1": "0" is not a count from 1`},
+		{[]string{"-n", "1,2", "--mps"}, "--mps is for a packing study: --per-gpu 1,2,4 --mps"},
+		{[]string{"--per-gpu", "1,2", "--ddp"}, "--per-gpu packs independent instances"},
+		{[]string{"--per-gpu", "1,2", "--metric", "x", "--metric-mean"}, "drop --metric-mean"},
+		{[]string{"--per-gpu", "1,2", "--weak"}, "drop --weak"},
+		{[]string{"--per-gpu", "1,2048"}, "--per-gpu 2048: 2048 per GPU on 8 GPUs is 16384 instances, and one node runs at most 8192: give sizes up to 1024"},
+		{[]string{"--per-gpu", "1,64", "--mps"}, "--per-gpu 64 --mps: MPS serves at most 48 clients per GPU"},
 	} {
 		stdout, stderr, code := runCLI(t, nil, append(append([]string{"scale", "--simulate", "dgx-h100"}, tc.args...), app...)...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpulaunch: error: ") || !strings.Contains(stderr, tc.want) || stdout != "" {
@@ -374,5 +385,136 @@ func TestScaleHelpSpeaksOfRuns(t *testing.T) {
 		if !strings.Contains(help, flag) {
 			t.Errorf("scale --help lacks %s", flag)
 		}
+	}
+}
+
+// packingApp is an instance of a packing study on a simulated node: it
+// declares 30% of each of its GPUs and 512 MiB (odd instances 1 GiB),
+// runs a second, and prints its own throughput, its instance number + 1.
+const packingApp = `for u in $(echo "$GPULAUNCH_GPUS" | tr , ' '); do echo "$u 30 $((512 * (GPULAUNCH_INSTANCE % 2 + 1)))"; done >"$GPULAUNCH_SIMULATED_USAGE_DIR/$$"
+sleep 1
+echo "throughput: $((GPULAUNCH_INSTANCE + 1))"`
+
+// packingStudy runs `gpulaunch scale` as cmd and reads its --json (valid
+// against the schema) and --svg (well-formed, a packing picture).
+func packingStudy(t *testing.T, cmd *exec.Cmd, dir string) (scaling.Study, string, error) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	b, rerr := os.ReadFile(filepath.Join(dir, "scale.json"))
+	if rerr != nil {
+		t.Fatalf("no --json: %v\n%s", rerr, out)
+	}
+	validateAgainstSchema(t, "scale", b)
+	var st scaling.Study
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, "scale.svg"))
+	d := xml.NewDecoder(strings.NewReader(string(svg)))
+	for {
+		if _, err := d.Token(); err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("--svg is not well-formed: %v", err)
+			}
+			break
+		}
+	}
+	if !strings.Contains(string(svg), "instances per GPU") || strings.Contains(string(svg), "Parallel efficiency") {
+		t.Errorf("--svg is not a packing study's picture:\n%.400s", svg)
+	}
+	return st, string(out), err
+}
+
+// scale --per-gpu 1,2 on a simulated DGX H100 (issue 36): two sizes, 8
+// and 16 instances on its 8 GPUs; each size's figure is the sum of its
+// instances' own, each instance keeps its figure, GPU% and GPU memory,
+// the headroom is the H100's 80 GiB less 2 × 1 GiB, and the verdict
+// names the best packing.
+func TestScalePerGPU(t *testing.T) {
+	dir := t.TempDir()
+	cmd := gpulaunch(t, "scale", "--simulate", "dgx-h100", "--per-gpu", "1,2", "-O", "--monitor-interval", "50ms", "--metric", `throughput: ([0-9]+)`,
+		"--json", filepath.Join(dir, "scale.json"), "--svg", filepath.Join(dir, "scale.svg"), "--", "sh", "-c", packingApp)
+	st, out, err := packingStudy(t, cmd, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if st.By != "per_gpu" || len(st.Points) != 2 || st.Metric == nil || st.Metric.Of != "sum" {
+		t.Fatalf("study %+v\n%s", st, out)
+	}
+	for i, k := range []int{1, 2} {
+		p := st.Points[i]
+		n := 8 * k
+		want := float64(n * (n + 1) / 2) // 1 + 2 + … + n
+		if p.PerGPU != k || p.Mode != scaling.Turns || p.Instances != n || p.GPUs != 8 || p.Status != "ok" || p.Median == nil || *p.Median != want || len(p.Each) != n {
+			t.Fatalf("%d per GPU: %+v; want %d instances summing to %v\n%s", k, p, n, want, out)
+		}
+		for j, e := range p.Each {
+			if e.Metric == nil || *e.Metric != float64(j+1) || e.GPUUtil == nil || e.GPUMemPeak == nil || *e.GPUMemPeak != float64((j%2+1)*512<<20) {
+				t.Errorf("%d per GPU, instance %d: %+v", k, j, e)
+			}
+		}
+		if p.Headroom == nil || *p.Headroom != float64(80<<30-k*(1<<30)) {
+			t.Errorf("%d per GPU: headroom %v, want 80 GiB less %d GiB", k, p.Headroom, k)
+		}
+	}
+	if sp := st.Points[1].Speedup; sp == nil || math.Abs(*sp-136.0/36) > 1e-9 || st.Points[1].Efficiency != nil {
+		t.Errorf("speedup %v, efficiency %v; want 136/36 and none", sp, st.Points[1].Efficiency)
+	}
+	for _, want := range []string{"PER GPU", "HEADROOM/GPU", "78.0 GiB", "verdict: 2 per GPU taking turns: 3.8× one per GPU, leaving 78.0 GiB of each GPU's memory"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+// scale --per-gpu 1,2 --mps (issue 36), with the MPS stand-in: every
+// size takes turns, and 2 per GPU also runs under MPS, side by side —
+// its 16 instances clients of their GPU's daemon (8 daemons, up before
+// them, stopped after), the runs taking turns told nothing of MPS.
+func TestScalePerGPUUnderMPS(t *testing.T) {
+	b := newMPSBed(t)
+	app := `if [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+  echo get_server_list | nvidia-cuda-mps-control >/dev/null || exit 8
+  echo "$CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" >"$UPDIR/mps.$GPULAUNCH_INSTANCE"
+else
+  echo x >>"$UPDIR/turns"
+fi`
+	dir := t.TempDir()
+	cmd := b.cmd(t, nil, "scale", "--simulate", "dgx-h100", "--per-gpu", "1,2", "--mps", "-O", "--monitor-interval", "0",
+		"--json", filepath.Join(dir, "scale.json"), "--svg", filepath.Join(dir, "scale.svg"), "--", "sh", "-c", app)
+	st, out, err := packingStudy(t, cmd, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var got []string
+	for _, p := range st.Points {
+		got = append(got, fmt.Sprintf("%d %s %d %s", p.PerGPU, p.Mode, p.Instances, p.Status))
+		if p.Speedup == nil || len(p.Each) != p.Instances {
+			t.Errorf("%d per GPU %s: speedup %v, %d instances' figures", p.PerGPU, p.Mode, p.Speedup, len(p.Each))
+		}
+	}
+	if want := "1 turns 8 ok|2 turns 16 ok|2 mps 16 ok"; strings.Join(got, "|") != want {
+		t.Fatalf("points %q, want %q\n%s", strings.Join(got, "|"), want, out)
+	}
+	if !strings.Contains(st.Verdict, "per GPU") || !regexp.MustCompile(`(?m)^2 +under MPS +16 `).MatchString(out) || !regexp.MustCompile(`(?m)^2 +taking turns +16 `).MatchString(out) {
+		t.Errorf("verdict %q; table:\n%s", st.Verdict, out)
+	}
+	turns, _ := os.ReadFile(filepath.Join(b.dir, "turns"))
+	pipes := map[string]bool{}
+	for i := range 16 {
+		told, err := os.ReadFile(filepath.Join(b.dir, "mps."+strconv.Itoa(i)))
+		f := strings.Fields(string(told))
+		if err != nil || len(f) != 2 || f[1] != "50" {
+			t.Fatalf("instance %d under MPS was told %q (%v), want its GPU's pipe directory and 50%%\n%s", i, told, err, out)
+		}
+		pipes[f[0]] = true
+	}
+	if n := strings.Count(string(turns), "x"); n != 8+16 || len(pipes) != 8 {
+		t.Errorf("%d instances took turns (want 24: no MPS told them), %d pipe directories (want 8)", n, len(pipes))
+	}
+	started, quit := b.daemons(t)
+	gone(t, started)
+	if len(started) != 8 || quit != 8 || len(b.left()) > 0 {
+		t.Errorf("%d daemons started, %d quit, left %q; want 8, 8, none\n%s", len(started), quit, b.left(), out)
 	}
 }

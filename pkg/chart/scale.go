@@ -1,9 +1,11 @@
 package chart
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +21,10 @@ type Study struct {
 	Figure string
 	// GPUNote says why GPU use was not measured; "" when it was.
 	GPUNote string
+	// Packing: a packing study (instances per GPU), whose points each
+	// have a Mode; its picture is the speedup over one per GPU and the
+	// GPU use, a line per mode, with no ideal and no efficiency.
+	Packing bool
 }
 
 // StudyPoint is one size: nil where the point gave no figure.
@@ -29,6 +35,9 @@ type StudyPoint struct {
 	SpeedupLow, SpeedupHigh *float64
 	Util                    *float64 // mean GPU utilisation, percent
 	Status                  string
+	// Mode is a packing study's line the point is on: "taking turns",
+	// "under MPS".
+	Mode string
 }
 
 // StudySVG draws a study: the speedup against the ideal, the parallel
@@ -37,7 +46,12 @@ type StudyPoint struct {
 func StudySVG(s Study, w io.Writer) error {
 	c := newCanvas(24*cm, 30*cm)
 	top := titleLines(c, s.Title)
-	charts := studyCharts(s)
+	var charts []xyChart
+	if s.Packing {
+		charts = packingCharts(s)
+	} else {
+		charts = studyCharts(s)
+	}
 	left := yAxisRoom(charts...)
 	for i, b := range stack(box{4, top, c.W - 4, c.H - 2.2*cm - top}, len(charts), 0.8*cm) {
 		drawChart(c, charts[i], b, left)
@@ -57,7 +71,11 @@ func studyFoot(s Study) []string {
 	lines := []string{"verdict: " + s.Verdict}
 	var missing []string
 	for _, p := range s.Points {
-		if p.Speedup == nil {
+		switch {
+		case p.Speedup != nil:
+		case s.Packing:
+			missing = append(missing, fmt.Sprintf("%d per GPU %s: %s", p.GPUs, p.Mode, p.Status))
+		default:
 			missing = append(missing, fmt.Sprintf("%d GPU(s): %s", p.GPUs, p.Status))
 		}
 	}
@@ -153,4 +171,63 @@ func utilNote(s Study) string {
 		return "GPU use not measured: " + s.GPUNote
 	}
 	return "no size measured any GPU use"
+}
+
+// packingCharts are a packing study's two panels on one x axis of
+// instances per GPU (StudyPoint.GPUs), a tick at every size: the speedup
+// over the baseline and the instances' GPU use, each a line per mode in
+// the order the points first name it (a mode's line starts where it was
+// measured: MPS has no size of one per GPU, which shares nothing).
+func packingCharts(s Study) []xyChart {
+	axis := xyChart{XLabel: s.By, XPad: 8}
+	if axis.XLabel == "" {
+		axis.XLabel = "instances per GPU"
+	}
+	seen := map[int]bool{}
+	var modes []string
+	for _, p := range s.Points {
+		if !seen[p.GPUs] {
+			seen[p.GPUs] = true
+			axis.XTicks = append(axis.XTicks, tick{float64(p.GPUs), fmt.Sprint(p.GPUs)})
+		}
+		if !slices.Contains(modes, p.Mode) {
+			modes = append(modes, p.Mode)
+		}
+	}
+	slices.SortFunc(axis.XTicks, func(a, b tick) int { return cmp.Compare(a.Value, b.Value) })
+	if n := len(axis.XTicks); n > 0 {
+		axis.XMin, axis.XMax = axis.XTicks[0].Value, axis.XTicks[n-1].Value
+	}
+	title := "Speedup over the baseline"
+	if s.Figure != "" {
+		title = "Speedup of " + s.Figure + " over the baseline"
+	}
+	speed, util := axis, axis
+	speed.Title, speed.YLabel, speed.Legend = title, "speedup (×)", legendTopLeft
+	util.Title, util.YLabel, util.Legend, util.YMax = "GPU utilisation", "instances' mean GPU utilisation (%)", legendBottomLeft, 105
+	high := []float64{1}
+	anyUtil := false
+	for i, m := range modes {
+		var sp, ut []xy
+		for _, p := range s.Points {
+			if p.Mode != m {
+				continue
+			}
+			if p.Speedup != nil {
+				sp = append(sp, xy{float64(p.GPUs), *p.Speedup})
+				high = append(high, *p.Speedup)
+			}
+			if p.Util != nil {
+				ut = append(ut, xy{float64(p.GPUs), *p.Util})
+			}
+		}
+		anyUtil = anyUtil || len(ut) > 0
+		speed.Series = append(speed.Series, studySeries(series{Name: m, Stroke: seriesStroke(i), Dot: studyDot}, sp)...)
+		util.Series = append(util.Series, studySeries(series{Name: m, Stroke: seriesStroke(i), Dot: studyDot}, ut)...)
+	}
+	speed.YMax = 1.08 * maxOf(high)
+	if !anyUtil {
+		util.Note = wrap(labelFace, utilNote(s), 12*cm)
+	}
+	return []xyChart{speed, util}
 }

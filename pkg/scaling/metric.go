@@ -94,6 +94,16 @@ func (r *Reading) Figure() (float64, string) {
 	return fig, why
 }
 
+// Last is instance i's last figure (a packing study's instance's own,
+// rules 1 and 4); false when it printed none above 0.
+func (r *Reading) Last(i int) (float64, bool) {
+	t := r.matches[i]
+	if t == nil || !(t.last > 0) {
+		return 0, false
+	}
+	return t.last, true
+}
+
 // figure is Figure by rules 2 and 3.
 func (r *Reading) figure() (float64, string) {
 	first, byInst0 := r.matches[0]

@@ -11,6 +11,9 @@ import (
 // ideal (with the spread of its runs), efficiency and GPU use by size.
 // gpuNote says why GPU use was not measured ("" when it was).
 func (s *Study) Picture(gpuNote string) chart.Study {
+	if s.By == ByPerGPU.By {
+		return s.packingPicture(gpuNote)
+	}
 	by := "GPUs (one process)"
 	switch {
 	case s.By == ByInstances.By && s.Shared():
@@ -36,6 +39,28 @@ func (s *Study) Picture(gpuNote string) chart.Study {
 			sp.SpeedupLow, sp.SpeedupHigh = &lo, &hi
 		}
 		pic.Points = append(pic.Points, sp)
+	}
+	return pic
+}
+
+// packingPicture is a packing study's picture: the speedup over the
+// baseline (K2) and the instances' GPU use against the instances per GPU,
+// a line per mode.
+func (s *Study) packingPicture(gpuNote string) chart.Study {
+	pic := chart.Study{Title: "gpulaunch scale --per-gpu: " + strings.Join(s.Command, " "), By: "instances per GPU", Verdict: s.Verdict,
+		Figure: "instances/wall time", GPUNote: gpuNote, Packing: true}
+	if m := s.Metric; m != nil {
+		pic.Figure = "the summed figure"
+		if m.Unit != "" {
+			pic.Figure += " (" + m.Unit + ")"
+		}
+	}
+	for _, p := range s.Points {
+		mode := "taking turns"
+		if p.Mode == MPS {
+			mode = "under MPS"
+		}
+		pic.Points = append(pic.Points, chart.StudyPoint{GPUs: p.PerGPU, Speedup: p.Speedup, Util: p.GPUUtil, Status: p.Status, Mode: mode})
 	}
 	return pic
 }

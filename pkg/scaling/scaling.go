@@ -21,8 +21,9 @@ type Study struct {
 	Command       []string `json:"command"`
 	Host          string   `json:"host"`
 	Started       string   `json:"started"` // RFC 3339, UTC
-	// By is "gpus" (one process on G GPUs, -G) or "instances" (N
-	// instances of one GPU each, -n).
+	// By is "gpus" (one process on G GPUs, -G), "instances" (N
+	// instances of one GPU each, -n) or "per_gpu" (K instances on every
+	// GPU, --per-gpu: a packing study).
 	By   string `json:"by"`
 	DDP  bool   `json:"ddp"`
 	Weak bool   `json:"weak"`
@@ -68,6 +69,31 @@ type Point struct {
 	// GPUUtil and GPUMemPerGPU are the runs' means, from the sampler.
 	GPUUtil      *float64 `json:"gpu_util_mean_pct"`
 	GPUMemPerGPU *float64 `json:"gpu_mem_per_gpu_bytes"`
+	// PerGPU and Mode are a packing study's: the instances on each GPU,
+	// and how they share it (taking turns, or under MPS).
+	PerGPU int  `json:"per_gpu,omitempty"`
+	Mode   Mode `json:"mode,omitempty"`
+	// Each are a packing point's instances: each one's figure (the
+	// median of its runs'), GPU% (their mean) and GPU memory (their
+	// peak).
+	Each []InstanceFigure `json:"each_instance,omitempty"`
+	// InstanceMemPeak is the most GPU memory one of a packing point's
+	// instances held; GPUMemTotal is its GPU's memory, and Headroom what
+	// PerGPU such instances leave of it. nil where unknown.
+	InstanceMemPeak *float64 `json:"instance_gpu_mem_peak_bytes,omitempty"`
+	GPUMemTotal     *float64 `json:"gpu_mem_total_bytes,omitempty"`
+	Headroom        *float64 `json:"gpu_mem_headroom_bytes,omitempty"`
+}
+
+// InstanceFigure is one instance of a packing study's run or point: its
+// own figure (nil: none), its GPU% (its processes', or its GPU's where
+// those are not told apart) and the most GPU memory it held; nil where
+// not measured.
+type InstanceFigure struct {
+	Instance   int      `json:"instance"`
+	Metric     *float64 `json:"metric"`
+	GPUUtil    *float64 `json:"gpu_util_mean_pct"`
+	GPUMemPeak *float64 `json:"gpu_mem_peak_bytes"`
 }
 
 // Run is one run of a point.
@@ -82,6 +108,8 @@ type Run struct {
 	GPUMemPerGPU *float64 `json:"gpu_mem_per_gpu_bytes"`
 	// NoMetric says why a run that finished gave no figure.
 	NoMetric string `json:"no_metric,omitempty"`
+	// Each are a packing run's instances, one each.
+	Each []InstanceFigure `json:"each_instance,omitempty"`
 }
 
 // Analyse fills in every point's figure, speedup and efficiency, and the
@@ -116,6 +144,10 @@ type Run struct {
 //     difference within the runs' noise is not a slowdown. Percentages
 //     are rounded as the table rounds them (pct).
 func (s *Study) Analyse() {
+	if s.By == ByPerGPU.By {
+		s.analysePacking()
+		return
+	}
 	base := -1
 	for i := range s.Points {
 		s.Points[i].settle()
@@ -131,11 +163,14 @@ func (s *Study) Analyse() {
 	s.Verdict = s.verdict()
 }
 
-// Size is a point's size (rule 3): its GPUs, or its instances in a study
-// by instances.
+// Size is a point's size (rule 3): its GPUs, its instances in a study
+// by instances, its instances per GPU in a packing study.
 func (s *Study) Size(p Point) int {
-	if s.By == "instances" {
+	switch s.By {
+	case ByInstances.By:
 		return p.Instances
+	case ByPerGPU.By:
+		return p.PerGPU
 	}
 	return p.GPUs
 }

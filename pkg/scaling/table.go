@@ -3,6 +3,7 @@ package scaling
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -45,12 +46,19 @@ func (s *Study) FigureString(x float64) string {
 // verdict. "-" stands for what a size does not have.
 func (s *Study) WriteTable(w io.Writer) {
 	unit := "runs/s, 1/wall"
+	if s.By == ByPerGPU.By {
+		unit = "runs/s, instances/wall" // study.runPoint, P3
+	}
 	if s.Metric != nil {
 		unit = s.Metric.Unit
 	}
 	metric := "METRIC"
 	if u := strings.TrimSpace(unit); u != "" {
 		metric += " (" + u + ")" // no --unit: no empty "()"
+	}
+	if s.By == ByPerGPU.By {
+		s.writePacking(w, metric)
+		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "GPUS\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tIDEAL\tEFFICIENCY\tGPU%%\tGPU MEM/GPU\tSTATUS\n", metric)
@@ -60,6 +68,48 @@ func (s *Study) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
+}
+
+// writePacking is WriteTable of a packing study: a row per size and
+// mode, the summed figure, its speedup over the baseline, the instances'
+// own figures (their mean and min..max), their GPU%, the most GPU memory
+// one held and the headroom k of them leave on their GPU.
+func (s *Study) writePacking(w io.Writer, metric string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "PER GPU\tMODE\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tEACH INSTANCE\tGPU%%\tGPU MEM/INSTANCE\tHEADROOM/GPU\tSTATUS\n", metric)
+	for _, p := range s.Points {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.PerGPU, p.Mode.Words(p.PerGPU), p.Instances, num(p.Median, "%.4g"),
+			spread(p), num(p.Speedup, "%.2f"), eachFigures(p.Each), num(p.GPUUtil, "%.0f"), table.BytesOf(p.InstanceMemPeak), headroom(p.Headroom), p.Status)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
+}
+
+// eachFigures is the instances' own figures: "mean (min..max)", or the
+// one figure where they agree; "-" when none gave one.
+func eachFigures(each []InstanceFigure) string {
+	var figs []float64
+	for _, e := range each {
+		if e.Metric != nil {
+			figs = append(figs, *e.Metric)
+		}
+	}
+	if len(figs) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(figs), slices.Max(figs)
+	if lo == hi {
+		return fmt.Sprintf("%.4g", lo)
+	}
+	return fmt.Sprintf("%.4g (%.4g..%.4g)", *mean(figs), lo, hi)
+}
+
+// headroom is a headroom's bytes, "over by …" below 0.
+func headroom(x *float64) string {
+	if x != nil && *x < 0 {
+		return "over by " + table.Bytes(uint64(-*x))
+	}
+	return table.BytesOf(x)
 }
 
 func num(x *float64, format string) string {

@@ -31,6 +31,21 @@ func GPUsUsed(p binding.Plan) int {
 	return len(seen)
 }
 
+// GPUMemory is the memory of a plan's GPUs, the smallest's (what each of
+// them has at least: a packing's headroom is counted against it); 0 when
+// none says.
+func GPUMemory(p binding.Plan) uint64 {
+	var least uint64
+	for _, s := range p.Slots {
+		for _, g := range s.GPUs {
+			if g.MemoryBytes > 0 && (least == 0 || g.MemoryBytes < least) {
+				least = g.MemoryBytes
+			}
+		}
+	}
+	return least
+}
+
 // GPUNote says why a study's runs measure no GPU use: telemetry off
 // (monitor 0), no GPU backend (src nil), or a backend that cannot sample
 // the gpus (a node file, Intel's drivers, NVIDIA without NVML); "" when

@@ -3,6 +3,7 @@
 package study
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 )
 
@@ -27,6 +29,26 @@ type Point struct {
 	// GPUs is how many GPUs its plan uses (GPUsUsed); Instances and
 	// GPUsPerInstance are what it asked.
 	GPUs, Instances, GPUsPerInstance int
+	// PerGPU and Mode are a packing study's size: PerGPU instances on
+	// each GPU, taking turns or under MPS. GPUMemTotal is the memory of
+	// its GPUs (the smallest's), for the headroom; 0: unknown.
+	PerGPU      int
+	Mode        scaling.Mode
+	GPUMemTotal uint64
+	// MPS is the size's MPS, decided before any run (mps.Prepare): each
+	// of its runs starts the daemons before its instances and stops
+	// them after; nil without.
+	MPS *mps.Run
+}
+
+// ScaleGPUs is the size an instance is told (Env's GPULAUNCH_SCALE_GPUS):
+// the size's GPUs (-G), instances (-n), or, in a packing study, the GPUs
+// its instances are packed on.
+func (p Point) ScaleGPUs() int {
+	if p.PerGPU > 0 {
+		return p.GPUs
+	}
+	return p.Size
 }
 
 // Config is a study: what was asked, and where its lines go.
@@ -64,7 +86,11 @@ func Run(c Config, points []Point) scaling.Study {
 	}
 	st := c.newStudy()
 	for _, p := range points {
-		st.Points = append(st.Points, scaling.Point{GPUs: p.GPUs, Instances: p.Instances, GPUsPerInstance: p.GPUsPerInstance})
+		sp := scaling.Point{GPUs: p.GPUs, Instances: p.Instances, GPUsPerInstance: p.GPUsPerInstance, PerGPU: p.PerGPU, Mode: p.Mode}
+		if p.GPUMemTotal > 0 {
+			sp.GPUMemTotal = ptr(float64(p.GPUMemTotal))
+		}
+		st.Points = append(st.Points, sp)
 	}
 	// Ctrl-C between two runs must not kill gpulaunch: the study keeps
 	// what it has. During a run the run's supervisor passes it on.
@@ -109,7 +135,17 @@ func (c Config) newStudy() scaling.Study {
 //	    or was stopped, gives no figure; its status and, where it ran,
 //	    its last lines say why.
 //	P2. With a metric, the figure is what the metric read (none: why).
-//	P3. Without one, it is the inverse of the run's wall time.
+//	P3. Without one, it is the inverse of the run's wall time: the runs
+//	    per second; in a packing study its instances over it, the runs
+//	    per second they give together (not the sum of their own 1/wall:
+//	    an instance's wall is the supervisor's, from its start to its
+//	    reaping, which for a run of milliseconds is not the time it had).
+//	P4. In a packing study each instance has its own figure (its last
+//	    match, or the inverse of its own wall), GPU% and GPU memory
+//	    (Each).
+//	P5. A size under MPS has its daemons up before its instances start,
+//	    and stopped after they end; daemons that do not come up give no
+//	    figure, and a signal while they come up stops the study.
 func (c Config) runPoint(p Point) scaling.Run {
 	var run scaling.Run
 	sink := &lineSink{tail: 20}
@@ -119,6 +155,21 @@ func (c Config) runPoint(p Point) scaling.Run {
 	spec := p.Spec
 	spec.Instances, spec.Label, spec.Stdout, spec.Stderr = slices.Clone(p.Spec.Instances), true, sink, sink
 	began := time.Now()
+	if p.MPS != nil {
+		stop, err := startMPS(p.MPS, &spec)
+		if stop != nil {
+			defer stop()
+		}
+		var by launcher.StoppedBy
+		switch {
+		case errors.As(err, &by):
+			run.ExitCode, run.Interrupted, run.NoMetric = by.ExitCode(false), true, err.Error()
+			return run
+		case err != nil:
+			run.ExitCode, run.NoMetric = 2, err.Error()
+			return run
+		}
+	}
 	res, err := c.launch(spec)
 	run.WallSeconds = time.Since(began).Seconds()
 	if err != nil {
@@ -127,9 +178,15 @@ func (c Config) runPoint(p Point) scaling.Run {
 	}
 	run.ExitCode, run.Interrupted = res.ExitCode(), res.Signal != 0
 	run.GPUUtil, run.GPUMemPerGPU = gpuUse(res.Outcomes, spec.Instances)
+	if c.Axis == scaling.ByPerGPU {
+		run.Each = each(res.Outcomes, spec.Instances, sink.reading)
+	}
 	switch {
 	case run.ExitCode != 0 || run.Interrupted:
 		run.NoMetric = "exit status " + strconv.Itoa(run.ExitCode) + "; its last lines:\n" + sink.lastLines()
+	case sink.reading == nil && run.Each != nil:
+		fig := float64(len(run.Each)) / run.WallSeconds
+		run.Metric = &fig
 	case sink.reading != nil:
 		fig, why := sink.reading.Figure()
 		if why != "" {
@@ -143,6 +200,55 @@ func (c Config) runPoint(p Point) scaling.Run {
 	}
 	return run
 }
+
+// startMPS starts a size's MPS daemons for one of its runs (mps.Run.Start)
+// and tells each instance of spec its GPU's, as `gpulaunch run --mps`
+// does; stop stops them after the run. A signal while they come up stops
+// the start (the error wraps launcher.StoppedBy); the signals are the
+// run's from then on (Spec.Signals).
+func startMPS(r *mps.Run, spec *launcher.Spec) (stop func(), err error) {
+	wait := launcher.StartWaiting()
+	d, err := r.Start(wait.Context(), wait.Hurry(), spec.Log)
+	if err != nil {
+		wait.Stop()
+		if by, ok := wait.Stopped(); ok {
+			return nil, fmt.Errorf("%w: stopped while the MPS control daemons came up (%v)", by, err)
+		}
+		return nil, err
+	}
+	for slot, env := range r.ClientEnvs(d) {
+		spec.Instances[slot].Env = append(slices.Clip(spec.Instances[slot].Env), env...)
+	}
+	if d != nil {
+		spec.Spare = d.Keepers()
+	}
+	spec.Signals = wait.HandOver()
+	return func() { d.StopAfterRun(spec.Log); wait.Stop() }, nil
+}
+
+// each is a packing run's instances (P4): each one's figure — its last
+// match, or without a metric its 1/wall when it ended with 0 —, its GPU%
+// and its peak GPU memory where it was sampled.
+func each(outs []launcher.Outcome, insts []launcher.Instance, reading *scaling.Reading) []scaling.InstanceFigure {
+	out := make([]scaling.InstanceFigure, len(outs))
+	for i, o := range outs {
+		out[i].Instance = i
+		switch {
+		case reading != nil:
+			if fig, ok := reading.Last(i); ok {
+				out[i].Metric = ptr(fig)
+			}
+		case o.Code == 0 && o.Signal == 0 && o.Wall > 0:
+			out[i].Metric = ptr(1 / o.Wall.Seconds())
+		}
+		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
+			out[i].GPUUtil, out[i].GPUMemPeak = ptr(o.GPUUtilMean), ptr(float64(o.GPUMemPeak))
+		}
+	}
+	return out
+}
+
+func ptr(x float64) *float64 { return &x }
 
 // gpuUse is a run's mean GPU utilisation over its instances and its peak
 // GPU memory over its GPUs; nil where nothing was measured.
@@ -166,6 +272,9 @@ func gpuUse(outs []launcher.Outcome, insts []launcher.Instance) (util, memPerGPU
 // say prints one run's line as the study goes.
 func (c Config) say(st *scaling.Study, p Point, round int, run scaling.Run) {
 	what := fmt.Sprintf("%s %d, run %d of %d", c.Axis.Flag, p.Size, round+1, c.Repeat)
+	if p.Mode == scaling.MPS {
+		what = fmt.Sprintf("%s %d under MPS, run %d of %d", c.Axis.Flag, p.Size, round+1, c.Repeat)
+	}
 	switch {
 	case run.Interrupted:
 		fmt.Fprintf(c.Say, "gpulaunch scale: %s: interrupted; the study stops and keeps the sizes done\n", what)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
@@ -126,6 +127,48 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(said.String(), "gpulaunch scale: -n 4, run 1 of 2: no figure: exit status 1") ||
 			!strings.Contains(said.String(), "gpulaunch scale: -n 2, run 1 of 2: ") || strings.Contains(said.String(), "--halt") != halt {
 			t.Errorf("halt %v: said\n%s", halt, said.String())
+		}
+	}
+}
+
+// P3, P4: a packing run's figure is its instances over its wall time
+// without a metric, the sum of their last matches with one; each
+// instance keeps its own figure (its 1/wall, or its last match), GPU%
+// and GPU memory.
+func TestRunPointPacking(t *testing.T) {
+	launch := func(spec launcher.Spec) (launcher.Result, error) {
+		fmt.Fprintln(spec.Stdout, "0: throughput: 5")
+		fmt.Fprintln(spec.Stdout, "1: throughput: 7")
+		var res launcher.Result
+		for i := range spec.Instances {
+			res.Outcomes = append(res.Outcomes, launcher.Outcome{Index: i, Wall: time.Duration(i+1) * 500 * time.Millisecond, GPUUtilMean: float64(20 + 50*i), GPUMemPeak: uint64(i+1) << 30})
+		}
+		return res, nil
+	}
+	metric, err := scaling.NewMetric(`throughput: ([0-9.]+)`, "sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		metric *scaling.Metric
+		figure float64
+		each   [2]float64
+	}{{"P3: instances over the wall time", nil, -1, [2]float64{2, 1}}, {"P4: each one's last match", metric, 12, [2]float64{5, 7}}} {
+		c := Config{Axis: scaling.ByPerGPU, Metric: tc.metric, launch: launch}
+		p := point(2, 1)
+		p.PerGPU, p.Mode = 2, scaling.Turns
+		r := c.runPoint(p)
+		if tc.figure < 0 {
+			tc.figure = 2 / r.WallSeconds
+		}
+		if r.Metric == nil || *r.Metric != tc.figure || len(r.Each) != 2 {
+			t.Fatalf("%s: figure %v, each %+v; want %v", tc.name, r.Metric, r.Each, tc.figure)
+		}
+		for i, e := range r.Each {
+			if e.Instance != i || *e.Metric != tc.each[i] || *e.GPUUtil != float64(20+50*i) || *e.GPUMemPeak != float64(uint64(i+1)<<30) {
+				t.Errorf("%s: instance %d: %v %v %v", tc.name, i, *e.Metric, *e.GPUUtil, *e.GPUMemPeak)
+			}
 		}
 	}
 }
