@@ -518,3 +518,33 @@ fi`
 		t.Errorf("%d daemons started, %d quit, left %q; want 8, 8, none\n%s", len(started), quit, b.left(), out)
 	}
 }
+
+// The H200's day-one command (issue 36; gpu-h200.md, measured at
+// b911b4e, where it was refused "-n 2: the allocation has 1 GPU(s)… give
+// sizes up to 1"): on a node of one GPU and 16 CPUs, `scale -n 1,2,4
+// --share-gpus` runs its three sizes taking turns on the GPU, without
+// -O; and --per-gpu 1,2,4 asks the same of the packing study.
+func TestScaleSharingOneGPU(t *testing.T) {
+	dir := t.TempDir()
+	topo := filepath.Join(dir, "h200.json")
+	os.WriteFile(topo, []byte(`{"name": "h200vm", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 16, "threads_per_core": 1},
+		"gpus": [{"pci": "0000:00:06.0", "numa": 0}]}`), 0o644)
+	for _, sizes := range [][]string{{"-n", "1,2,4", "--share-gpus"}, {"--per-gpu", "1,2,4"}} {
+		jsonFile := filepath.Join(dir, "scale.json")
+		out, err := gpulaunch(t, append(append([]string{"scale", "--simulate", topo, "--json", jsonFile}, sizes...), "--", "true")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", sizes, err, out)
+		}
+		b, _ := os.ReadFile(jsonFile)
+		validateAgainstSchema(t, "scale", b)
+		var st scaling.Study
+		json.Unmarshal(b, &st)
+		var got []string
+		for _, p := range st.Points {
+			got = append(got, fmt.Sprintf("%d on %d: %s", p.Instances, p.GPUs, p.Status))
+		}
+		if want := "1 on 1: ok, 2 on 1: ok, 4 on 1: ok"; strings.Join(got, ", ") != want {
+			t.Errorf("%v: %s, want %s\n%s", sizes, strings.Join(got, ", "), want, out)
+		}
+	}
+}
