@@ -458,3 +458,41 @@ func TestStudySVGSpread(t *testing.T) {
 		t.Errorf("bars of heights %v, want three equal ones", heights)
 	}
 }
+
+// A packing study's picture: speedup and GPU use against the instances
+// per GPU, a line per mode (MPS's starting at 2: one per GPU shares
+// nothing), no ideal and no efficiency; its text stays inside.
+func TestPackingSVG(t *testing.T) {
+	s := Study{Title: "gpulaunch scale --per-gpu: python matmul.py", By: "instances per GPU", Packing: true, Figure: "the summed figure (matmul/s)",
+		Verdict: "4 per GPU under MPS: 4.3× one per GPU, leaving 137.0 GiB of each GPU's memory"}
+	s.Points = []StudyPoint{{GPUs: 1, Speedup: fp(1), Util: fp(46), Mode: "taking turns", Status: "ok"},
+		{GPUs: 2, Speedup: fp(1.3), Util: fp(30), Mode: "taking turns", Status: "ok"}, {GPUs: 2, Speedup: fp(2.4), Util: fp(90), Mode: "under MPS", Status: "ok"},
+		{GPUs: 4, Speedup: fp(1.5), Util: fp(16), Mode: "taking turns", Status: "ok"}, {GPUs: 4, Mode: "under MPS", Status: "failed"}}
+	var svg bytes.Buffer
+	if err := StudySVG(s, &svg); err != nil {
+		t.Fatal(err)
+	}
+	d := readSVG(t, svg.Bytes())
+	var texts []string
+	for _, tx := range d.Texts {
+		texts = append(texts, strings.ReplaceAll(tx.Text, "\u00a0", " "))
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"Speedup of the summed figure (matmul/s) over the baseline", "taking turns", "under MPS", "instances per GPU", "GPU utilisation",
+		"4 per GPU under MPS: failed"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in\n%s", want, all)
+		}
+	}
+	for _, absent := range []string{"Parallel efficiency", "ideal", "threshold"} {
+		if strings.Contains(all, absent) {
+			t.Errorf("a packing picture shows %q", absent)
+		}
+	}
+	if bad := d.overflowing(); len(bad) > 0 {
+		t.Errorf("text past the edge:\n%s", strings.Join(bad, "\n"))
+	}
+	if out := os.Getenv("CHART_OUT"); out != "" {
+		os.WriteFile(out+"/packing.svg", svg.Bytes(), 0o644)
+	}
+}
