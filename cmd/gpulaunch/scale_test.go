@@ -548,3 +548,59 @@ func TestScaleSharingOneGPU(t *testing.T) {
 		}
 	}
 }
+
+// A packing size whose MPS daemons do not come up (P5): that size gives
+// no figure, with the daemon's reason, and the study goes on (exit 1); a
+// Ctrl-C while they come up stops the study there (exit 130, the size
+// interrupted, the JSON written). Either way no daemon and no directory
+// is left.
+func TestScalePerGPUMPSDaemonDown(t *testing.T) {
+	for _, ctrlC := range []bool{false, true} {
+		t.Run(map[bool]string{false: "it does not come up", true: "Ctrl-C while it comes up"}[ctrlC], func(t *testing.T) {
+			b := newMPSBed(t)
+			wait := "300ms"
+			if ctrlC {
+				wait = "60s"
+			}
+			dir := t.TempDir()
+			jsonFile := filepath.Join(dir, "scale.json")
+			cmd := b.cmd(t, []string{"GPULAUNCH_MPS_WAIT=" + wait, "MPS_STANDIN_NO_PIDFILE=1"}, "scale", "--node-file", nodeFile(t, 1), "--per-gpu", "1,2", "--mps",
+				"-O", "--monitor-interval", "0", "--json", jsonFile, "--", "true")
+			var out lockedBuffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if ctrlC {
+				waitFor(t, "the daemon to start", func() bool { started, _ := b.daemons(t); return len(started) > 0 })
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+			code := exitStatus(cmd.Wait())
+			b2, err := os.ReadFile(jsonFile)
+			if err != nil {
+				t.Fatalf("no --json: %v\n%s", err, out.String())
+			}
+			validateAgainstSchema(t, "scale", b2)
+			var st scaling.Study
+			json.Unmarshal(b2, &st)
+			wantCode, wantStatus := 1, "failed"
+			if ctrlC {
+				wantCode, wantStatus = 130, "interrupted"
+			}
+			if code != wantCode || len(st.Points) != 3 || st.Points[2].Mode != scaling.MPS || st.Points[2].Status != wantStatus || st.Points[1].Status != "ok" {
+				t.Fatalf("exit %d, points %+v; want %d and the MPS size %s\n%s", code, st.Points, wantCode, wantStatus, out.String())
+			}
+			if !ctrlC && !strings.Contains(st.Points[2].Runs[0].NoMetric, "MPS: the control daemon for GPU") {
+				t.Errorf("the MPS size's reason: %q", st.Points[2].Runs[0].NoMetric)
+			}
+			if ctrlC != strings.Contains(st.Verdict, "interrupted") {
+				t.Errorf("verdict %q", st.Verdict)
+			}
+			started, _ := b.daemons(t)
+			gone(t, started)
+			if left := b.left(); len(started) != 1 || len(left) > 0 {
+				t.Errorf("%d daemons started (want 1), left behind: %q", len(started), left)
+			}
+		})
+	}
+}
