@@ -145,7 +145,9 @@ func (c Config) newStudy() scaling.Study {
 //	    (Each).
 //	P5. A size under MPS has its daemons up before its instances start,
 //	    and stopped after they end; daemons that do not come up give no
-//	    figure, and a signal while they come up stops the study.
+//	    figure, and a signal while they come up stops the study. Its
+//	    wall time is its instances', from their start: the daemons'
+//	    start is not the packing's (a job's own MPS has none).
 func (c Config) runPoint(p Point) scaling.Run {
 	var run scaling.Run
 	sink := &lineSink{tail: 20}
@@ -154,7 +156,6 @@ func (c Config) runPoint(p Point) scaling.Run {
 	}
 	spec := p.Spec
 	spec.Instances, spec.Label, spec.Stdout, spec.Stderr = slices.Clone(p.Spec.Instances), true, sink, sink
-	began := time.Now()
 	if p.MPS != nil {
 		stop, err := startMPS(p.MPS, &spec)
 		if stop != nil {
@@ -170,6 +171,7 @@ func (c Config) runPoint(p Point) scaling.Run {
 			return run
 		}
 	}
+	began := time.Now()
 	res, err := c.launch(spec)
 	run.WallSeconds = time.Since(began).Seconds()
 	if err != nil {
