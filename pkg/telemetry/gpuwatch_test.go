@@ -231,3 +231,26 @@ func TestGPUWatchSharedGPURules(t *testing.T) {
 		})
 	}
 }
+
+// SourceNote's rules: which instances' GPU% is their GPU's, and why.
+func TestSourceNoteRules(t *testing.T) {
+	p, g := SourceProcesses, SourceGPU
+	for _, tc := range []struct {
+		name string
+		rows []Sourced
+		want string
+	}{
+		{"1: every figure its processes' or unmeasured: no note", []Sourced{{0, p, false}, {1, "", false}}, ""},
+		{"2: MPS clients, in ranges", []Sourced{{0, g, true}, {1, g, true}, {2, g, true}, {4, g, true}},
+			"GPU%: instances 0-2,4: their GPU's, whoever used it (under MPS, NVML gives a client's use to the MPS server)"},
+		{"2: no per-process samples, beside instances of their own", []Sourced{{0, p, false}, {1, g, false}},
+			"GPU%: each instance's own processes', but instance 1: its GPU's, whoever used it (the driver gave no per-process samples: MIG, AMD, Intel, or NVML's error)"},
+		{"2: both whys", []Sourced{{0, g, true}, {1, g, false}}, "GPU%: instance 0: its GPU's, whoever used it (under MPS, NVML gives a client's use to the MPS server); instance 1: its GPU's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SourceNote(tc.rows); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Errorf("SourceNote = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
