@@ -111,10 +111,13 @@ type Instance struct {
 	GPUUtilMean   *float64 `json:"gpu_util_mean_pct"`
 	GPUUtilPeak   int      `json:"gpu_util_peak_pct"`
 	GPUUtilSource string   `json:"gpu_util_source"`
-	GPUMemPeak    uint64   `json:"gpu_mem_peak_bytes"`
-	RSSPeak       uint64   `json:"rss_peak_bytes"`
-	CPUSeconds    float64  `json:"cpu_seconds"`
-	Warnings      []string `json:"warnings"`
+	// MPSClient: the instance was an MPS client, whose use the driver
+	// gives to the MPS server (why its GPU% is its GPU's).
+	MPSClient  bool     `json:"mps_client,omitempty"`
+	GPUMemPeak uint64   `json:"gpu_mem_peak_bytes"`
+	RSSPeak    uint64   `json:"rss_peak_bytes"`
+	CPUSeconds float64  `json:"cpu_seconds"`
+	Warnings   []string `json:"warnings"`
 	// Series and Events are the instance's timeline (telemetry.Series),
 	// for `gpulaunch report FILE --svg`.
 	Series        *telemetry.Series `json:"series,omitempty"`
@@ -156,7 +159,7 @@ func Build(f Facts) Run {
 		ir := Instance{
 			Instance: o.Index, Rank: in.Rank, Host: f.Host, PID: o.PID, GPUs: append([]string{}, in.GPUUUIDs...), CPUs: in.CPUs,
 			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
-			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
+			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, MPSClient: telemetry.MPSClient(in.Env), GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
 			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),
 			Series: o.Series, Events: o.Events, EventsDropped: o.EventsDropped,
 		}
