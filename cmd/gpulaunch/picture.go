@@ -15,9 +15,10 @@ import (
 const pictureUsage = `Usage: gpulaunch report FILE [--svg OUT] [--html OUT]
 
 Draws a run from its --report FILE: each instance's starts, exits and
-warnings in a row of their own, its GPU utilisation, GPU memory, CPU use and
-resident memory over time (the GPU panels only when GPU use was measured), and
-the summary table. --svg writes a picture, --html one self-contained page
+warnings in a row of their own, its GPU use (its own processes' SM %, or its
+GPU's under MPS and where the driver cannot tell processes apart: the panel
+says which), GPU memory, CPU use and resident memory over time (the GPU panels
+only when GPU use was measured), and the summary table. --svg writes a picture, --html one self-contained page
 holding the picture; give either or both. OUT - is stdout. See docs/report.md.
 
 Examples:

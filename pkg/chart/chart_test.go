@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"os"
@@ -494,5 +495,44 @@ func TestPackingSVG(t *testing.T) {
 	}
 	if out := os.Getenv("CHART_OUT"); out != "" {
 		os.WriteFile(out+"/packing.svg", svg.Bytes(), 0o644)
+	}
+}
+
+// Rules of gpuUtilTitle and legendLabel, each by its number: the GPU
+// panel says whose use its lines are, and where sources mix the legend
+// marks the instances whose line is their GPU's.
+func TestGPUUtilSourceRules(t *testing.T) {
+	with := func(sources ...string) Run {
+		r := sampleRun()
+		r.Instances = r.Instances[:len(sources)]
+		for i, s := range sources {
+			r.Instances[i].GPUUtilSource = s
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		rule   string
+		run    Run
+		title  string
+		legend string // instance 1's legend line
+	}{
+		{"1: every instance's own processes'", with("processes", "processes"), "GPU utilisation of each instance's own processes (SM %)", "instance 1 (0000:19:00.0)"},
+		{"2: every instance's GPU's", with("gpu", "gpu"), "GPU utilisation of each instance's GPU, whoever used it", "instance 1 (0000:19:00.0)"},
+		{"3: mixed, the legend marks the GPU's", with("processes", "gpu"), "GPU utilisation: each instance's own processes', or its GPU's where the legend says", "instance 1 (0000:19:00.0) · GPU%: its GPU's"},
+		{"4: no source known", with("", ""), "GPU utilisation", "instance 1 (0000:19:00.0)"},
+	} {
+		if got := gpuUtilTitle(tc.run); got != tc.title {
+			t.Errorf("%s: title %q, want %q", tc.rule, got, tc.title)
+		}
+		if got := legendLabel(tc.run, tc.run.Instances[1]); got != tc.legend {
+			t.Errorf("%s: legend %q, want %q", tc.rule, got, tc.legend)
+		}
+		var b bytes.Buffer
+		if err := RunSVG(tc.run, &b); err != nil {
+			t.Fatal(err)
+		}
+		if svg := html.UnescapeString(b.String()); !strings.Contains(svg, tc.title) || !strings.Contains(svg, tc.legend) {
+			t.Errorf("%s: the picture lacks %q or %q", tc.rule, tc.title, tc.legend)
+		}
 	}
 }

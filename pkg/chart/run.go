@@ -28,7 +28,11 @@ type Instance struct {
 	// start, percent, bytes, percent of one CPU, bytes; a figure below 0
 	// was not measured.
 	T, GPUUtil, GPUMem, CPU, RSS []float64
-	Events                       []Event
+	// GPUUtilSource says whose use GPUUtil is: "processes" (its own
+	// processes'), "gpu" (its GPU's, whoever used it), "" (unknown: a
+	// report of a gpulaunch before it, or no sample).
+	GPUUtilSource string
+	Events        []Event
 }
 
 // Event is a start, an exit or a warning, at T seconds.
@@ -175,7 +179,7 @@ func RunSVG(r Run, w io.Writer) error {
 	_, div := timeUnit(runEnd(r))
 	drawEvents(c, r.Instances, first, div, top)
 	right := box{rightColumn * width, rightTop, width - 0.5*cm - rightColumn*width, height - rightTop}
-	drawLegend(c, r.Instances, right)
+	drawLegend(c, r, right)
 	drawTable(c, r.Summary, len(r.Instances), right)
 	return c.writeTo(w)
 }
@@ -204,6 +208,9 @@ func runCharts(r Run, panels []panel) []xyChart {
 		}
 		top, yDiv := maxOf(ys...), 1.0
 		ch := xyChart{Title: pn.Title, XLabel: "time since the start (" + unit + ")", YLabel: pn.YLabel, XMax: end / div}
+		if pn.is(gpuUtilPanel) {
+			ch.Title = gpuUtilTitle(r)
+		}
 		if pn.bytes {
 			var u string
 			u, yDiv = byteUnit(top)
@@ -219,6 +226,52 @@ func runCharts(r Run, panels []panel) []xyChart {
 		charts = append(charts, ch)
 	}
 	return charts
+}
+
+// gpuUtilTitle is the GPU utilisation panel's title, which says whose
+// use its lines are, by the instances' sources. The rules:
+//  1. Every instance's its own processes': "… of each instance's own
+//     processes (SM %)".
+//  2. Every instance's its GPU's: "… of each instance's GPU, whoever used
+//     it".
+//  3. Some of each: both named, the legend marking the GPU's (legendLabel).
+//  4. No source known (a report of a gpulaunch before it): the plain
+//     title.
+func gpuUtilTitle(r Run) string {
+	procs, gpus := sourceCounts(r)
+	switch {
+	case procs > 0 && gpus == 0:
+		return gpuUtilPanel.Title + " of each instance's own processes (SM %)"
+	case gpus > 0 && procs == 0:
+		return gpuUtilPanel.Title + " of each instance's GPU, whoever used it"
+	case gpus > 0:
+		return gpuUtilPanel.Title + ": each instance's own processes', or its GPU's where the legend says"
+	}
+	return gpuUtilPanel.Title
+}
+
+// sourceCounts counts the instances whose GPU% is their processes' and
+// those whose is their GPU's.
+func sourceCounts(r Run) (procs, gpus int) {
+	for _, in := range r.Instances {
+		switch in.GPUUtilSource {
+		case "processes":
+			procs++
+		case "gpu":
+			gpus++
+		}
+	}
+	return procs, gpus
+}
+
+// legendLabel is an instance's line of the legend: its label, and where
+// the GPU panel mixes sources (gpuUtilTitle's rule 3), "GPU%: its GPU's"
+// for an instance whose figure is its GPU's.
+func legendLabel(r Run, in Instance) string {
+	if procs, gpus := sourceCounts(r); procs > 0 && gpus > 0 && in.GPUUtilSource == "gpu" {
+		return in.Label + " · GPU%: its GPU's"
+	}
+	return in.Label
 }
 
 // runEnd is the time of the run's last sample or event.
@@ -283,12 +336,13 @@ func drawEvents(c *canvas, insts []Instance, f frame, div, top float64) {
 
 // drawLegend draws one entry per instance and one per event kind at the
 // top of b.
-func drawLegend(c *canvas, insts []Instance, b box) {
+func drawLegend(c *canvas, r Run, b box) {
 	x, y := b.X, b.Y
+	insts := r.Instances
 	for i, in := range insts {
 		mid := y + legendLine*(float64(i)+0.5)
 		c.line(seriesStroke(i), point{x, mid}, point{x + legendSample, mid})
-		c.text(legendFace, x+legendSample+5, mid+0.35*legendFace.Size, atStart, in.Label)
+		c.text(legendFace, x+legendSample+5, mid+0.35*legendFace.Size, atStart, legendLabel(r, in))
 	}
 	for k, kind := range eventKinds {
 		mid := y + legendLine*(float64(len(insts)+k)+0.5)

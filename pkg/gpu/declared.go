@@ -3,6 +3,7 @@ package gpu
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -20,13 +21,26 @@ import (
 const SimulatedUsageEnv = "GPULAUNCH_SIMULATED_USAGE_DIR"
 
 // DeclaredUsage reads the declarations of living processes in dir for
-// the given GPUs.
+// the given GPUs, and answers as NVML would from the driver. The rules:
+//  1. A GPU's utilisation is the sum of its declarations, at most 100;
+//     its memory in use theirs; each declaring process is on its list of
+//     processes with the memory it declared.
+//  2. Every GPU has per-process samples (PerProcess): one per process
+//     that declared a use above 0, as NVML gives a sample only to a
+//     process with use in the period; one that declared 0 has none.
+//  3. The use of a declaring process that is an MPS client (its
+//     environment names CUDA_MPS_PIPE_DIRECTORY) is sampled on its MPS
+//     server, not on it (mpsServer): a real H200 gave all of it to
+//     nvidia-cuda-mps-server and none to the clients, whose memory stays
+//     their own (rule 1).
 func DeclaredUsage(dir string, uuids []string) []Usage {
-	byUUID := map[string]*Usage{}
+	byUUID := map[string]int{}
 	out := make([]Usage, len(uuids))
+	sm := make([]map[int]int, len(uuids)) // per GPU: SM% by the pid sampled
 	for i, id := range uuids {
-		out[i] = Usage{UUID: id}
-		byUUID[id] = &out[i]
+		out[i] = Usage{UUID: id, PerProcess: true}
+		byUUID[id] = i
+		sm[i] = map[int]int{}
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -38,24 +52,81 @@ func DeclaredUsage(dir string, uuids []string) []Usage {
 		if err != nil {
 			continue
 		}
+		sampled := pid
 		for _, line := range strings.Split(string(data), "\n") {
 			f := strings.Fields(line)
 			if len(f) != 3 {
 				continue
 			}
-			u, ok := byUUID[f[0]]
+			i, ok := byUUID[f[0]]
 			util, err1 := strconv.Atoi(f[1])
 			mib, err2 := strconv.ParseUint(f[2], 10, 64)
 			if !ok || err1 != nil || err2 != nil || util < 0 {
 				continue
 			}
+			u := &out[i]
 			u.Utilization = min(100, u.Utilization+util)
 			u.MemoryUsed += mib << 20
 			u.Processes = append(u.Processes, GPUProcess{PID: pid, MemoryUsed: mib << 20})
+			if util > 0 {
+				if sampled == pid {
+					sampled = mpsServer(pid)
+				}
+				sm[i][sampled] += util
+			}
 		}
+	}
+	for i := range out {
+		out[i].ProcessUtil = processSamples(sm[i])
 	}
 	return out
 }
+
+// processSamples are the samples of a GPU by pid, in pid order, each at
+// most 100%.
+func processSamples(byPID map[int]int) []ProcessUtil {
+	var out []ProcessUtil
+	for pid, pct := range byPID {
+		out = append(out, ProcessUtil{PID: pid, SM: min(100, pct)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// mpsServer is the process a declaring process pid's use is sampled on
+// (DeclaredUsage's rule 3): pid itself, unless it is an MPS client, whose
+// use goes to its MPS server. A simulated node has no
+// nvidia-cuda-mps-server: the stand-in for it is the MPS control daemon
+// of the client's pipe directory (its nvidia-cuda-mps-control.pid), which
+// on a real node is the server's parent — a process of no instance, as
+// the server is; 0 where that file cannot be read (a daemon gpulaunch
+// did not start, one that is gone), still no instance's process.
+func mpsServer(pid int) int {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return pid
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		dir, ok := strings.CutPrefix(kv, MPSPipeEnv+"=")
+		if !ok || dir == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "nvidia-cuda-mps-control.pid")) // mps.PidFile
+		if err != nil {
+			return 0
+		}
+		if server, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && server > 0 {
+			return server
+		}
+		return 0
+	}
+	return pid
+}
+
+// MPSPipeEnv is the variable that makes a CUDA process an MPS client: the
+// pipe directory of the MPS control daemon it talks to (NVIDIA's MPS
+// documentation).
+const MPSPipeEnv = "CUDA_MPS_PIPE_DIRECTORY"
 
 // alive: the process exists and is not a zombie (a dead app's
 // declaration no longer counts, even before it is reaped).

@@ -104,6 +104,25 @@ type Usage struct {
 	MemoryUsed  uint64 `json:"memory_used_bytes"`
 	// Processes are the compute processes holding a context on the GPU.
 	Processes []GPUProcess `json:"processes,omitempty"`
+	// PerProcess: the backend read per-process samples of this GPU's use
+	// (NVML's nvmlDeviceGetProcessUtilization, or the declarations of a
+	// simulated node), so that a process absent from ProcessUtil used
+	// none of it since the last sample — 0, not unknown. False where none
+	// can be read: a MIG device, AMD and Intel GPUs, NVML's error.
+	PerProcess bool `json:"per_process,omitempty"`
+	// ProcessUtil are those samples, one per process that used the GPU
+	// since the last sample. Under MPS the driver gives the clients' use
+	// to the MPS server (nvidia-cuda-mps-server): a client has no sample
+	// of its own.
+	ProcessUtil []ProcessUtil `json:"process_util,omitempty"`
+}
+
+// ProcessUtil is one process's use of a GPU since the last sample.
+type ProcessUtil struct {
+	PID int `json:"pid"`
+	// SM is the share of time its kernels ran on the GPU's SMs, in
+	// percent (NVML's smUtil, nvidia-smi pmon's "sm").
+	SM int `json:"sm_pct"`
 }
 
 // GPUProcess is a process with a context on a GPU.

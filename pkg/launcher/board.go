@@ -84,14 +84,21 @@ type InstanceStatus struct {
 	// Exit is the last exit status ("0", "3", "SIGKILL"), "" while the first runs.
 	Exit    string    `json:"exit,omitempty"`
 	EndedBy job.Ended `json:"ended_by,omitempty"`
-	// Telemetry from the last sample; negative GPU utilisation: not sampled.
-	CPUPercent  float64 `json:"cpu_pct"`
-	CPUSeconds  float64 `json:"cpu_seconds"`
-	RSS         uint64  `json:"rss_bytes"`
-	PeakRSS     uint64  `json:"peak_rss_bytes"`
-	GPUUtil     int     `json:"gpu_util_pct"`
-	GPUMem      uint64  `json:"gpu_mem_bytes"`
-	GPUUtilMean float64 `json:"gpu_util_mean_pct"`
+	// Telemetry from the last sample; negative GPU utilisation: not
+	// sampled. GPUUtil is the instance's own use of its GPUs, and
+	// GPUUtilSource where it comes from (Outcome's); GPUUtilMean its mean
+	// so far.
+	CPUPercent    float64 `json:"cpu_pct"`
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	RSS           uint64  `json:"rss_bytes"`
+	PeakRSS       uint64  `json:"peak_rss_bytes"`
+	GPUUtil       int     `json:"gpu_util_pct"`
+	GPUUtilSource string  `json:"gpu_util_source"`
+	GPUMem        uint64  `json:"gpu_mem_bytes"`
+	GPUUtilMean   float64 `json:"gpu_util_mean_pct"`
+	// MPSClient: the instance is an MPS client (telemetry.MPSClient), whose
+	// use the driver gives to the MPS server: its GPU% is its GPU's.
+	MPSClient bool `json:"mps_client,omitempty"`
 	// GPUSamples are the last sample of each of its GPUs; absent before
 	// the first, and without GPU telemetry.
 	GPUSamples []telemetry.GPUSample `json:"gpu_samples,omitempty"`
@@ -118,7 +125,8 @@ type Snapshot struct {
 func NewBoard(run RunInfo, insts []Instance) *Board {
 	b := &Board{run: run, signals: make(chan signalRequest), done: make(chan struct{})}
 	for _, inst := range insts {
-		b.rows = append(b.rows, InstanceStatus{Index: inst.Index, Rank: inst.Rank, State: StateStarting, GPUs: inst.GPUs, CPUs: inst.CPUs, GPUUtil: -1, GPUUtilMean: -1})
+		b.rows = append(b.rows, InstanceStatus{Index: inst.Index, Rank: inst.Rank, State: StateStarting, GPUs: inst.GPUs, CPUs: inst.CPUs, GPUUtil: -1, GPUUtilMean: -1,
+			MPSClient: telemetry.MPSClient(inst.Env)})
 		b.rings = append(b.rings, process.NewRing(process.RingSize))
 	}
 	return b

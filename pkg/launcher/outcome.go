@@ -24,10 +24,14 @@ type Outcome struct {
 	PeakRSS  uint64         `json:"peak_rss_bytes"`
 	// CPUSeconds is the CPU time of the instance's process tree.
 	CPUSeconds float64 `json:"cpu_seconds"`
-	// GPUUtilMean and GPUUtilPeak are its GPUs' utilisation in percent
-	// over the samples taken while it ran; -1 when none was taken.
-	GPUUtilMean float64 `json:"gpu_util_mean_pct"`
-	GPUUtilPeak int     `json:"gpu_util_peak_pct"`
+	// GPUUtilMean and GPUUtilPeak are its own use of its GPUs in percent
+	// over the samples taken while it ran (telemetry.InstanceUtil); -1
+	// when none was taken. GPUUtilSource says where they come from:
+	// "processes" (its processes' SM%), "gpu" (its GPUs' figure, whoever
+	// used them: MPS, no per-process samples), "" (no sample).
+	GPUUtilMean   float64 `json:"gpu_util_mean_pct"`
+	GPUUtilPeak   int     `json:"gpu_util_peak_pct"`
+	GPUUtilSource string  `json:"gpu_util_source"`
 	// GPUMemPeak is the most GPU memory its processes held at once.
 	GPUMemPeak uint64 `json:"gpu_mem_peak_bytes"`
 	// Warnings are launch verification's findings.

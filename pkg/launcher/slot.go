@@ -149,7 +149,7 @@ func (s *slot) outcome(index int) Outcome {
 		// tasks' retries are the joblog's)
 		o.Restarts = s.job.Try
 	}
-	o.GPUUtilMean, o.GPUUtilPeak, o.GPUMemPeak = s.gpus.MeanUtil(), s.gpus.UtilPeak, s.gpus.MemPeak
+	o.GPUUtilMean, o.GPUUtilPeak, o.GPUUtilSource, o.GPUMemPeak = s.gpus.MeanUtil(), s.gpus.UtilPeak, s.gpus.Source, s.gpus.MemPeak
 	o.Warnings = append([]string{}, s.gpus.Warnings...)
 	return o
 }
@@ -166,7 +166,7 @@ func (s *slot) row(index int, r *InstanceStatus) {
 		r.EndedBy = s.endedBy
 	}
 	r.CPUPercent, r.CPUSeconds, r.RSS, r.PeakRSS = s.cpuPercent, o.CPUSeconds, s.rss, o.PeakRSS
-	r.GPUUtil, r.GPUMem, r.GPUUtilMean = s.gpus.LastUtil, s.gpus.LastMem, o.GPUUtilMean
+	r.GPUUtil, r.GPUUtilSource, r.GPUMem, r.GPUUtilMean = s.gpus.LastUtil, s.gpus.LastSource, s.gpus.LastMem, o.GPUUtilMean
 	r.GPUSamples = append(r.GPUSamples[:0], s.gpus.PerGPU...)
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
 	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command

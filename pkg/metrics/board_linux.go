@@ -27,8 +27,9 @@ func BoardCollector(board *launcher.Board, insts []launcher.Instance, host strin
 //     stopping): the file is kept after the run, and must not show tasks
 //     running there.
 //  3. An instance's GPUs are the launch's (insts, by UUID), each once,
-//     with its last sample where one was taken (Sampled); a utilisation
-//     the driver does not tell (-1) stays negative (ratio).
+//     with its last sample where one was taken (Sampled): the instance's
+//     own use with its source, and the GPU's; a utilisation not measured
+//     (-1) stays negative (ratio).
 func FromBoard(s launcher.Snapshot, insts []launcher.Instance, host string) Snapshot {
 	ms := Snapshot{Job: s.Run.JobID, Step: s.Run.StepID, Host: host, Finished: s.Run.Finished}
 	if q := s.Queue; q != nil {
@@ -46,7 +47,8 @@ func FromBoard(s launcher.Snapshot, insts []launcher.Instance, host string) Snap
 		if i < len(insts) {
 			for _, u := range insts[i].GPUUUIDs {
 				g, ok := sampled[u]
-				mi.GPUs = append(mi.GPUs, GPU{UUID: u, Sampled: ok, Utilization: ratio(g.Util), MemoryBytes: g.Mem})
+				mi.GPUs = append(mi.GPUs, GPU{UUID: u, Sampled: ok, Utilization: ratio(g.InstanceUtil), Source: g.InstanceUtilSource,
+					DeviceUtilization: ratio(g.Util), MemoryBytes: g.Mem})
 			}
 		}
 		ms.Instances = append(ms.Instances, mi)

@@ -31,11 +31,14 @@ func TestFromBoard(t *testing.T) {
 		{"2: a running slot names its task", row(launcher.StateRunning, 4), func(s Snapshot) any { return s.Instances[0].Task }, 4},
 		{"2: a stopping slot names its task", row(launcher.StateStopping, 4), func(s Snapshot) any { return s.Instances[0].Task }, 4},
 		{"2: a slot whose task ended names none", row(launcher.StateWaiting, 4), func(s Snapshot) any { return s.Instances[0].Task }, 0},
-		{"3: the launch's GPUs, sampled or not", row(launcher.StateRunning, 0, telemetry.GPUSample{UUID: "GPU-b", Util: 50, Mem: 9}),
+		{"3: the launch's GPUs, sampled or not; the instance's own use with its source, and the GPU's",
+			row(launcher.StateRunning, 0, telemetry.GPUSample{UUID: "GPU-b", Util: 90, InstanceUtil: 20, InstanceUtilSource: "processes", Mem: 9}),
 			func(s Snapshot) any { return s.Instances[0].GPUs },
-			[]GPU{{UUID: "GPU-a", Sampled: false, Utilization: 0}, {UUID: "GPU-b", Sampled: true, Utilization: 0.5, MemoryBytes: 9}}},
-		{"3: an untold utilisation stays negative", row(launcher.StateRunning, 0, telemetry.GPUSample{UUID: "GPU-a", Util: -1}),
-			func(s Snapshot) any { return s.Instances[0].GPUs[0].Utilization }, -1.0},
+			[]GPU{{UUID: "GPU-a", Sampled: false, Utilization: 0}, {UUID: "GPU-b", Sampled: true, Utilization: 0.2, Source: "processes", DeviceUtilization: 0.9, MemoryBytes: 9}}},
+		{"3: an untold utilisation stays negative", row(launcher.StateRunning, 0, telemetry.GPUSample{UUID: "GPU-a", Util: -1, InstanceUtil: -1}),
+			func(s Snapshot) any {
+				return [2]float64{s.Instances[0].GPUs[0].Utilization, s.Instances[0].GPUs[0].DeviceUtilization}
+			}, [2]float64{-1, -1}},
 		{"the job, step and host label the run", row(launcher.StateRunning, 0),
 			func(s Snapshot) any { return [3]string{s.Job, s.Step, s.Host} }, [3]string{"7", "0", "n1"}},
 	} {

@@ -44,9 +44,15 @@ type GPU struct {
 	// Sampled: a sample of this GPU was taken; without one only the
 	// GPU's ownership is exposed.
 	Sampled bool
-	// Utilization is the GPU's busy share, 0 to 1; negative: the driver
-	// does not tell (a MIG device).
+	// Utilization is the instance's own use of the GPU, 0 to 1, and
+	// Source where it comes from (telemetry.InstanceUtil): its processes'
+	// SM share ("processes") or the GPU's busy share ("gpu"); negative
+	// and "": not measured (a MIG device).
 	Utilization float64
+	Source      string
+	// DeviceUtilization is the GPU's busy share, 0 to 1, whoever used it;
+	// negative: the driver does not tell (a MIG device).
+	DeviceUtilization float64
 	// MemoryBytes is the GPU memory of the instance's processes on it.
 	MemoryBytes uint64
 }
@@ -73,6 +79,9 @@ const (
 	LabelTask     = "task"
 	LabelGPU      = "gpu_uuid"
 	LabelState    = "state"
+	// LabelUtilSource is where an instance's GPU utilisation comes from:
+	// "processes" or "gpu" (the report's gpu_util_source).
+	LabelUtilSource = "gpu_util_source"
 )
 
 // Metric types, as the text format's TYPE line names them.
@@ -113,7 +122,8 @@ var (
 	mRestarts    = metric{"gpulaunch_instance_restarts_total", "How often the instance was restarted (--restarts, a --ddp group's restarts).", Counter, instanceLabels}
 	mTask        = metric{"gpulaunch_instance_task_info", "1 for the task a queue slot runs now (join on host and gpulaunch_instance for a task's series).", Gauge, []string{LabelInstance, LabelRank, LabelTask}}
 	mGPU         = metric{"gpulaunch_instance_gpu_info", "1 for each GPU of the instance: the join key with DCGM's and jobstats' series.", Gauge, gpuLabels}
-	mGPUUtil     = metric{"gpulaunch_instance_gpu_utilization_ratio", "Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).", Gauge, gpuLabels}
+	mGPUUtil     = metric{"gpulaunch_instance_gpu_utilization_ratio", "The instance's own use of the GPU at the last sample, 0 to 1: its processes' SM share (gpu_util_source=processes), or the GPU's where the driver cannot tell processes apart (gpu_util_source=gpu: MPS, MIG, AMD, Intel).", Gauge, []string{LabelInstance, LabelRank, LabelGPU, LabelUtilSource}}
+	mDevUtil     = metric{"gpulaunch_gpu_utilization_ratio", "Utilisation of the GPU at the last sample, 0 to 1, whoever used it (one series per GPU of the run's instances).", Gauge, []string{LabelGPU}}
 	mGPUMem      = metric{"gpulaunch_instance_gpu_memory_used_bytes", "GPU memory the instance's processes hold on the GPU at the last sample.", Gauge, gpuLabels}
 	mFinished    = metric{"gpulaunch_run_finished", "1 once the run has ended: the states are the final ones.", Gauge, nil}
 	mTasks       = metric{"gpulaunch_queue_tasks", "Tasks in the queue's input.", Gauge, nil}
@@ -131,13 +141,16 @@ var (
 //     instance's its index and rank, a GPU's its UUID.
 //  2. A queue's slot has no restarts counter (its retries start again at
 //     each task); an unsampled GPU only its gpu_info; a utilisation the
-//     driver does not tell (a MIG device) no series.
+//     driver does not tell (a MIG device) no series. An instance's
+//     utilisation is its own, labelled with its source; the GPU's own
+//     (gpulaunch_gpu_utilization_ratio) is one series per GPU however
+//     many instances share it, from the first instance that sampled it.
 //  3. Labels are sorted by name, the series of a metric by their label
 //     values in that order, the metrics by name; a metric without series
 //     is left out. This is client_golang's order: the text is what its
 //     registry wrote, without its start-up cost (bench-start.sh).
 func Series(s Snapshot, states []string) []Family {
-	b := builder{run: []string{s.Job, s.Step, s.Host}, fams: map[string]*Family{}}
+	b := builder{run: []string{s.Job, s.Step, s.Host}, fams: map[string]*Family{}, devices: map[string]bool{}}
 	b.add(mFinished, boolValue(s.Finished))
 	for _, inst := range s.Instances {
 		b.addInstance(inst, states, s.Queue != nil)
@@ -155,8 +168,9 @@ func Series(s Snapshot, states []string) []Family {
 // builder gathers series into families by metric (rule 1 adds the run's
 // labels to each).
 type builder struct {
-	run  []string
-	fams map[string]*Family
+	run     []string
+	fams    map[string]*Family
+	devices map[string]bool // GPUs whose own utilisation has its series
 }
 
 // addInstance adds one instance's series (rule 2); queue: it is a
@@ -180,7 +194,11 @@ func (b *builder) addInstance(inst Instance, states []string, queue bool) {
 			continue
 		}
 		if g.Utilization >= 0 {
-			b.add(mGPUUtil, g.Utilization, idx, rank, g.UUID)
+			b.add(mGPUUtil, g.Utilization, idx, rank, g.UUID, g.Source)
+		}
+		if g.DeviceUtilization >= 0 && !b.devices[g.UUID] {
+			b.devices[g.UUID] = true
+			b.add(mDevUtil, g.DeviceUtilization, g.UUID)
 		}
 		b.add(mGPUMem, float64(g.MemoryBytes), idx, rank, g.UUID)
 	}

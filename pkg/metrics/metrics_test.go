@@ -18,15 +18,19 @@ import (
 
 var states = []string{"running", "exited"}
 
-// A run of two instances under Slurm: instance 0 measured on its GPU,
-// instance 1 exited, its GPU never sampled.
+// A run of two instances under Slurm: instance 0 measured on its GPU by
+// its processes' samples (75% of a GPU busy 90%), instance 1 exited, its
+// GPU never sampled.
 var instancesRun = Snapshot{Job: "42", Step: "0", Host: "node1", Instances: []Instance{
 	{Index: 0, Rank: 4, State: "running", CPUSeconds: 12.5, RSS: 1 << 30, Restarts: 1,
-		GPUs: []GPU{{UUID: "GPU-aaa", Sampled: true, Utilization: 0.75, MemoryBytes: 2 << 30}}},
+		GPUs: []GPU{{UUID: "GPU-aaa", Sampled: true, Utilization: 0.75, Source: "processes", DeviceUtilization: 0.9, MemoryBytes: 2 << 30}}},
 	{Index: 1, Rank: 5, State: "exited", CPUSeconds: 3, GPUs: []GPU{{UUID: "GPU-bbb"}}},
 }}
 
 const instancesWant = `
+# HELP gpulaunch_gpu_utilization_ratio Utilisation of the GPU at the last sample, 0 to 1, whoever used it (one series per GPU of the run's instances).
+# TYPE gpulaunch_gpu_utilization_ratio gauge
+gpulaunch_gpu_utilization_ratio{gpu_uuid="GPU-aaa",host="node1",slurm_job="42",slurm_step="0"} 0.9
 # HELP gpulaunch_instance_cpu_seconds_total CPU time (user and system) of the instance's process trees, every process it ran so far.
 # TYPE gpulaunch_instance_cpu_seconds_total counter
 gpulaunch_instance_cpu_seconds_total{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 12.5
@@ -38,9 +42,9 @@ gpulaunch_instance_gpu_info{gpu_uuid="GPU-bbb",gpulaunch_instance="1",host="node
 # HELP gpulaunch_instance_gpu_memory_used_bytes GPU memory the instance's processes hold on the GPU at the last sample.
 # TYPE gpulaunch_instance_gpu_memory_used_bytes gauge
 gpulaunch_instance_gpu_memory_used_bytes{gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 2.147483648e+09
-# HELP gpulaunch_instance_gpu_utilization_ratio Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).
+# HELP gpulaunch_instance_gpu_utilization_ratio The instance's own use of the GPU at the last sample, 0 to 1: its processes' SM share (gpu_util_source=processes), or the GPU's where the driver cannot tell processes apart (gpu_util_source=gpu: MPS, MIG, AMD, Intel).
 # TYPE gpulaunch_instance_gpu_utilization_ratio gauge
-gpulaunch_instance_gpu_utilization_ratio{gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 0.75
+gpulaunch_instance_gpu_utilization_ratio{gpu_util_source="processes",gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 0.75
 # HELP gpulaunch_instance_resident_memory_bytes Resident memory of the instance's process tree at the last sample.
 # TYPE gpulaunch_instance_resident_memory_bytes gauge
 gpulaunch_instance_resident_memory_bytes{gpulaunch_instance="0",host="node1",rank="4",slurm_job="42",slurm_step="0"} 1.073741824e+09
@@ -65,13 +69,30 @@ gpulaunch_run_finished{host="node1",slurm_job="42",slurm_step="0"} 0
 // counter, so no restarts series.
 var queueRun = Snapshot{Host: "ws", Finished: true, Queue: &Queue{Total: 10, Done: 6, Failed: 1, Running: 1, Left: 4},
 	Instances: []Instance{{Index: 0, Rank: 0, State: "running", Task: 7, CPUSeconds: 1, Restarts: 2,
-		GPUs: []GPU{{UUID: "MIG-ccc", Sampled: true, Utilization: -1, MemoryBytes: 100}}}}}
+		GPUs: []GPU{{UUID: "MIG-ccc", Sampled: true, Utilization: -1, DeviceUtilization: -1, MemoryBytes: 100}}}}}
+
+// Two MPS clients of one GPU busy 90%: each instance's series is the
+// GPU's figure, said by its source; the GPU's own series is one.
+var sharedRun = Snapshot{Host: "n1", Instances: []Instance{
+	{Index: 0, State: "running", GPUs: []GPU{{UUID: "GPU-aaa", Sampled: true, Utilization: 0.9, Source: "gpu", DeviceUtilization: 0.9}}},
+	{Index: 1, Rank: 1, State: "running", GPUs: []GPU{{UUID: "GPU-aaa", Sampled: true, Utilization: 0.9, Source: "gpu", DeviceUtilization: 0.9}}},
+}}
+
+const sharedWant = `
+# HELP gpulaunch_gpu_utilization_ratio Utilisation of the GPU at the last sample, 0 to 1, whoever used it (one series per GPU of the run's instances).
+# TYPE gpulaunch_gpu_utilization_ratio gauge
+gpulaunch_gpu_utilization_ratio{gpu_uuid="GPU-aaa",host="n1",slurm_job="",slurm_step=""} 0.9
+# HELP gpulaunch_instance_gpu_utilization_ratio The instance's own use of the GPU at the last sample, 0 to 1: its processes' SM share (gpu_util_source=processes), or the GPU's where the driver cannot tell processes apart (gpu_util_source=gpu: MPS, MIG, AMD, Intel).
+# TYPE gpulaunch_instance_gpu_utilization_ratio gauge
+gpulaunch_instance_gpu_utilization_ratio{gpu_util_source="gpu",gpu_uuid="GPU-aaa",gpulaunch_instance="0",host="n1",rank="0",slurm_job="",slurm_step=""} 0.9
+gpulaunch_instance_gpu_utilization_ratio{gpu_util_source="gpu",gpu_uuid="GPU-aaa",gpulaunch_instance="1",host="n1",rank="1",slurm_job="",slurm_step=""} 0.9
+`
 
 const queueWant = `
 # HELP gpulaunch_instance_gpu_memory_used_bytes GPU memory the instance's processes hold on the GPU at the last sample.
 # TYPE gpulaunch_instance_gpu_memory_used_bytes gauge
 gpulaunch_instance_gpu_memory_used_bytes{gpu_uuid="MIG-ccc",gpulaunch_instance="0",host="ws",rank="0",slurm_job="",slurm_step=""} 100
-# HELP gpulaunch_instance_gpu_utilization_ratio Utilisation of the instance's GPU at the last sample, 0 to 1 (the GPU's, whoever uses it).
+# HELP gpulaunch_instance_gpu_utilization_ratio The instance's own use of the GPU at the last sample, 0 to 1: its processes' SM share (gpu_util_source=processes), or the GPU's where the driver cannot tell processes apart (gpu_util_source=gpu: MPS, MIG, AMD, Intel).
 # TYPE gpulaunch_instance_gpu_utilization_ratio gauge
 # HELP gpulaunch_instance_restarts_total How often the instance was restarted (--restarts, a --ddp group's restarts).
 # TYPE gpulaunch_instance_restarts_total counter
@@ -106,8 +127,10 @@ func TestCollectorSeries(t *testing.T) {
 		names []string // the metrics compared; nil: all
 	}{
 		{"instances: state enum, counters, GPU series by gpu_uuid, unsampled GPU owned only", instancesRun, instancesWant, nil},
+		{"a shared GPU: each instance's utilisation with its source, the GPU's once", sharedRun, sharedWant,
+			[]string{"gpulaunch_gpu_utilization_ratio", "gpulaunch_instance_gpu_utilization_ratio"}},
 		{"queue: task info, counts, no restarts counter, unknown utilisation left out", queueRun, queueWant, []string{
-			"gpulaunch_instance_gpu_memory_used_bytes", "gpulaunch_instance_gpu_utilization_ratio", "gpulaunch_instance_restarts_total",
+			"gpulaunch_gpu_utilization_ratio", "gpulaunch_instance_gpu_memory_used_bytes", "gpulaunch_instance_gpu_utilization_ratio", "gpulaunch_instance_restarts_total",
 			"gpulaunch_instance_task_info", "gpulaunch_queue_tasks", "gpulaunch_queue_tasks_done_total", "gpulaunch_queue_tasks_failed_total",
 			"gpulaunch_queue_tasks_left", "gpulaunch_queue_tasks_running", "gpulaunch_run_finished"}},
 	} {

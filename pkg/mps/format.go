@@ -70,12 +70,21 @@ func (s *Sharing) Write(w io.Writer) {
 		fmt.Fprintf(w, "Sharing:   %s\n", line)
 	}
 	if s != nil {
-		// NVML's utilisation is the device's (nvmlDeviceGetUtilizationRates):
-		// it cannot tell a shared GPU's instances apart, MPS or not; its
-		// process list can, and under MPS lists each client (type M+C)
-		// with the memory it holds.
-		fmt.Fprintln(w, "Sharing:   GPU% of a shared GPU is the GPU's, the same for each of its instances (NVML measures a device, not a client); GPU MEM is each instance's own processes'")
+		fmt.Fprintln(w, "Sharing:   "+s.figures())
 	}
+}
+
+// figures says what a shared GPU's figures mean, by how it is shared.
+// NVML's per-process samples (nvmlDeviceGetProcessUtilization) tell the
+// instances taking turns on a GPU apart, as telemetry.InstanceUtil reads
+// them; under MPS they give every client's use to the MPS server, so an
+// MPS client's GPU% is the GPU's. The process list tells both apart, and
+// under MPS lists each client (type M+C) with the memory it holds.
+func (s *Sharing) figures() string {
+	if s.Mode == "mps" {
+		return "GPU% under MPS is the GPU's, the same for each of its instances (NVML gives the clients' use to the MPS server); GPU MEM is each instance's own processes'"
+	}
+	return "GPU% is each instance's own processes' SM% (NVML's per-process samples; the GPU's where the driver gives none); GPU MEM is each instance's own processes'"
 }
 
 // Lines are the sharing, a line per shared GPU: "GPU 0 (GPU-1a2b…):

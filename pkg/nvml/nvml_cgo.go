@@ -31,6 +31,10 @@ type library struct {
 
 	mu      sync.Mutex
 	handles map[string]gonvml.Device // UUID → handle, filled by Inventory
+	// lastSeen is, per GPU by UUID, the newest timestamp of the last
+	// per-process samples read (processUtil): the next read asks for
+	// those since, so that each sample covers the time since the last.
+	lastSeen map[string]uint64
 }
 
 // Library is NVML for gpu.Open: the real library, and go-nvml's mocks for
@@ -62,7 +66,7 @@ func newLibrary(lib gonvml.Interface, backend string, sysfs fs.FS, maxCPUs int) 
 	if maxCPUs <= 0 {
 		maxCPUs = 4096
 	}
-	return &library{lib: lib, backend: backend, sysfs: sysfs, maxCPUs: maxCPUs, handles: map[string]gonvml.Device{}}
+	return &library{lib: lib, backend: backend, sysfs: sysfs, maxCPUs: maxCPUs, handles: map[string]gonvml.Device{}, lastSeen: map[string]uint64{}}
 }
 
 func (l *library) Close() error {
@@ -206,9 +210,70 @@ func (l *library) Usage(uuids []string) ([]gpu.Usage, error) {
 				u.Processes = append(u.Processes, gpu.GPUProcess{PID: int(p.Pid), MemoryUsed: p.UsedGpuMemory})
 			}
 		}
+		u.ProcessUtil, u.PerProcess = l.processUtil(id, dev)
 		out = append(out, u)
 	}
 	return out, errors.Join(errs...)
+}
+
+// processUtil reads the per-process samples of GPU id since the last
+// read (go-nvml's Device.GetProcessUtilization; its
+// GetProcessesUtilizationInfo passes no buffer and cannot return them),
+// and says whether it could: per NVML's answer, in order,
+//  1. SUCCESS: the samples; the newest timestamp among them is where the
+//     next read starts (lastSeen; the first read passes 0, the driver's
+//     whole buffer).
+//  2. NOT_FOUND: no process used the GPU since the last read: read, and
+//     every process had 0.
+//  3. INSUFFICIENT_SIZE with no sample: go-nvml's answer where the
+//     driver counted none on its sizing call: as 2.
+//  4. INSUFFICIENT_SIZE with samples: more came between go-nvml's sizing
+//     call and its read; asked once more, and then as 5.
+//  5. anything else (NOT_SUPPORTED on a MIG device or a GPU before
+//     Maxwell, an error): not read; the caller's figure is the GPU's.
+//
+// A process may have several samples in one answer (the driver samples
+// more often than gpulaunch reads): its figure is their mean, the share
+// of the window its kernels ran, comparable with the GPU's utilisation,
+// which NVML also averages over its period — the peak would count the
+// busiest instant as the whole window.
+func (l *library) processUtil(id string, dev gonvml.Device) ([]gpu.ProcessUtil, bool) {
+	samples, ret := dev.GetProcessUtilization(l.lastSeen[id])
+	if ret == gonvml.ERROR_INSUFFICIENT_SIZE && len(samples) > 0 {
+		samples, ret = dev.GetProcessUtilization(l.lastSeen[id])
+	}
+	switch {
+	case ret == gonvml.SUCCESS:
+	case ret == gonvml.ERROR_NOT_FOUND, ret == gonvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0:
+		return nil, true
+	default:
+		return nil, false
+	}
+	return meanPerProcess(samples, l.lastSeen, id), true
+}
+
+// meanPerProcess is one sample per process, the mean of its samples'
+// SM% (processUtil), in the order of each process's first sample; it
+// moves lastSeen[id] to the newest timestamp among them.
+func meanPerProcess(samples []gonvml.ProcessUtilizationSample, lastSeen map[string]uint64, id string) []gpu.ProcessUtil {
+	var out []gpu.ProcessUtil
+	at := map[uint32]int{}
+	n := map[uint32]int{}
+	for _, s := range samples {
+		lastSeen[id] = max(lastSeen[id], s.TimeStamp)
+		k, ok := at[s.Pid]
+		if !ok {
+			k = len(out)
+			at[s.Pid] = k
+			out = append(out, gpu.ProcessUtil{PID: int(s.Pid)})
+		}
+		out[k].SM += int(s.SmUtil)
+		n[s.Pid]++
+	}
+	for pid, k := range at {
+		out[k].SM = min(100, (out[k].SM+n[pid]/2)/n[pid]) // rounded
+	}
+	return out
 }
 
 // maskToSet decodes NVML's affinity words: bit b of word w is id w*64+b

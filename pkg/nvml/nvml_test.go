@@ -5,9 +5,13 @@ package nvml
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 )
@@ -90,5 +94,91 @@ func TestSimulatedUsageThroughTheMock(t *testing.T) {
 	}
 	if !strings.Contains(node.Backend, "go-nvml mock") {
 		t.Errorf("backend %q", node.Backend)
+	}
+	// the per-process samples through GetProcessUtilization, as
+	// staticSource gives them without cgo (gpu.DeclaredUsage)
+	for i, want := range []int{70, 10} {
+		if s := us[i].ProcessUtil; !us[i].PerProcess || len(s) != 1 || s[0].PID != os.Getpid() || s[0].SM != want {
+			t.Errorf("GPU %d: per-process samples %v %+v, want this process at %d%%", i, us[i].PerProcess, s, want)
+		}
+	}
+	// a GPU nobody declared: NOT_FOUND, read, no sample
+	idle, _ := src.Usage([]string{node.GPUs[2].UUID})
+	if !idle[0].PerProcess || len(idle[0].ProcessUtil) != 0 {
+		t.Errorf("an idle GPU: %+v", idle[0])
+	}
+}
+
+// processUtil's rules, each against a device whose answers are scripted:
+// what the instance's figure is read from, and the lastSeen each read
+// passes (the newest timestamp of the answer before, per GPU).
+func TestProcessUtilRules(t *testing.T) {
+	type answer struct {
+		samples []gonvml.ProcessUtilizationSample
+		ret     gonvml.Return
+	}
+	s := func(pid uint32, ts uint64, sm uint32) gonvml.ProcessUtilizationSample {
+		return gonvml.ProcessUtilizationSample{Pid: pid, TimeStamp: ts, SmUtil: sm}
+	}
+	for _, tc := range []struct {
+		name     string
+		answers  []answer // one per call, in order
+		reads    int      // Usage calls
+		want     []gpu.ProcessUtil
+		per      bool
+		lastSeen []uint64 // the argument of each call
+	}{
+		{"1: SUCCESS gives the samples, and the next read starts at their newest timestamp",
+			[]answer{{[]gonvml.ProcessUtilizationSample{s(10, 500, 20), s(11, 700, 70)}, gonvml.SUCCESS}, {[]gonvml.ProcessUtilizationSample{s(10, 900, 30)}, gonvml.SUCCESS}},
+			2, []gpu.ProcessUtil{{PID: 10, SM: 30}}, true, []uint64{0, 700}},
+		{"1: several samples of one process in a window: their mean",
+			[]answer{{[]gonvml.ProcessUtilizationSample{s(10, 100, 20), s(11, 150, 5), s(10, 200, 41)}, gonvml.SUCCESS}},
+			1, []gpu.ProcessUtil{{PID: 10, SM: 31}, {PID: 11, SM: 5}}, true, []uint64{0}},
+		{"2: NOT_FOUND: read, every process 0, lastSeen kept",
+			[]answer{{[]gonvml.ProcessUtilizationSample{s(10, 300, 50)}, gonvml.SUCCESS}, {nil, gonvml.ERROR_NOT_FOUND}, {nil, gonvml.ERROR_NOT_FOUND}},
+			3, nil, true, []uint64{0, 300, 300}},
+		{"3: INSUFFICIENT_SIZE without a sample: as NOT_FOUND",
+			[]answer{{[]gonvml.ProcessUtilizationSample{}, gonvml.ERROR_INSUFFICIENT_SIZE}},
+			1, nil, true, []uint64{0}},
+		{"4: INSUFFICIENT_SIZE with samples: asked once more",
+			[]answer{{[]gonvml.ProcessUtilizationSample{s(10, 1, 1)}, gonvml.ERROR_INSUFFICIENT_SIZE}, {[]gonvml.ProcessUtilizationSample{s(10, 5, 60), s(12, 6, 10)}, gonvml.SUCCESS}},
+			1, []gpu.ProcessUtil{{PID: 10, SM: 60}, {PID: 12, SM: 10}}, true, []uint64{0, 0}},
+		{"4: then 5 when the second is short too",
+			[]answer{{[]gonvml.ProcessUtilizationSample{s(10, 1, 1)}, gonvml.ERROR_INSUFFICIENT_SIZE}, {[]gonvml.ProcessUtilizationSample{s(10, 1, 1)}, gonvml.ERROR_INSUFFICIENT_SIZE}},
+			1, nil, false, []uint64{0, 0}},
+		{"5: NOT_SUPPORTED (a MIG device): not read",
+			[]answer{{nil, gonvml.ERROR_NOT_SUPPORTED}}, 1, nil, false, []uint64{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []uint64
+			dev := &mock.Device{
+				GetUtilizationRatesFunc: func() (gonvml.Utilization, gonvml.Return) { return gonvml.Utilization{Gpu: 90}, gonvml.SUCCESS },
+				GetMemoryInfoFunc:       func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{}, gonvml.SUCCESS },
+				GetComputeRunningProcessesFunc: func() ([]gonvml.ProcessInfo, gonvml.Return) {
+					return nil, gonvml.SUCCESS
+				},
+				GetProcessUtilizationFunc: func(lastSeen uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
+					a := tc.answers[len(calls)]
+					calls = append(calls, lastSeen)
+					return a.samples, a.ret
+				},
+			}
+			l := newLibrary(&mock.Interface{}, "test", nil, 1)
+			l.handles["GPU-a"] = dev
+			var us []gpu.Usage
+			for range tc.reads {
+				var err error
+				if us, err = l.Usage([]string{"GPU-a"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			u := us[0]
+			if u.Utilization != 90 || u.PerProcess != tc.per || !slices.Equal(u.ProcessUtil, tc.want) {
+				t.Errorf("usage %+v, want per-process %v samples %+v", u, tc.per, tc.want)
+			}
+			if !slices.Equal(calls, tc.lastSeen) {
+				t.Errorf("lastSeen passed %v, want %v", calls, tc.lastSeen)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ package nvml
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -126,6 +127,23 @@ func simulatedDevice(g gpu.GPU, model mockModel, usageDir string) *mock.Device {
 		GetMemoryInfoFunc: func() (gonvml.Memory, gonvml.Return) {
 			used := declared().MemoryUsed
 			return gonvml.Memory{Total: total, Used: used, Free: total - min(used, total)}, gonvml.SUCCESS
+		},
+		// The per-process samples are the declared ones (gpu.DeclaredUsage:
+		// an MPS client's on its server), each stamped now, so that every
+		// read is newer than the last one's lastSeen; none is NVML's
+		// NOT_FOUND, "no process used the GPU since".
+		GetProcessUtilizationFunc: func(lastSeen uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
+			now := uint64(max(time.Now().UnixMicro(), 0))
+			var out []gonvml.ProcessUtilizationSample
+			for _, p := range declared().ProcessUtil {
+				if now > lastSeen {
+					out = append(out, gonvml.ProcessUtilizationSample{Pid: uint32(p.PID), TimeStamp: now, SmUtil: uint32(p.SM)})
+				}
+			}
+			if len(out) == 0 {
+				return nil, gonvml.ERROR_NOT_FOUND
+			}
+			return out, gonvml.SUCCESS
 		},
 		GetComputeRunningProcessesFunc: func() ([]gonvml.ProcessInfo, gonvml.Return) {
 			var out []gonvml.ProcessInfo

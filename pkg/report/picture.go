@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/chart"
 	"github.com/gpulaunch/gpulaunch/pkg/table"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // Picture turns a report into what chart draws.
@@ -31,6 +32,7 @@ func Picture(r Run) chart.Run {
 		if s := in.Series; s != nil {
 			ci.T, ci.GPUUtil, ci.GPUMem, ci.CPU, ci.RSS = s.T, s.GPUUtil, s.GPUMem, s.CPU, s.RSS
 		}
+		ci.GPUUtilSource = in.GPUUtilSource
 		if len(ci.T) == 0 {
 			ci.Label += ": no samples"
 		}
@@ -63,6 +65,9 @@ func pictureTable(r Run) []string {
 	tw.Flush()
 	rows := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	rows = append(rows, "", fmt.Sprintf("exit status %d, wall %s", r.ExitCode, (time.Duration(r.WallSeconds*float64(time.Second))).Round(time.Second)))
+	if note := sourceNote(r); note != "" {
+		rows = append(rows, note)
+	}
 	if r.GPUTelemetry != "" {
 		rows = append(rows, "GPU use not measured: "+strings.TrimPrefix(r.GPUTelemetry, "no GPU telemetry: "))
 	}
@@ -70,4 +75,16 @@ func pictureTable(r Run) []string {
 		rows = append(rows, fmt.Sprintf("%d warning(s): see the report's warnings", n))
 	}
 	return rows
+}
+
+// sourceNote is the summary's line that names the instances whose GPU%
+// is their GPU's, and why (telemetry.SourceNote).
+func sourceNote(r Run) string {
+	rows := make([]telemetry.Sourced, 0, len(r.Instances))
+	for _, in := range r.Instances {
+		if in.GPUUtilMean != nil {
+			rows = append(rows, telemetry.Sourced{Index: in.Instance, Source: in.GPUUtilSource, MPS: in.MPSClient})
+		}
+	}
+	return telemetry.SourceNote(rows)
 }

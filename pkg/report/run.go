@@ -104,13 +104,20 @@ type Instance struct {
 	Signal      string   `json:"signal"`
 	EndedBy     string   `json:"ended_by"`
 	Restarts    int      `json:"restarts"`
-	// GPUUtilMean is null when no GPU sample was taken.
-	GPUUtilMean *float64 `json:"gpu_util_mean_pct"`
-	GPUUtilPeak int      `json:"gpu_util_peak_pct"`
-	GPUMemPeak  uint64   `json:"gpu_mem_peak_bytes"`
-	RSSPeak     uint64   `json:"rss_peak_bytes"`
-	CPUSeconds  float64  `json:"cpu_seconds"`
-	Warnings    []string `json:"warnings"`
+	// GPUUtilMean and GPUUtilPeak are its own use of its GPUs
+	// (launcher.Outcome's), GPUUtilSource where it comes from
+	// ("processes", "gpu"); the mean is null and the source "" when no
+	// GPU sample was taken.
+	GPUUtilMean   *float64 `json:"gpu_util_mean_pct"`
+	GPUUtilPeak   int      `json:"gpu_util_peak_pct"`
+	GPUUtilSource string   `json:"gpu_util_source"`
+	// MPSClient: the instance was an MPS client, whose use the driver
+	// gives to the MPS server (why its GPU% is its GPU's).
+	MPSClient  bool     `json:"mps_client,omitempty"`
+	GPUMemPeak uint64   `json:"gpu_mem_peak_bytes"`
+	RSSPeak    uint64   `json:"rss_peak_bytes"`
+	CPUSeconds float64  `json:"cpu_seconds"`
+	Warnings   []string `json:"warnings"`
 	// Series and Events are the instance's timeline (telemetry.Series),
 	// for `gpulaunch report FILE --svg`.
 	Series        *telemetry.Series `json:"series,omitempty"`
@@ -152,13 +159,13 @@ func Build(f Facts) Run {
 		ir := Instance{
 			Instance: o.Index, Rank: in.Rank, Host: f.Host, PID: o.PID, GPUs: append([]string{}, in.GPUUUIDs...), CPUs: in.CPUs,
 			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
-			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
+			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, MPSClient: telemetry.MPSClient(in.Env), GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
 			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),
 			Series: o.Series, Events: o.Events, EventsDropped: o.EventsDropped,
 		}
 		if o.GPUUtilMean >= 0 && len(in.GPUUUIDs) > 0 {
 			m := o.GPUUtilMean
-			ir.GPUUtilMean = &m
+			ir.GPUUtilMean, ir.GPUUtilSource = &m, o.GPUUtilSource
 		}
 		r.Instances = append(r.Instances, ir)
 		r.Warnings = append(r.Warnings, o.Warnings...)

@@ -65,6 +65,7 @@ func writeSlotTable(w io.Writer, insts []launcher.Instance, outs []launcher.Outc
 		warnings = append(warnings, o.Warnings...)
 	}
 	tw.Flush()
+	writeSourceNote(w, insts, outs)
 	return warnings
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/table"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // Write prints the end-of-run table, its failure and warning
@@ -49,7 +50,23 @@ func Write(w io.Writer, insts []launcher.Instance, outs []launcher.Outcome, pain
 	if restarted {
 		fmt.Fprintln(w, "WALL: from an instance's first start to its last exit, its restarts and their back-off included")
 	}
+	writeSourceNote(w, insts, outs)
 	writeWarnings(w, warnings, paint)
+}
+
+// writeSourceNote prints the line that says which instances' GPU% is
+// their GPU's, not their own, and why (telemetry.SourceNote); none when
+// every figure is their own.
+func writeSourceNote(w io.Writer, insts []launcher.Instance, outs []launcher.Outcome) {
+	rows := make([]telemetry.Sourced, 0, len(outs))
+	for i, o := range outs {
+		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
+			rows = append(rows, telemetry.Sourced{Index: o.Index, Source: o.GPUUtilSource, MPS: telemetry.MPSClient(insts[i].Env)})
+		}
+	}
+	if note := telemetry.SourceNote(rows); note != "" {
+		fmt.Fprintln(w, note)
+	}
 }
 
 // WriteWarnings prints the outcomes' warnings alone: the summary's part
@@ -62,8 +79,9 @@ func WriteWarnings(w io.Writer, outs []launcher.Outcome, paint Paint) {
 	writeWarnings(w, warnings, paint)
 }
 
-// utilString is the GPU% MEAN/PEAK column: "-" for an instance without
-// GPUs or without a sample.
+// utilString is the GPU% MEAN/PEAK column, the instance's own use of its
+// GPUs (writeSourceNote says where it is its GPU's): "-" for an instance
+// without GPUs or without a sample.
 func utilString(o launcher.Outcome, inst launcher.Instance) string {
 	if o.GPUUtilMean < 0 || len(inst.GPUUUIDs) == 0 {
 		return table.Dash

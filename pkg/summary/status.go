@@ -12,6 +12,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
+	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
 )
 
 // WriteStatus renders a snapshot as the live table (`gpulaunch status`,
@@ -36,6 +37,9 @@ func WriteStatus(w io.Writer, s launcher.Snapshot, width int, paint Paint) {
 	cols := StatusColumns(s)
 	table.Fit(cols, width)
 	table.Write(w, cols, paint)
+	if note := statusSourceNote(s); note != "" {
+		fmt.Fprintln(w, table.CutLine(note, width))
+	}
 	for _, r := range s.Instances {
 		for _, m := range r.Warnings {
 			rest := 0 // the room after "warning: "; 0: no limit
@@ -45,6 +49,18 @@ func WriteStatus(w io.Writer, s launcher.Snapshot, width int, paint Paint) {
 			fmt.Fprintln(w, paint.Warn("warning:")+" "+table.CutLine(m, rest))
 		}
 	}
+}
+
+// statusSourceNote is the line under the live table that says whose
+// use each GPU% is (telemetry.SourceNote), by each row's last sample.
+func statusSourceNote(s launcher.Snapshot) string {
+	rows := make([]telemetry.Sourced, 0, len(s.Instances))
+	for _, r := range s.Instances {
+		if r.GPUUtil >= 0 && (r.State == launcher.StateRunning || r.State == launcher.StateStopping) {
+			rows = append(rows, telemetry.Sourced{Index: r.Index, Source: r.GPUUtilSource, MPS: r.MPSClient})
+		}
+	}
+	return telemetry.SourceNote(rows)
 }
 
 // statusHeader is the live table's first line: which run, how long up,

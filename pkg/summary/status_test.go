@@ -33,7 +33,7 @@ func eightOnH100() launcher.Snapshot {
 		case 6:
 			r.State, r.Exit = launcher.StateExited, "0"
 		case 7:
-			r.Warnings = []string{"instance 7: no process of it used its GPU(s) GPU-aedafa02-10e0-6fbc-9c68-d2c6dbc3010f, which sat idle over 3 sample(s): is the app running on the CPU (a CPU-only build, or no GPU code path)?"}
+			r.Warnings = []string{"instance 7: no process of it used its GPU(s) GPU-aedafa02-10e0-6fbc-9c68-d2c6dbc3010f over 3 sample(s): is the app running on the CPU (a CPU-only build, or no GPU code path)?"}
 		}
 		s.Instances = append(s.Instances, r)
 	}

@@ -19,11 +19,84 @@ type GPUUsage interface {
 // GPUSample is one of an instance's GPUs at the last sample.
 type GPUSample struct {
 	UUID string `json:"uuid"`
-	// Util is the GPU's utilisation in percent; -1: the driver does not
-	// tell (a MIG device).
+	// Util is the GPU's utilisation in percent, whoever used it; -1: the
+	// driver does not tell (a MIG device).
 	Util int `json:"util_pct"`
+	// InstanceUtil is the instance's own use of the GPU in percent, and
+	// InstanceUtilSource where it comes from (InstanceUtil's rules): its
+	// processes' SM% ("processes") or the GPU's figure ("gpu"); -1 and
+	// "": not measured.
+	InstanceUtil       int    `json:"instance_util_pct"`
+	InstanceUtilSource string `json:"instance_util_source,omitempty"`
 	// Mem is the GPU memory the instance's processes hold on it.
 	Mem uint64 `json:"mem_bytes"`
+}
+
+// Where an instance's GPU% comes from (launcher.Outcome.GPUUtilSource,
+// the report's gpu_util_source); "" when it was not measured.
+const (
+	// SourceProcesses: its own processes' SM%, from the driver's
+	// per-process samples (or declared per process on a simulated node).
+	SourceProcesses = "processes"
+	// SourceGPU: its GPU's figure, whoever used it: under MPS (NVML gives
+	// the clients' use to the MPS server), on a MIG device, on AMD and
+	// Intel GPUs, or where the driver gave no per-process samples.
+	SourceGPU = "gpu"
+)
+
+// InstanceUtil is an instance's use of one of its GPUs, u, in percent,
+// and where it comes from. tree is the instance's process tree; mps:
+// the instance is an MPS client (MPSClient). The rules, in order:
+//  1. An MPS client: the GPU's figure ("gpu"). NVML gives all of an MPS
+//     client's use to nvidia-cuda-mps-server and none to the client (a
+//     real H200 under MPS: 98% on the server, nothing on 4 clients), so
+//     its processes' samples would say 0 for a busy client.
+//  2. The backend read per-process samples of the GPU: the sum of the
+//     SM% of the processes of tree, at most 100 ("processes"); a process
+//     without a sample used none of it since the last (0, not unknown).
+//  3. Otherwise the GPU's figure ("gpu").
+//
+// A GPU figure the driver does not give (-1, a MIG device) is not
+// measured: -1, "".
+func InstanceUtil(u gpu.Usage, tree map[int]bool, mps bool) (int, string) {
+	if !mps && u.PerProcess {
+		sum := 0
+		for _, p := range u.ProcessUtil {
+			if tree[p.PID] {
+				sum += p.SM
+			}
+		}
+		return min(100, sum), SourceProcesses
+	}
+	if u.Utilization < 0 {
+		return -1, ""
+	}
+	return u.Utilization, SourceGPU
+}
+
+// MPSClient says whether an instance whose environment is env is an MPS
+// client: it names an MPS pipe directory (gpu.MPSPipeEnv), gpulaunch's
+// --mps daemon's or the job's own.
+func MPSClient(env []string) bool {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, gpu.MPSPipeEnv+"="); ok && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// JoinSources is the source of a figure made of figures from a and b: a
+// figure that is partly its GPU's is its GPU's ("gpu" wins); "" adds
+// nothing.
+func JoinSources(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == SourceGPU:
+		return a
+	}
+	return b
 }
 
 // Launch verification judges a running instance's idle GPUs once it has
@@ -42,24 +115,32 @@ const (
 )
 
 // GPUWatch is one instance's GPU record across samples: what the
-// summary, the live table and launch verification read of its GPUs.
+// summary, the live table and launch verification read of its GPUs. Its
+// utilisation figures are the instance's own (InstanceUtil): on a GPU it
+// shares, its processes' use, not the GPU's.
 type GPUWatch struct {
 	own      map[string]bool // its GPUs by UUID
+	mps      bool            // it is an MPS client (MPSClient)
 	samples  int             // samples taken while it ran
 	utilSum  float64
 	UtilPeak int
 	MemPeak  uint64 // its processes' GPU memory, summed over GPUs
 	seen     bool   // one of its processes held a context on one of its GPUs
-	busy     bool   // one of its GPUs was ever busy
+	busy     bool   // its own figure on one of its GPUs was ever above 0
 	verified bool   // the idle check has been made
 	foreign  map[string]bool
 	// Warnings are what the watch found wrong (a foreign GPU, idle
 	// GPUs), and those the sampler's caller added (the memory cap).
 	Warnings []string
-	// the last sample: mean utilisation of its GPUs (-1: none) and its
-	// processes' GPU memory
-	LastUtil int
-	LastMem  uint64
+	// the last sample: mean of its figures on its GPUs (-1: none), where
+	// they came from (JoinSources of theirs), and its processes' GPU
+	// memory
+	LastUtil   int
+	LastSource string
+	LastMem    uint64
+	// Source is where its figures came from over every sample so far
+	// (JoinSources); "" while none was measured.
+	Source string
 	// PerGPU is the last sample of each of its GPUs, in the order they
 	// were sampled: what --metrics-file and --metrics-listen expose per
 	// GPU UUID, the key other exporters' series are joined on.
@@ -72,7 +153,7 @@ type GPUWatch struct {
 // NewGPUWatch watches the GPUs uuids of an instance whose environment is
 // env.
 func NewGPUWatch(uuids []string, env []string) *GPUWatch {
-	w := &GPUWatch{own: map[string]bool{}, foreign: map[string]bool{}, LastUtil: -1, told: toldBy(env)}
+	w := &GPUWatch{own: map[string]bool{}, foreign: map[string]bool{}, LastUtil: -1, told: toldBy(env), mps: MPSClient(env)}
 	for _, u := range uuids {
 		w.own[u] = true
 	}
@@ -84,19 +165,21 @@ func NewGPUWatch(uuids []string, env []string) *GPUWatch {
 // process has run. It returns warnings that are new.
 func (w *GPUWatch) Observe(index int, usage []gpu.Usage, tree map[int]bool, owner map[string]int, ran time.Duration) []string {
 	var fresh []string
-	util, n := 0, 0
+	util, n, source := 0, 0, ""
 	var mem uint64
 	w.PerGPU = w.PerGPU[:0]
 	for _, u := range usage {
 		mine := w.own[u.UUID]
 		if mine {
-			w.PerGPU = append(w.PerGPU, GPUSample{UUID: u.UUID, Util: u.Utilization})
-		}
-		if mine && u.Utilization >= 0 {
-			util += u.Utilization
-			n++
-			w.UtilPeak = max(w.UtilPeak, u.Utilization)
-			w.busy = w.busy || u.Utilization > 0
+			own, from := InstanceUtil(u, tree, w.mps)
+			w.PerGPU = append(w.PerGPU, GPUSample{UUID: u.UUID, Util: u.Utilization, InstanceUtil: own, InstanceUtilSource: from})
+			if own >= 0 {
+				util += own
+				n++
+				source = JoinSources(source, from)
+				w.UtilPeak = max(w.UtilPeak, own)
+				w.busy = w.busy || own > 0
+			}
 		}
 		for _, p := range u.Processes {
 			if !tree[p.PID] {
@@ -110,13 +193,7 @@ func (w *GPUWatch) Observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 			}
 			if !w.foreign[u.UUID] {
 				w.foreign[u.UUID] = true
-				whose := "no instance's"
-				if o, ok := owner[u.UUID]; ok {
-					whose = fmt.Sprintf("instance %d's", o)
-				}
-				fresh = append(fresh, fmt.Sprintf("instance %d: process %d runs on GPU %s, %s GPU, not its own (%s): "+
-					"the app ignores %s (it may reset it, or pick devices by a hard-coded index)",
-					index, p.PID, u.UUID, whose, strings.Join(keys(w.own), ","), w.told))
+				fresh = append(fresh, w.foreignWarning(index, p.PID, u.UUID, owner))
 			}
 		}
 	}
@@ -124,16 +201,29 @@ func (w *GPUWatch) Observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 		return fresh
 	}
 	w.samples++
-	w.LastUtil, w.LastMem = -1, mem
+	w.LastUtil, w.LastSource, w.LastMem = -1, source, mem
 	if n > 0 {
 		w.utilSum += float64(util) / float64(n)
 		w.LastUtil = util / n
+		w.Source = JoinSources(w.Source, source)
 	}
 	w.MemPeak = max(w.MemPeak, mem)
 	if w.samples >= verifyAfter && ran >= verifyGrace {
 		fresh = append(fresh, w.Verify(index)...)
 	}
 	return fresh
+}
+
+// foreignWarning says that process pid of instance index runs on GPU
+// uuid, which is not its own.
+func (w *GPUWatch) foreignWarning(index, pid int, uuid string, owner map[string]int) string {
+	whose := "no instance's"
+	if o, ok := owner[uuid]; ok {
+		whose = fmt.Sprintf("instance %d's", o)
+	}
+	return fmt.Sprintf("instance %d: process %d runs on GPU %s, %s GPU, not its own (%s): "+
+		"the app ignores %s (it may reset it, or pick devices by a hard-coded index)",
+		index, pid, uuid, whose, strings.Join(keys(w.own), ","), w.told)
 }
 
 // toldBy names the vendor variable in an instance's environment that
@@ -149,20 +239,38 @@ func toldBy(env []string) string {
 	return "the GPU visibility variable"
 }
 
-// Verify flags an instance that never touched its GPUs while they sat idle.
+// Verify judges, once, whether the instance used its GPUs. Its own
+// figures (InstanceUtil) decide, not its GPUs', so that an idle instance
+// on a GPU another keeps busy is caught. The rules, in order:
+//  1. Judged once, and only with a sample.
+//  2. Its own figure was above 0 at some sample: it used them.
+//  3. No process of it held a context on its GPUs: it did not use them
+//     (the app may run on the CPU).
+//  4. A process of it held a context, and every figure of it came from
+//     its processes' samples, all 0: it held the GPU without computing
+//     (waiting on its input, another rank, or computing on the CPU).
+//  5. Otherwise — a context held, its figure its GPU's (MPS, no
+//     per-process samples) and 0 — nothing can be told: no warning.
 func (w *GPUWatch) Verify(index int) []string {
 	if w.verified || w.samples == 0 {
 		return nil
 	}
 	w.verified = true
-	if w.seen || w.busy {
+	gpus := strings.Join(keys(w.own), ",")
+	switch {
+	case w.busy:
 		return nil
+	case !w.seen:
+		return []string{fmt.Sprintf("instance %d: no process of it used its GPU(s) %s over %d sample(s): "+
+			"is the app running on the CPU (a CPU-only build, or no GPU code path)?", index, gpus, w.samples)}
+	case w.Source == SourceProcesses:
+		return []string{fmt.Sprintf("instance %d: its processes held memory on its GPU(s) %s but ran no kernel over %d sample(s) (the driver's per-process samples): "+
+			"is it waiting (on its input, another rank), or computing on the CPU?", index, gpus, w.samples)}
 	}
-	return []string{fmt.Sprintf("instance %d: no process of it used its GPU(s) %s, which sat idle over %d sample(s): "+
-		"is the app running on the CPU (a CPU-only build, or no GPU code path)?", index, strings.Join(keys(w.own), ","), w.samples)}
+	return nil
 }
 
-// MeanUtil is the mean of its GPUs' utilisation over the samples; -1:
+// MeanUtil is the mean of its figures on its GPUs over the samples; -1:
 // none.
 func (w *GPUWatch) MeanUtil() float64 {
 	if w.samples == 0 {

@@ -8,7 +8,9 @@ import "time"
 // pictures (`gpulaunch report FILE --svg`). It stays small however long
 // the run: at most seriesMax points, each the mean of the samples it
 // stands for (seriesBuf). Columns, one value per point; a GPU figure is -1
-// where it was not measured (no GPU, no telemetry).
+// where it was not measured (no GPU, no telemetry). GPUUtil is the
+// instance's own use of its GPUs (GPUWatch.LastUtil), from the source its
+// GPUWatch says.
 type Series struct {
 	T       []float64 `json:"t_seconds"` // since the run began, the mean of the point's samples
 	GPUUtil []float64 `json:"gpu_util_pct"`
