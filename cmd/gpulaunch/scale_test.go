@@ -452,6 +452,10 @@ func TestScalePerGPU(t *testing.T) {
 			if e.Metric == nil || *e.Metric != float64(j+1) || e.GPUUtil == nil || e.GPUMemPeak == nil || *e.GPUMemPeak != float64((j%2+1)*512<<20) {
 				t.Errorf("%d per GPU, instance %d: %+v", k, j, e)
 			}
+			// its own 30%, not its GPU's 60 when two take turns on it
+			if e.GPUUtil != nil && (*e.GPUUtil > 30 || e.GPUUtilSource != "processes") {
+				t.Errorf("%d per GPU, instance %d: GPU%% %v from %q; want at most its own 30, from its processes", k, j, *e.GPUUtil, e.GPUUtilSource)
+			}
 		}
 		if p.Headroom == nil || *p.Headroom != float64(80<<30-k*(1<<30)) {
 			t.Errorf("%d per GPU: headroom %v, want 80 GiB less %d GiB", k, p.Headroom, k)

@@ -61,6 +61,7 @@ func (p *Point) settleEach() {
 	for i := range p.Each {
 		var figs, utils []float64
 		var mem *float64
+		source := ""
 		for _, r := range p.Runs {
 			if i >= len(r.Each) {
 				continue
@@ -72,11 +73,16 @@ func (p *Point) settleEach() {
 			if e.GPUUtil != nil {
 				utils = append(utils, *e.GPUUtil)
 			}
+			// one run's figure that is its GPU's makes the mean partly
+			// the GPU's: say so (telemetry.JoinSources' rule)
+			if source == "" || e.GPUUtilSource == "gpu" {
+				source = e.GPUUtilSource
+			}
 			if e.GPUMemPeak != nil && (mem == nil || *e.GPUMemPeak > *mem) {
 				mem = e.GPUMemPeak
 			}
 		}
-		p.Each[i] = InstanceFigure{Instance: i, GPUUtil: mean(utils), GPUMemPeak: mem}
+		p.Each[i] = InstanceFigure{Instance: i, GPUUtil: mean(utils), GPUUtilSource: source, GPUMemPeak: mem}
 		if len(figs) > 0 {
 			sort.Float64s(figs)
 			p.Each[i].Metric = ptr(median(figs))

@@ -87,13 +87,15 @@ type Point struct {
 
 // InstanceFigure is one instance of a packing study's run or point: its
 // own figure (nil: none), its GPU% (its processes', or its GPU's where
-// those are not told apart) and the most GPU memory it held; nil where
-// not measured.
+// those are not told apart: GPUUtilSource says which, as the report's
+// gpu_util_source does) and the most GPU memory it held; nil where not
+// measured.
 type InstanceFigure struct {
-	Instance   int      `json:"instance"`
-	Metric     *float64 `json:"metric"`
-	GPUUtil    *float64 `json:"gpu_util_mean_pct"`
-	GPUMemPeak *float64 `json:"gpu_mem_peak_bytes"`
+	Instance      int      `json:"instance"`
+	Metric        *float64 `json:"metric"`
+	GPUUtil       *float64 `json:"gpu_util_mean_pct"`
+	GPUUtilSource string   `json:"gpu_util_source,omitempty"`
+	GPUMemPeak    *float64 `json:"gpu_mem_peak_bytes"`
 }
 
 // Run is one run of a point.

@@ -245,6 +245,7 @@ func each(outs []launcher.Outcome, insts []launcher.Instance, reading *scaling.R
 		}
 		if o.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
 			out[i].GPUUtil, out[i].GPUMemPeak = ptr(o.GPUUtilMean), ptr(float64(o.GPUMemPeak))
+			out[i].GPUUtilSource = o.GPUUtilSource
 		}
 	}
 	return out
