@@ -369,6 +369,8 @@ func TestSysfsBinds(t *testing.T) {
 		{"rule 1: the driver lists no GPU: NVML", fstest.MapFS{"proc/driver/nvidia/version": {Data: []byte("NVRM\n")}}, "", false},
 		{"rule 2: every GPU's NUMA node and CPUs known: sysfs", nvidiaRoot(nil), "", true},
 		{"rule 2: a GPU's NUMA node unknown: NVML", nvidiaRoot(noNUMA), "", false},
+		{"rule 2: numa_node -1 on one NUMA node is node 0: sysfs", nvidiaRoot(fstest.MapFS{"sys/bus/pci/devices/0000:9a:00.0/numa_node": {Data: []byte("-1\n")},
+			"sys/devices/system/node/online": {Data: []byte("0\n")}}), "", true},
 		{"rule 2: a GPU's local CPUs unknown: NVML", nvidiaRoot(fstest.MapFS{"sys/bus/pci/devices/0000:18:00.0/local_cpulist": nil}), "", false},
 		{"rule 2: unknown NUMA on a GPU the cgroup hides: sysfs", nvidiaRoot(noNUMA), "/dev/nvidia1", true},
 		{"rule 3: MIG instances on a GPU: NVML", nvidiaRoot(mig1), "", false},
@@ -466,5 +468,25 @@ func TestNoDriverReadsOnlyNVIDIAsPCIClass(t *testing.T) {
 	}
 	if opens != 1 || !strings.Contains(strings.Join(node.Warnings, "\n"), "sysfs lists 1 NVIDIA PCI display device(s)") {
 		t.Fatalf("%d class files read, want 1; warnings %q", opens, node.Warnings)
+	}
+}
+
+func TestNUMANodeOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, online string
+		want                int
+	}{
+		{"rule 1: the firmware's node", "1", "0-1", 1},
+		{"rule 1: node 0, the online list unread", "0", "", 0},
+		{"rule 2: -1 on one NUMA node is node 0", "-1", "0", 0},
+		{"rule 3: -1 on several nodes is unknown", "-1", "0-1", -1},
+		{"rule 3: -1 with the nodes unreadable is unknown", "-1", "", -1},
+		{"rule 3: not a number is unknown", "x", "0", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := numaNodeOf(tc.value, func() string { return tc.online }); got != tc.want {
+				t.Fatalf("numaNodeOf(%q, %q) = %d, want %d", tc.value, tc.online, got, tc.want)
+			}
+		})
 	}
 }

@@ -398,21 +398,42 @@ func NewStaticSource(node Node, usageDir string) Source {
 	return staticSource{node: node, usageDir: usageDir}
 }
 
-// SysfsLocality reads a PCI device's NUMA node (-1: firmware did not say)
-// and local CPU list.
+// SysfsLocality reads a PCI device's NUMA node (-1: unknown; numaNodeOf's
+// rules) and local CPU list.
 func SysfsLocality(root fs.FS, bus string) (int, cpuset.Set) {
 	numa := -1
 	if root == nil {
 		return numa, cpuset.Set{}
 	}
 	if s, err := readTrim(root, sysPCI(bus, "numa_node")); err == nil {
-		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-			numa = n
-		}
+		numa = numaNodeOf(s, func() string { online, _ := readTrim(root, nodesOnline); return online })
 	}
 	var cpus cpuset.Set
 	if s, err := readTrim(root, sysPCI(bus, "local_cpulist")); err == nil {
 		cpus, _ = cpuset.Parse(s)
 	}
 	return numa, cpus
+}
+
+// nodesOnline lists the machine's NUMA nodes.
+const nodesOnline = "sys/devices/system/node/online"
+
+// numaNodeOf is a PCI device's NUMA node from sysfs's numa_node (value)
+// and, read only when needed, the machine's NUMA nodes (online: the
+// kernel's list, /sys/devices/system/node/online). The rules:
+//  1. a node the firmware gave (a number ≥ 0) is the device's node;
+//  2. -1 — the firmware did not say, as on the H200's VM (gpu-h200.md) —
+//     on a machine with one NUMA node ("0") is node 0: there is no other,
+//     and a GPU whose node is unknown would make rank mode load NVML
+//     (sysfsBinds' rule 2) and the plan guess;
+//  3. otherwise -1: unknown (several nodes, or their list unreadable).
+func numaNodeOf(value string, online func() string) int {
+	n, err := strconv.Atoi(value)
+	switch {
+	case err == nil && n >= 0:
+		return n
+	case err == nil && n == -1 && online() == "0":
+		return 0
+	}
+	return -1
 }
