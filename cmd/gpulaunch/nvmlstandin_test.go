@@ -107,15 +107,14 @@ func h200Machine(t *testing.T, numaNode string, mig bool) string {
 func standinRun(t *testing.T, lib, machine, record string, settings []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := gpulaunch(t, args...)
-	var env []string
-	for _, kv := range cmd.Env {
-		// the launchers' rank variables of an outer job would make a run a rank
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "PMI") || k == "LD_LIBRARY_PATH" || k == "CUDA_VISIBLE_DEVICES" {
-			continue
+	// not the schedulers' and launchers' variables of an outer job (they
+	// would make a run a rank), gpulaunch's own or another GPU's library
+	cmd.Env = []string{"GLTEST_MAIN=1", "GLTEST_ROOT=" + machine, "LD_LIBRARY_PATH=" + lib, "NVML_STANDIN_RECORD=" + record}
+	for _, kv := range contractEnv() {
+		if k, _, _ := strings.Cut(kv, "="); k != "LD_LIBRARY_PATH" && k != "CUDA_VISIBLE_DEVICES" && !strings.HasPrefix(k, "NVML_STANDIN_") {
+			cmd.Env = append(cmd.Env, kv)
 		}
-		env = append(env, kv)
 	}
-	cmd.Env = append(env, "GLTEST_ROOT="+machine, "LD_LIBRARY_PATH="+lib, "NVML_STANDIN_RECORD="+record)
 	cmd.Env = append(cmd.Env, settings...)
 	return cmd
 }
