@@ -550,6 +550,12 @@ var contract = []contractRow{
 	bad("scale", "mps", "more clients than a GPU serves", "--simulate dgx-h100 --per-gpu 1,64 --mps -- ./app"),
 	bad("scale", "mps", "MPS missing", "PATH=/usr/bin:/bin --simulate dgx-h100 --per-gpu 1,2 --mps -- ./app"),
 	bad("scale", "mps", "AMD GPUs", "--simulate lumi-g --per-gpu 1,2 --mps -- ./app"),
+	// issue 36, lane B: how long NVML's start is waited for, refused
+	// wherever this machine's GPUs are looked for
+	badEnv("info", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT not a duration", "GPULAUNCH_NVML_WAIT=soon"),
+	badEnv("plan", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT zero", "GPULAUNCH_NVML_WAIT=0s -n 1"),
+	badEnv("run", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT negative", "GPULAUNCH_NVML_WAIT=-5s -n 1 -G 0 -- ./app"),
+	badEnv("exec", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT not a duration", "GPULAUNCH_NVML_WAIT=10 -- ./app"),
 }
 
 // TestCLIContractCoversEveryFlag: every flag every command registers has a

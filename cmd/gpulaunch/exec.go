@@ -12,6 +12,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/discover"
 	"github.com/gpulaunch/gpulaunch/pkg/flagvalue"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
@@ -82,7 +83,9 @@ func (a *app) exec(args []string) error {
 	if _, err := e.shape.request(fs, false); err != nil {
 		return err
 	}
-	return rankOf(a, c).exec(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
+	noGPU := fs.Changed("gpus-per-task") && e.shape.gpus == 0
+	need := discover.Need(a.env, noGPU, e.visibility == string(instance.VisibleAll), true)
+	return rankOf(a, c, need).exec(c, e, fs.Changed("gpus-per-task"), fs.Args(), nil)
 }
 
 func execFlagSet(c *commonFlags, e *execFlags) *pflag.FlagSet {
@@ -102,13 +105,14 @@ type rankMode struct {
 	hostname       string
 	pid            int
 	// node is how this rank's node is discovered when the caller has not
-	// (binding only, where NVML is not needed).
+	// (NVML only where binding needs it: discover.Need).
 	node discover.Request
 }
 
-// rankOf is rank mode for app a with the node flags c.
-func rankOf(a *app, c commonFlags) rankMode {
-	return rankMode{a.stdout, a.stderr, a.env, a.hostname, a.pid, a.discoverRequest(c, discover.BindsWithoutNVML(a.env))}
+// rankOf is rank mode for app a with the node flags c, needing need of
+// NVIDIA's GPUs.
+func rankOf(a *app, c commonFlags, need gpu.Need) rankMode {
+	return rankMode{a.stdout, a.stderr, a.env, a.hostname, a.pid, a.discoverRequest(c, need)}
 }
 
 // exec binds this rank and execs argv. alloc is reused when the caller
@@ -136,7 +140,10 @@ func (rm rankMode) exec(c commonFlags, e execFlags, gpusGiven bool, argv []strin
 		}
 	}
 	if alloc == nil {
-		al, err := discover.Allocation(rm.node)
+		// The backend stays open: the process is replaced by the exec, or
+		// ends, right after, and NVML's shutdown would cost it ~10 ms for
+		// nothing (gpu-h200.md).
+		al, _, err := discover.Open(rm.node, "")
 		if err != nil {
 			return discoverError(err)
 		}

@@ -50,8 +50,9 @@ func (l loadCountingNVML) Simulate(gpu.Topology, string) (gpu.Source, error) {
 // Rank mode binds from the driver's /proc and sysfs when they say all
 // binding needs: it does not load NVML, whose initialisation costs a real
 // node tens to hundreds of milliseconds that the wrapper rank mode
-// replaces does not pay. A rank given MIG devices, and every command that
-// reports GPU use or names GPUs, still loads it.
+// replaces does not pay. Nor does a run or plan whose instances see no
+// GPU (-G 0). A rank given MIG devices, and every command that reports
+// GPU use or names GPUs, still loads it.
 func TestRankModeLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 	twoRanks := sched.Env{"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
 	for _, tc := range []struct {
@@ -65,6 +66,10 @@ func TestRankModeLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 		{"run without -n as one rank of several", twoRanks, []string{"--dry-run", "--", "true"}, 0, "CUDA_VISIBLE_DEVICES=GPU-22222222-2222-3333-4444-555555555555\n"},
 		{"exec given MIG devices", sched.Env{"CUDA_VISIBLE_DEVICES": "MIG-1"}, []string{"exec", "--dry-run", "--", "true"}, 1, ""},
 		{"run of N instances", nil, []string{"-n", "2", "--dry-run", "--", "true"}, 1, ""},
+		{"run of instances without a GPU", nil, []string{"-n", "2", "-G", "0", "--dry-run", "--", "true"}, 0, "Plan for 2 instance(s)"},
+		{"run of instances without a GPU, shown every GPU", nil, []string{"-n", "2", "-G", "0", "--gpu-visibility", "all", "--dry-run", "--", "true"}, 1, ""},
+		{"plan of instances without a GPU", nil, []string{"plan", "-n", "2", "-G", "0"}, 0, "Plan for 2 instance(s)"},
+		{"exec without a GPU, given MIG devices", sched.Env{"CUDA_VISIBLE_DEVICES": "MIG-1"}, []string{"exec", "-G", "0", "--dry-run", "--", "true"}, 0, "CUDA_VISIBLE_DEVICES=\n"},
 		{"info", nil, []string{"info"}, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,6 +45,8 @@ type launch struct {
 	usageDir string
 	// monitor is the telemetry interval; 0: none.
 	monitor time.Duration
+	// need is what the run needed of NVIDIA's GPUs (discover.Need).
+	need gpu.Need
 	// nodes is this node's part in a queue over several nodes.
 	nodes nodeQueue
 }
@@ -61,7 +63,7 @@ type found struct {
 // the others, by the rules of a run's shape (launcher's S1-S3).
 func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*launch, error) {
 	alloc := f.alloc
-	l := &launch{alloc: alloc, src: f.src, usageDir: f.usageDir, req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
+	l := &launch{alloc: alloc, src: f.src, usageDir: f.usageDir, need: o.need(a.env), req: o.req, argv: o.argv, path: path, monitor: o.policy.Monitor,
 		names: instance.Names{JobID: alloc.Sched.JobID, StepID: alloc.Sched.StepID, Host: a.hostname}}
 	var err error
 	if o.auto() {
@@ -122,6 +124,18 @@ func (l *launch) runInfo(a *app, started time.Time, sh *mps.Sharing) launcher.Ru
 	return launcher.RunInfo{PID: a.pid, Host: a.hostname, JobID: l.alloc.Sched.JobID, StepID: l.alloc.Sched.StepID,
 		Command: l.argv, Started: started, Monitor: l.monitor.String(), Node: l.group.Rank, Nodes: l.group.Size, WorldSize: l.group.Ranks(0).WorldSize,
 		Sharing: sh.Lines()}
+}
+
+// watched are the GPUs the run's telemetry watches: the allocation's, so
+// that launch verification sees an instance on a GPU not its own — none
+// where no instance sees a GPU (gpu.NeedList): each is told no device,
+// so none of theirs is on a GPU, and on this machine no NVML was loaded
+// to watch them with.
+func (l *launch) watched() []string {
+	if l.need == gpu.NeedList {
+		return nil
+	}
+	return uuids(l.alloc.GPUs)
 }
 
 func uuids(gpus []gpu.GPU) []string {

@@ -174,26 +174,27 @@ func (a *app) dispatch(args []string) error {
 	return usagef("unknown command %q: to run a program use `gpulaunch -n N -- %s`; `gpulaunch --help` lists the commands", args[0], args[0])
 }
 
-// discover opens the backend and reconciles the allocation.
-func (a *app) discover(c commonFlags) (binding.Allocation, error) {
-	alloc, err := discover.Allocation(a.discoverRequest(c, false))
+// discover opens the backend and reconciles the allocation; need is what
+// the command needs of NVIDIA's GPUs (discover.Need).
+func (a *app) discover(c commonFlags, need gpu.Need) (binding.Allocation, error) {
+	alloc, err := discover.Allocation(a.discoverRequest(c, need))
 	return alloc, discoverError(err)
 }
 
 // discoverToRun discovers the allocation for runs that will start
 // (running; discover.ForRun). done closes the backend and removes the
 // directory of a simulated node's GPU use.
-func (a *app) discoverToRun(c commonFlags, running, bindOnly bool) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
-	f, err := discover.ForRun(a.discoverRequest(c, bindOnly), running)
+func (a *app) discoverToRun(c commonFlags, running bool, need gpu.Need) (alloc binding.Allocation, src gpu.Source, usageDir string, done func(), err error) {
+	f, err := discover.ForRun(a.discoverRequest(c, need), running)
 	return f.Alloc, f.Source, f.UsageDir, f.Done, discoverError(err)
 }
 
 // discoverRequest is the node the flags name, as this process sees it;
-// bindOnly: the caller only binds and execs (rank mode: discover.Request's
-// BindOnly).
-func (a *app) discoverRequest(c commonFlags, bindOnly bool) discover.Request {
+// need: what the caller needs of NVIDIA's GPUs (discover.Need), which
+// decides whether NVML is loaded.
+func (a *app) discoverRequest(c commonFlags, need gpu.Need) discover.Request {
 	return discover.Request{Simulate: c.simulate, NodeFile: c.nodeFile, Vendor: c.gpuVendor, Env: a.env, Hostname: a.hostname,
-		Machine: gpu.Options{Root: a.root, ProbeDevice: a.probeDevice, NVML: a.nvml}, BindOnly: bindOnly}
+		Machine: gpu.Options{Root: a.root, ProbeDevice: a.probeDevice, NVML: a.nvml}, Need: need}
 }
 
 // discoverError is discover's bad input as a usage error (exit 2).

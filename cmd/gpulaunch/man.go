@@ -105,6 +105,9 @@ const manEnvironment = `Read by gpulaunch:
                                  default 2m)
   GPULAUNCH_MPS_WAIT             how long an MPS daemon has to come up (a duration;
                                  default 120s)
+  GPULAUNCH_NVML_WAIT            how long NVML has to start before the GPUs are read
+                                 from /proc/driver/nvidia and sysfs (a duration;
+                                 default 10s)
   GPULAUNCH_SIMULATED_USAGE_DIR  where apps on a simulated node declare their GPU use
   NO_COLOR, TERM                 no colour with NO_COLOR set or TERM=dumb
   XDG_RUNTIME_DIR, TMPDIR        where the control socket goes

@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/discover"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
@@ -19,7 +21,10 @@ const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
 
 Shows what this process was given: GPUs by UUID and PCI address with their
 NUMA node and local CPUs, the CPUs and memory nodes it may use, the cgroup
-memory limit, the Slurm job/step and MPI local rank, and every guess made.`
+memory limit, the Slurm job/step and MPI local rank, and every guess made.
+Where NVIDIA's NVML does not start (its init fails, or does not answer in
+GPULAUNCH_NVML_WAIT, default 10s), the GPUs are read from /proc/driver/nvidia
+and sysfs and NVML's error is among the warnings.`
 
 func (a *app) info(args []string) error {
 	var c commonFlags
@@ -34,7 +39,7 @@ func (a *app) info(args []string) error {
 	if err != nil {
 		return err
 	}
-	alloc, err := a.discover(c)
+	alloc, err := a.discover(c, gpu.NeedAll)
 	if err != nil {
 		return err
 	}
@@ -157,7 +162,8 @@ func (a *app) plan(args []string) error {
 	if _, err := c.logger(a.stderr); err != nil {
 		return err
 	}
-	alloc, err := a.discover(c)
+	// a plan of instances without a GPU is what their run would see
+	alloc, err := a.discover(c, discover.Need(a.env, req.GPUsPerInstance == 0, false, false))
 	if err != nil {
 		return err
 	}

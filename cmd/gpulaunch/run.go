@@ -20,6 +20,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/control"
 	"github.com/gpulaunch/gpulaunch/pkg/discover"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
@@ -29,6 +30,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 	"github.com/gpulaunch/gpulaunch/pkg/tmux"
@@ -125,6 +127,14 @@ func (o *runOptions) register(fs *pflag.FlagSet) {
 // auto: no -n; the run has one instance per GPU (group), decided from
 // the allocation.
 func (o *runOptions) auto() bool { return !o.fs.Changed("ntasks") }
+
+// need is what the run needs of NVIDIA's GPUs in environment env
+// (discover.Need): none seen with -G 0, binding only as one rank of
+// several.
+func (o *runOptions) need(env sched.Env) gpu.Need {
+	rank := discover.MayBeRank(env, o.auto(), o.common.simulate != "")
+	return discover.Need(env, o.req.GPUsPerInstance == 0, o.vis == instance.VisibleAll, rank)
+}
 
 // newRunOptions is run's flag set, registered into fresh options.
 func newRunOptions() *runOptions {
@@ -289,17 +299,18 @@ func (a *app) run(args []string) error {
 			return cmp.Or(commandWordLate(args, o), err)
 		}
 	}
-	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun, discover.MayBeRank(a.env, o.auto(), o.common.simulate != ""))
+	need := o.need(a.env)
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, !o.flags.dryRun, need)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer done() // not reached by rank mode's exec: the process is replaced
 	if rank, err := oneRankOfSeveral(o, alloc); rank || err != nil {
 		if err != nil {
 			return err
 		}
 		e := execFlags{shape: o.shape, gpuIDs: o.flags.gpuIDs, visibility: o.flags.visibility, dryRun: o.flags.dryRun, ddp: o.flags.ddp}
-		return rankOf(a, o.common).exec(o.common, e, o.fs.Changed("gpus-per-task"), o.argv, &alloc)
+		return rankOf(a, o.common, need).exec(o.common, e, o.fs.Changed("gpus-per-task"), o.argv, &alloc)
 	}
 	l, err := a.newLaunch(o, found{alloc, src, usageDir}, path, log)
 	if err != nil {
@@ -717,7 +728,7 @@ func (r runner) supervise(st runParts) error {
 		var err error
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: l.group.LabelHost(), Log: log, GPUs: l.src,
-			WatchGPUs: uuids(l.alloc.GPUs), Stdout: con.Stdout, Stderr: con.Stderr, OpenMode: o.openMode(), Board: board,
+			WatchGPUs: l.watched(), Stdout: con.Stdout, Stderr: con.Stderr, OpenMode: o.openMode(), Board: board,
 			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Signals: sigs,
 		})
 		rq.Close(log) // what the run said last reaches the other nodes

@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 		if tmp := os.Getenv("GLTEST_TMP"); tmp != "" {
 			a.tmpRoot = tmp // the test's own, for /tmp (ownSockets)
 		}
+		if root := os.Getenv("GLTEST_ROOT"); root != "" {
+			a.root = os.DirFS(root) // a machine's tree, for /proc and /sys (nvmlstandin_test.go)
+		}
 		process.NoPidfd = os.Getenv("GLTEST_NOPIDFD") == "1" // the path of kernels before 5.3
 		os.Exit(a.main(os.Args[1:]))
 	}

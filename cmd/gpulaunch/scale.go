@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
+	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/outputs"
@@ -211,7 +212,7 @@ func (a *app) scale(args []string) error {
 	if err != nil {
 		return err
 	}
-	alloc, src, usageDir, done, err := a.discoverToRun(o.common, true, false)
+	alloc, src, usageDir, done, err := a.discoverToRun(o.common, true, gpu.NeedAll)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
@@ -22,10 +23,9 @@ type Request struct {
 	// Machine is how this machine is opened: its Root, ProbeDevice and
 	// NVML (the other fields are set from the request).
 	Machine gpu.Options
-	// BindOnly: the caller only binds and execs (rank mode): NVML is
-	// loaded only where the driver's /proc and sysfs do not say what
-	// binding needs (gpu.Options.BindOnly).
-	BindOnly bool
+	// Need is what the caller needs of NVIDIA's GPUs (Need's rules),
+	// which decides whether NVML is loaded.
+	Need gpu.Need
 }
 
 // InputError is bad input in the flags or the environment that name the
@@ -83,8 +83,8 @@ func ForRun(r Request, running bool) (Found, error) {
 }
 
 // BindsWithoutNVML: a rank in this environment may be bound from the
-// driver's /proc and sysfs (gpu.Options.BindOnly), unless its launcher
-// named MIG devices, which only NVML knows.
+// driver's /proc and sysfs (gpu.NeedBinding), unless its launcher named
+// MIG devices, which only NVML knows.
 func BindsWithoutNVML(env sched.Env) bool {
 	return !gpu.NamesMIG(env["CUDA_VISIBLE_DEVICES"])
 }
@@ -92,7 +92,7 @@ func BindsWithoutNVML(env sched.Env) bool {
 // MayBeRank: this gpulaunch may be one rank of several that a launcher
 // started on this node (srun -n 4, mpirun -np 8), told from the
 // environment before anything is discovered, so that a rank only binds
-// (Request.BindOnly):
+// (Need's rule 2):
 //
 //  1. only without -n (auto): with -n gpulaunch starts its instances;
 //  2. never on a simulated node, which is not this one;
@@ -108,6 +108,46 @@ func MayBeRank(env sched.Env, auto, simulated bool) bool {
 	return err == nil && ok && lr.Size > 1
 }
 
+// Need is what a command needs of this machine's NVIDIA GPUs, and so
+// whether it loads NVML (gpu.Need), from what it was asked: noGPU, no
+// instance is given a GPU (-G 0); seeAll, each instance is shown every
+// GPU (--gpu-visibility all); rank, it only binds this process and execs
+// (exec, or MayBeRank). NVML costs a process ~20 ms on the H200 (init
+// and shutdown, gpu-h200.md), and where it is broken ("Driver/library
+// version mismatch") it must not stop what does not need it. The rules,
+// in order:
+//  1. instances that see no GPU (noGPU without seeAll) need the GPUs
+//     listed only (gpu.NeedList): the plan shows them, and the instances
+//     are told no device in their vendor's way;
+//  2. a rank needs what binding needs (gpu.NeedBinding), unless its
+//     launcher named MIG devices (BindsWithoutNVML), which only NVML
+//     names;
+//  3. everything else — info, plan, a run whose instances see GPUs — needs
+//     all NVML tells: names, memory, MIG devices, telemetry (gpu.NeedAll).
+func Need(env sched.Env, noGPU, seeAll, rank bool) gpu.Need {
+	switch {
+	case noGPU && !seeAll:
+		return gpu.NeedList
+	case rank && BindsWithoutNVML(env):
+		return gpu.NeedBinding
+	}
+	return gpu.NeedAll
+}
+
+// NVMLWait is how long NVML's start is waited for (gpu.Options.NVMLWait):
+// GPULAUNCH_NVML_WAIT's value v, a positive duration (time.ParseDuration's);
+// gpu.DefaultNVMLWait when it is unset.
+func NVMLWait(v string) (time.Duration, error) {
+	if v == "" {
+		return gpu.DefaultNVMLWait, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, inputf("GPULAUNCH_NVML_WAIT=%s: how long gpulaunch waits for NVML to start is a duration, e.g. 30s (default %s); nothing was started", v, gpu.DefaultNVMLWait)
+	}
+	return d, nil
+}
+
 // Open also hands back the open backend, for telemetry; usageDir is where
 // apps on a simulated node declare their GPU use.
 //
@@ -116,6 +156,8 @@ func MayBeRank(env sched.Env, auto, simulated bool) bool {
 //  2. The vendor is Vendor's rule; the environment's vendor is this
 //     machine's and does not apply to --simulate.
 //  3. A backend that cannot open is said in the words of what named it.
+//  4. This machine's NVML is waited for GPULAUNCH_NVML_WAIT (NVMLWait), a
+//     bad value refused whenever this machine's GPUs are looked for.
 func Open(r Request, usageDir string) (binding.Allocation, gpu.Source, error) {
 	nodeFile := r.NodeFile
 	if nodeFile == "" && r.Simulate == "" {
@@ -133,7 +175,12 @@ func Open(r Request, usageDir string) (binding.Allocation, gpu.Source, error) {
 		vendor = ""
 	}
 	opts := r.Machine
-	opts.Simulate, opts.NodeFile, opts.Vendor, opts.SimulatedUsage, opts.BindOnly = r.Simulate, nodeFile, vendor, usageDir, r.BindOnly
+	opts.Simulate, opts.NodeFile, opts.Vendor, opts.SimulatedUsage, opts.Need = r.Simulate, nodeFile, vendor, usageDir, r.Need
+	if r.Simulate == "" && nodeFile == "" {
+		if opts.NVMLWait, err = NVMLWait(r.Env["GPULAUNCH_NVML_WAIT"]); err != nil {
+			return binding.Allocation{}, nil, err
+		}
+	}
 	src, err := gpu.Open(opts)
 	if err != nil {
 		return binding.Allocation{}, nil, openError(r, nodeFile, vendor, from, err)

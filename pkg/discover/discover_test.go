@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
@@ -89,4 +90,51 @@ func withVar(env sched.Env, k, v string) sched.Env {
 		}
 	}
 	return out
+}
+
+// Need's rules: NVML only where it adds something.
+func TestNeed(t *testing.T) {
+	mig := sched.Env{"CUDA_VISIBLE_DEVICES": "MIG-1234"}
+	for _, tc := range []struct {
+		name                string
+		env                 sched.Env
+		noGPU, seeAll, rank bool
+		want                gpu.Need
+	}{
+		{"1: -G 0: the list only", sched.Env{}, true, false, false, gpu.NeedList},
+		{"1: -G 0 in rank mode: the list only", sched.Env{}, true, false, true, gpu.NeedList},
+		{"1: -G 0 of MIG devices: the list only", mig, true, false, true, gpu.NeedList},
+		{"1: -G 0 but every GPU shown: not the list only", sched.Env{}, true, true, false, gpu.NeedAll},
+		{"2: a rank: binding", sched.Env{}, false, false, true, gpu.NeedBinding},
+		{"2: a rank given MIG devices: all", mig, false, false, true, gpu.NeedAll},
+		{"3: a run with GPUs, info, plan: all", sched.Env{}, false, false, false, gpu.NeedAll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Need(tc.env, tc.noGPU, tc.seeAll, tc.rank); got != tc.want {
+				t.Fatalf("Need = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNVMLWait(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        time.Duration
+		bad         bool
+	}{
+		{"unset: the default", "", gpu.DefaultNVMLWait, false},
+		{"a duration", "30s", 30 * time.Second, false},
+		{"not a duration: bad input", "soon", 0, true},
+		{"zero: bad input", "0s", 0, true},
+		{"negative: bad input", "-1s", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := NVMLWait(tc.value)
+			var bad InputError
+			if got != tc.want || tc.bad != errors.As(err, &bad) || (tc.bad && !strings.Contains(err.Error(), "GPULAUNCH_NVML_WAIT="+tc.value)) {
+				t.Fatalf("NVMLWait(%q) = %v, %v", tc.value, got, err)
+			}
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 func TestNormalizeBusID(t *testing.T) {
@@ -369,6 +370,8 @@ func TestSysfsBinds(t *testing.T) {
 		{"rule 1: the driver lists no GPU: NVML", fstest.MapFS{"proc/driver/nvidia/version": {Data: []byte("NVRM\n")}}, "", false},
 		{"rule 2: every GPU's NUMA node and CPUs known: sysfs", nvidiaRoot(nil), "", true},
 		{"rule 2: a GPU's NUMA node unknown: NVML", nvidiaRoot(noNUMA), "", false},
+		{"rule 2: numa_node -1 on one NUMA node is node 0: sysfs", nvidiaRoot(fstest.MapFS{"sys/bus/pci/devices/0000:9a:00.0/numa_node": {Data: []byte("-1\n")},
+			"sys/devices/system/node/online": {Data: []byte("0\n")}}), "", true},
 		{"rule 2: a GPU's local CPUs unknown: NVML", nvidiaRoot(fstest.MapFS{"sys/bus/pci/devices/0000:18:00.0/local_cpulist": nil}), "", false},
 		{"rule 2: unknown NUMA on a GPU the cgroup hides: sysfs", nvidiaRoot(noNUMA), "/dev/nvidia1", true},
 		{"rule 3: MIG instances on a GPU: NVML", nvidiaRoot(mig1), "", false},
@@ -404,29 +407,141 @@ func (o openingNVML) Open(fs.FS) (Source, error) {
 func (o openingNVML) Simulate(Topology, string) (Source, error) { return nil, ErrNoLibrary }
 
 // A caller that only binds gets the driver's /proc and sysfs where they
-// suffice, and NVML where they do not; every other caller NVML.
+// suffice, and NVML where they do not; a caller that needs the GPUs
+// listed only never loads NVML; every other caller NVML.
 func TestOpenBindOnlyLoadsNVMLOnlyWhenNeeded(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		root      fstest.MapFS
-		bindOnly  bool
+		need      Need
 		wantOpens int
 		backend   string
 	}{
-		{"binding only, sysfs suffices: NVML not loaded", nvidiaRoot(nil), true, 0, "sysfs"},
-		{"binding only, MIG instances: NVML", nvidiaRoot(fstest.MapFS{"proc/driver/nvidia/capabilities/gpu0/mig/gi1/access": {}}), true, 1, "nvml"},
-		{"binding only, no NVIDIA driver: NVML not loaded", fstest.MapFS{}, true, 0, "sysfs"},
-		{"telemetry wanted: NVML", nvidiaRoot(nil), false, 1, "nvml"},
+		{"binding only, sysfs suffices: NVML not loaded", nvidiaRoot(nil), NeedBinding, 0, "sysfs"},
+		{"binding only, MIG instances: NVML", nvidiaRoot(fstest.MapFS{"proc/driver/nvidia/capabilities/gpu0/mig/gi1/access": {}}), NeedBinding, 1, "nvml"},
+		{"binding only, no NVIDIA driver: NVML not loaded", fstest.MapFS{}, NeedBinding, 0, "sysfs"},
+		{"telemetry wanted: NVML", nvidiaRoot(nil), NeedAll, 1, "nvml"},
+		{"the list only: NVML not loaded, even where binding would need it", nvidiaRoot(fstest.MapFS{"proc/driver/nvidia/capabilities/gpu0/mig/gi1/access": {}}), NeedList, 0, "sysfs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opens := 0
-			src, err := Open(Options{Root: tc.root, Vendor: NVIDIA, NVML: openingNVML{&opens}, BindOnly: tc.bindOnly})
+			src, err := Open(Options{Root: tc.root, Vendor: NVIDIA, NVML: openingNVML{&opens}, Need: tc.need})
 			if err != nil {
 				t.Fatal(err)
 			}
 			node, _ := src.Inventory()
 			if opens != tc.wantOpens || node.Backend != tc.backend {
 				t.Fatalf("NVML loaded %d time(s), backend %q; want %d, %q", opens, node.Backend, tc.wantOpens, tc.backend)
+			}
+		})
+	}
+}
+
+// failingNVML is NVML whose start fails with err: at its init (Open), or
+// at its inventory (inventory true).
+type failingNVML struct {
+	err       error
+	inventory bool
+	closed    *bool
+}
+
+func (f failingNVML) Open(fs.FS) (Source, error) {
+	if f.inventory {
+		return failingSource{f}, nil
+	}
+	return nil, f.err
+}
+func (f failingNVML) Simulate(Topology, string) (Source, error) { return nil, ErrNoLibrary }
+
+type failingSource struct{ failingNVML }
+
+func (f failingSource) Inventory() (Node, error)        { return Node{}, f.err }
+func (f failingSource) Usage([]string) ([]Usage, error) { return nil, f.err }
+func (f failingSource) Close() error                    { *f.closed = true; return nil }
+
+// hangingNVML is NVML whose init never answers (go-nvml #152) until
+// released.
+type hangingNVML struct{ release chan struct{} }
+
+func (h hangingNVML) Open(fs.FS) (Source, error) {
+	<-h.release
+	return nil, errors.New("NVML init: released")
+}
+func (h hangingNVML) Simulate(Topology, string) (Source, error) { return nil, ErrNoLibrary }
+
+// openNVIDIA's rule 4: NVML that does not start is a warning, with its
+// reason, and the GPUs come from the driver's files; the telemetry's
+// error says the same reason. Only the library's absence was quiet
+// before; the others stopped every command.
+func TestOpenNVIDIANVMLThatDoesNotStartIsAWarning(t *testing.T) {
+	hang := hangingNVML{make(chan struct{})}
+	defer close(hang.release)
+	closed := false
+	for _, tc := range []struct {
+		name string
+		lib  NVML
+		wait time.Duration
+		why  string
+	}{
+		{"rule 4: no library", failingNVML{err: ErrNoLibrary}, 0, "NVML library libnvidia-ml.so.1 not found"},
+		{"rule 4: an init that fails", failingNVML{err: errors.New("NVML init: Driver/library version mismatch")}, 0, "NVML init: Driver/library version mismatch"},
+		{"rule 4: an inventory that fails", failingNVML{err: errors.New("NVML device count: GPU is lost"), inventory: true, closed: &closed}, 0, "NVML device count: GPU is lost"},
+		{"rule 4: an init that does not answer", hang, 20 * time.Millisecond, "NVML init did not answer in 20ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Open(Options{Root: nvidiaRoot(nil), Vendor: NVIDIA, NVML: tc.lib, NVMLWait: tc.wait})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			node, err := src.Inventory()
+			if err != nil || node.Backend != "sysfs" || len(node.GPUs) != 2 {
+				t.Fatalf("inventory %+v, %v: want the driver's two GPUs", node, err)
+			}
+			if w := strings.Join(node.Warnings, "\n"); !strings.Contains(w, tc.why+": GPUs are read from /proc/driver/nvidia and sysfs") {
+				t.Errorf("warnings %q lack %q", node.Warnings, tc.why)
+			}
+			if _, err := src.Usage([]string{node.GPUs[0].UUID}); !errors.Is(err, ErrNoTelemetry) || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("usage error %v, want no telemetry because %q", err, tc.why)
+			}
+		})
+	}
+	if !closed {
+		t.Error("NVML whose inventory failed was not shut down")
+	}
+}
+
+// Rule 1 of openNVIDIA: the list only is read without NVML, and nothing
+// is warned of (nothing is missing), though telemetry says why there is
+// none.
+func TestOpenNVIDIAListOnlyWarnsOfNothing(t *testing.T) {
+	src, err := Open(Options{Root: nvidiaRoot(nil), Vendor: NVIDIA, NVML: failingNVML{err: errors.New("NVML init: Driver/library version mismatch")}, Need: NeedList})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := src.Inventory()
+	if len(node.GPUs) != 2 || len(node.Warnings) != 0 {
+		t.Fatalf("GPUs %d, warnings %q: want 2 and none", len(node.GPUs), node.Warnings)
+	}
+	if _, err := src.Usage(nil); !strings.Contains(fmt.Sprint(err), nvmlUnneeded) {
+		t.Fatalf("usage error %v", err)
+	}
+}
+
+func TestNUMANodeOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, online string
+		want                int
+	}{
+		{"rule 1: the firmware's node", "1", "0-1", 1},
+		{"rule 1: node 0, the online list unread", "0", "", 0},
+		{"rule 2: -1 on one NUMA node is node 0", "-1", "0", 0},
+		{"rule 3: -1 on several nodes is unknown", "-1", "0-1", -1},
+		{"rule 3: -1 with the nodes unreadable is unknown", "-1", "", -1},
+		{"rule 3: not a number is unknown", "x", "0", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := numaNodeOf(tc.value, func() string { return tc.online }); got != tc.want {
+				t.Fatalf("numaNodeOf(%q, %q) = %d, want %d", tc.value, tc.online, got, tc.want)
 			}
 		})
 	}

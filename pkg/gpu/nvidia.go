@@ -16,12 +16,20 @@ import (
 type nvidiaSysfs struct {
 	root  fs.FS
 	probe func(path string) error
-	why   string
+	// why says why NVML is not used: its error, or why it was not
+	// loaded; the inventory's warning and Usage's error give it.
+	why string
+	// unneeded: NVML was not loaded because the caller needs nothing it
+	// adds (NeedList), so nothing is missing and the inventory does not
+	// warn.
+	unneeded bool
 }
 
 func (s nvidiaSysfs) Inventory() (Node, error) {
 	node := Node{Backend: "sysfs", Vendor: NVIDIA}
-	node.Warnings = append(node.Warnings, s.why+": GPUs are read from /proc/driver/nvidia and sysfs, without utilisation telemetry or MIG devices")
+	if !s.unneeded {
+		node.Warnings = append(node.Warnings, s.why+": GPUs are read from /proc/driver/nvidia and sysfs, without utilisation telemetry or MIG devices")
+	}
 	if s.root == nil {
 		return node, nil
 	}
@@ -99,7 +107,7 @@ func parseGPUInformation(text, dir string) (GPU, error) {
 }
 
 func (s nvidiaSysfs) Usage([]string) ([]Usage, error) {
-	return nil, fmt.Errorf("%w: NVML is not loaded and the NVIDIA driver publishes no utilisation in /proc or sysfs, so GPU%% and GPU memory are not reported and launch verification cannot run", ErrNoTelemetry)
+	return nil, fmt.Errorf("%w: %s, and the NVIDIA driver publishes no utilisation in /proc or sysfs, so GPU%% and GPU memory are not reported and launch verification cannot run", ErrNoTelemetry, s.why)
 }
 func (s nvidiaSysfs) Close() error { return nil }
 

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/cpuset"
 )
@@ -39,12 +42,43 @@ type Options struct {
 	// NVML is NVIDIA's management library (pkg/nvml); nil: none, as in a
 	// build without cgo.
 	NVML NVML
-	// BindOnly: the caller binds and execs (rank mode), needing neither
-	// telemetry nor the GPUs' names and memory, so NVML is loaded only
-	// where the driver's /proc and sysfs cannot say what binding needs
-	// (Open's rule 3, sysfsBinds).
-	BindOnly bool
+	// Need is what the caller needs of NVIDIA's GPUs, which decides
+	// whether NVML is loaded (Open's rule 3).
+	Need Need
+	// NVMLWait bounds how long NVML's start (its init and inventory) is
+	// waited for; 0: DefaultNVMLWait.
+	NVMLWait time.Duration
 }
+
+// Need is what a caller needs of this machine's NVIDIA GPUs: NVML is
+// loaded only where it adds something to the driver's /proc and sysfs,
+// which name every GPU with its UUID, PCI address, minor and locality
+// (Slurm's AutoDetect=nvidia reads the same files) but tell no name of a
+// MIG device, no memory size and no utilisation.
+type Need int
+
+// What a caller may need.
+const (
+	// NeedAll: the GPUs' names and memory, MIG devices and telemetry
+	// (info, plan, a run whose instances have GPUs): NVML.
+	NeedAll Need = iota
+	// NeedBinding: what binding needs, each GPU's NUMA node and local
+	// CPUs (rank mode, which binds and execs): the driver's files, NVML
+	// only where they do not say it (sysfsBinds).
+	NeedBinding
+	// NeedList: the GPUs listed, no more (no instance sees a GPU, -G 0:
+	// the plan shows them and the instances are told "no device" in
+	// their vendor's way): the driver's files, never NVML.
+	NeedList
+)
+
+// DefaultNVMLWait bounds NVML's start unless GPULAUNCH_NVML_WAIT says:
+// a healthy init takes milliseconds (8–10 ms on an H200, gpu-h200.md), a
+// first one without persistence mode seconds (NVIDIA's persistence
+// docs); an init that hangs (go-nvml #152) would hold every gpulaunch
+// of the node for ever, where 10 s costs a run with GPUs its telemetry
+// and 10 s once.
+const DefaultNVMLWait = 10 * time.Second
 
 // NVML is NVIDIA's management library, adapted by pkg/nvml — the only
 // package that imports go-nvml — and handed to Open, so that this package
@@ -64,13 +98,12 @@ type NVML interface {
 //  2. --node-file FILE (or GPULAUNCH_NODE_FILE): this machine's GPUs, of
 //     any vendor, described; their device files are probed, so that a
 //     device cgroup still decides which are the job's.
-//  3. Otherwise this machine's GPUs, vendor by vendor: NVIDIA through
-//     NVML, else /proc/driver/nvidia and sysfs — and for a caller that
-//     only binds (Options.BindOnly) through those first, NVML loaded
-//     only where they do not suffice (sysfsBinds); AMD through the KFD
-//     topology; Intel through its DRM devices, the processor's integrated
-//     graphics left out. A vendor asked for (Options.Vendor) is the only
-//     one looked for.
+//  3. Otherwise this machine's GPUs, vendor by vendor: NVIDIA's by
+//     openNVIDIA's rules (NVML where it adds something to the driver's
+//     /proc and sysfs, and never fatal); AMD through the KFD topology;
+//     Intel through its DRM devices, the processor's integrated graphics
+//     left out. A vendor asked for (Options.Vendor) is the only one
+//     looked for.
 //  4. GPUs of more than one vendor are an error naming them and the fix:
 //     one plan cannot give instances GPUs that different runtimes number
 //     and select differently.
@@ -131,30 +164,90 @@ func openVendor(b backend, o Options) (Source, Node, error) {
 	return src, node, nil
 }
 
-// openNVIDIA is NVIDIA's backend: NVML, else the driver's /proc and
-// sysfs — for a caller that only binds, those first (sysfsBinds).
+// openNVIDIA is NVIDIA's backend. The rules, in order:
+//  1. A caller that needs the GPUs listed only (NeedList) reads them from
+//     the driver's /proc and sysfs, and never loads NVML: nothing is
+//     missing, so nothing is warned of.
+//  2. A caller that only binds (NeedBinding) reads them from those files
+//     first, and loads NVML only where they do not tell binding enough
+//     (sysfsBinds).
+//  3. Otherwise, and in rule 2's case, NVML, with its inventory, waited
+//     for at most Options.NVMLWait (openNVML).
+//  4. NVML that does not start — no library, an init that fails with any
+//     error ("Driver/library version mismatch" after a driver update
+//     without a reboot), an inventory that fails, a start that does not
+//     answer in time — is a warning, not an error: the GPUs are read from
+//     the driver's files, the warning and the telemetry's error saying why
+//     (nvidiaSysfs.why).
 func openNVIDIA(o Options) (Source, error) {
-	if o.BindOnly && o.NVML != nil {
-		sys := nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlNotLoaded}
+	sys := nvidiaSysfs{root: o.Root, probe: o.ProbeDevice}
+	switch {
+	case o.Need == NeedList:
+		sys.why, sys.unneeded = nvmlUnneeded, true
+		return sys, nil
+	case o.NVML == nil:
+		sys.why = ErrNoCgo.Error()
+		return sys, nil
+	case o.Need == NeedBinding:
+		sys.why = nvmlNotLoaded
 		if node, err := sys.Inventory(); err == nil && sysfsBinds(o.Root, node) {
 			return inventoried{sys, node}, nil
 		}
 	}
-	if o.NVML != nil {
-		lib, err := o.NVML.Open(o.Root)
-		switch {
-		case err == nil:
-			return lib, nil
-		case !errors.Is(err, ErrNoLibrary):
-			return nil, err
-		}
+	lib, node, err := openNVML(o.NVML, o.Root, cmp.Or(o.NVMLWait, DefaultNVMLWait))
+	if err != nil {
+		sys.why = err.Error()
+		return sys, nil
 	}
-	return nvidiaSysfs{root: o.Root, probe: o.ProbeDevice, why: nvmlAbsent(o)}, nil
+	return inventoried{lib, node}, nil
 }
 
 // nvmlNotLoaded says why a caller that only binds read NVIDIA's GPUs
 // without NVML.
 const nvmlNotLoaded = "rank mode did not load NVML"
+
+// nvmlUnneeded says why a caller that needs the GPUs listed only read
+// them without NVML.
+const nvmlUnneeded = "no instance is given a GPU, so NVML was not loaded"
+
+// openNVML starts NVML — loads the library, initialises it — and reads
+// its inventory, waiting at most wait: an init can hang (go-nvml #152),
+// and the GPUs' handles, where NVML attaches them, can take seconds. A
+// start that does not answer in time is left to the process's end (a
+// shutdown could hang as well), its answer, if it comes, unused.
+func openNVML(lib NVML, root fs.FS, wait time.Duration) (Source, Node, error) {
+	type started struct {
+		src  Source
+		node Node
+		err  error
+	}
+	done := make(chan started, 1)
+	var initialised atomic.Bool
+	go func() {
+		src, err := lib.Open(root)
+		if err != nil {
+			done <- started{err: err}
+			return
+		}
+		initialised.Store(true)
+		node, err := src.Inventory()
+		if err != nil {
+			src.Close()
+		}
+		done <- started{src, node, err}
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case s := <-done:
+		return s.src, s.node, s.err
+	case <-timer.C:
+		if initialised.Load() {
+			return nil, Node{}, fmt.Errorf("NVML did not list its GPUs in %s", wait)
+		}
+		return nil, Node{}, fmt.Errorf("NVML init did not answer in %s", wait)
+	}
+}
 
 // sysfsBinds says whether the driver's /proc and sysfs (node, read by
 // nvidiaSysfs) tell binding all that NVML would, so that rank mode need
@@ -207,21 +300,13 @@ func hasMIGInstances(root fs.FS, minor int) bool {
 // MIG needs NVML: only NVML names MIG devices (the MIG-… UUIDs that
 // CUDA_VISIBLE_DEVICES takes); the driver's /proc and sysfs tell at most
 // that a GPU has MIG instances. So a caller that only binds
-// (Options.BindOnly) reads the GPUs without NVML only where no MIG device
+// (NeedBinding) reads the GPUs without NVML only where no MIG device
 // is in play:
 //  1. its launcher named none (NamesMIG false): the CLI asks before it
 //     opens a backend;
 //  2. no GPU it may open has MIG instances (hasMIGInstances, sysfsBinds'
 //     rule 3).
 func NamesMIG(visible string) bool { return strings.Contains(visible, "MIG-") }
-
-// nvmlAbsent says why NVIDIA's GPUs are read without NVML.
-func nvmlAbsent(o Options) string {
-	if o.NVML == nil {
-		return ErrNoCgo.Error()
-	}
-	return ErrNoLibrary.Error()
-}
 
 // inventoried is a backend whose inventory Open has read to choose it:
 // that inventory is the one the caller gets, not a second pass over NVML
@@ -398,21 +483,42 @@ func NewStaticSource(node Node, usageDir string) Source {
 	return staticSource{node: node, usageDir: usageDir}
 }
 
-// SysfsLocality reads a PCI device's NUMA node (-1: firmware did not say)
-// and local CPU list.
+// SysfsLocality reads a PCI device's NUMA node (-1: unknown; numaNodeOf's
+// rules) and local CPU list.
 func SysfsLocality(root fs.FS, bus string) (int, cpuset.Set) {
 	numa := -1
 	if root == nil {
 		return numa, cpuset.Set{}
 	}
 	if s, err := readTrim(root, sysPCI(bus, "numa_node")); err == nil {
-		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-			numa = n
-		}
+		numa = numaNodeOf(s, func() string { online, _ := readTrim(root, nodesOnline); return online })
 	}
 	var cpus cpuset.Set
 	if s, err := readTrim(root, sysPCI(bus, "local_cpulist")); err == nil {
 		cpus, _ = cpuset.Parse(s)
 	}
 	return numa, cpus
+}
+
+// nodesOnline lists the machine's NUMA nodes.
+const nodesOnline = "sys/devices/system/node/online"
+
+// numaNodeOf is a PCI device's NUMA node from sysfs's numa_node (value)
+// and, read only when needed, the machine's NUMA nodes (online: the
+// kernel's list, /sys/devices/system/node/online). The rules:
+//  1. a node the firmware gave (a number ≥ 0) is the device's node;
+//  2. -1 — the firmware did not say, as on the H200's VM (gpu-h200.md) —
+//     on a machine with one NUMA node ("0") is node 0: there is no other,
+//     and a GPU whose node is unknown would make rank mode load NVML
+//     (sysfsBinds' rule 2) and the plan guess;
+//  3. otherwise -1: unknown (several nodes, or their list unreadable).
+func numaNodeOf(value string, online func() string) int {
+	n, err := strconv.Atoi(value)
+	switch {
+	case err == nil && n >= 0:
+		return n
+	case err == nil && n == -1 && online() == "0":
+		return 0
+	}
+	return -1
 }
