@@ -535,6 +535,11 @@ var contract = []contractRow{
 	anyValue("completion", "help", "a boolean: prints the help"),
 	badArg("man", "an argument", "gpulaunch"),
 	anyValue("man", "help", "a boolean: prints the help"),
+
+	// issue 36, lane D
+	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE naming a signal gpulaunch does not pass on", "TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGALRM -n 2 -G 0 --ddp -- ./app"),
+	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE naming USR1, which torchrun does not read", "TORCHELASTIC_SIGNALS_TO_HANDLE=USR1 -n 2 -G 0 --ddp -- ./app"),
+	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE empty", "TORCHELASTIC_SIGNALS_TO_HANDLE= -n 2 -G 0 --ddp -- ./app"),
 }
 
 // TestCLIContractCoversEveryFlag: every flag every command registers has a
