@@ -34,7 +34,7 @@ FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/gpuvendor:FuzzVisibleDevices ./pkg/
 # they build (and vet) for any GOOS; lint checks them on darwin.
 PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/sched ./pkg/cgroup ./pkg/nodegroup ./pkg/discover ./pkg/gpu ./pkg/gpuvendor ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps ./pkg/metrics ./pkg/table ./pkg/clidoc ./pkg/flagvalue ./pkg/filelock ./pkg/outputs ./pkg/tmux ./pkg/logging
 
-.PHONY: build test integration demo bench bench-scale fuzz lint clean pictures stress dist install uninstall
+.PHONY: build test integration demo bench bench-scale fuzz lint clean pictures stress dist install uninstall gpu-check
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpulaunch
@@ -157,6 +157,15 @@ uninstall:
 
 bench:
 	@scripts/bench.sh
+
+# The checks of a real NVIDIA GPU, at most 4 minutes (scripts/gpu-check.sh:
+# PASS/FAIL per check, "N passed, M failed"); on a machine without one it
+# exits 2 with one line. It depends on nothing: a bin/gpulaunch that exists
+# is used as it is, never rebuilt with cgo (a GPU machine may have no Go or
+# gcc, and the binary was carried there), and the script prints its version
+# beside the tree's commit; without one the script runs make build.
+gpu-check:
+	@scripts/gpu-check.sh
 
 # The holder of a task queue over 1,000 and 10,000 simulated nodes
 # (test/scale, scripts/bench-holder.sh), medians of 3 runs: about 10

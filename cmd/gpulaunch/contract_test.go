@@ -556,6 +556,10 @@ var contract = []contractRow{
 	badEnv("plan", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT zero", "GPULAUNCH_NVML_WAIT=0s -n 1"),
 	badEnv("run", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT negative", "GPULAUNCH_NVML_WAIT=-5s -n 1 -G 0 -- ./app"),
 	badEnv("exec", "GPULAUNCH_NVML_WAIT", "GPULAUNCH_NVML_WAIT not a duration", "GPULAUNCH_NVML_WAIT=10 -- ./app"),
+	// issue 36, lane D
+	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE naming a signal gpulaunch does not pass on", "TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGALRM -n 2 -G 0 --ddp -- ./app"),
+	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE naming USR1, which torchrun does not read", "TORCHELASTIC_SIGNALS_TO_HANDLE=USR1 -n 2 -G 0 --ddp -- ./app"),
+	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE empty", "TORCHELASTIC_SIGNALS_TO_HANDLE= -n 2 -G 0 --ddp -- ./app"),
 }
 
 // TestCLIContractCoversEveryFlag: every flag every command registers has a

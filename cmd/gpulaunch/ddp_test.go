@@ -1,14 +1,19 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gpulaunch/gpulaunch/pkg/instance"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
@@ -224,4 +229,103 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// torchrun 2.x's worker contract (issue 36): `-n 2 -G 0 --ddp -- env`
+// gives every rank TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun's default)
+// and TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and no NCCL_ASYNC_ERROR_HANDLING,
+// on which torch 2.11 warns on every rank; the user's own values stand.
+func TestDDPWorkerContractOfTorchrun2(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		user []string          // the user's environment
+		want map[string]string // every rank's; "" for a variable that must be absent
+	}{
+		{"torchrun's defaults", nil, map[string]string{"TORCHELASTIC_SIGNALS_TO_HANDLE": "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+			"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_ASYNC_ERROR_HANDLING": ""}},
+		{"the user's values", []string{"TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGUSR1", "NCCL_ASYNC_ERROR_HANDLING=1"},
+			map[string]string{"TORCHELASTIC_SIGNALS_TO_HANDLE": "SIGTERM,SIGUSR1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "", "NCCL_ASYNC_ERROR_HANDLING": "1"}},
+		{"the user's TORCH_ name", []string{"TORCH_NCCL_ASYNC_ERROR_HANDLING=3"},
+			map[string]string{"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3", "NCCL_ASYNC_ERROR_HANDLING": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := gpulaunch(t, "-n", "2", "-G", "0", "-l", "--ddp", "--monitor-interval", "0", "--", "env")
+			cmd.Env = slices.DeleteFunc(withoutSlurm(cmd.Env), func(kv string) bool {
+				k, _, _ := strings.Cut(kv, "=")
+				return strings.HasPrefix(k, "TORCHELASTIC_") || strings.HasSuffix(k, "NCCL_ASYNC_ERROR_HANDLING")
+			})
+			cmd.Env = append(cmd.Env, tc.user...)
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\n%s", err, errb.String())
+			}
+			for rank := range 2 {
+				got := map[string][]string{}
+				for _, line := range strings.Split(out.String(), "\n") {
+					if kv, ok := strings.CutPrefix(line, strconv.Itoa(rank)+": "); ok {
+						k, v, _ := strings.Cut(kv, "=")
+						got[k] = append(got[k], v)
+					}
+				}
+				if len(got["RANK"]) != 1 {
+					t.Fatalf("rank %d printed no environment:\n%s", rank, out.String())
+				}
+				for k, want := range tc.want {
+					if want == "" && len(got[k]) > 0 || want != "" && !slices.Equal(got[k], []string{want}) {
+						t.Errorf("rank %d: %s = %q, want %q (\"\": unset)", rank, k, got[k], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The signals TORCHELASTIC_SIGNALS_TO_HANDLE names by default, and
+// Slurm's checkpoint USR1 the user adds to it, reach every rank of a
+// --ddp run; the stop signals stop the run (128 + the signal, README's
+// "Signals" rule 5, as torchrun ends its workers), USR1 is passed on and
+// nothing else (rule 4): the ranks checkpoint and exit 0, and so does the
+// run.
+func TestDDPSignalsReachEveryRank(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		user string // the user's TORCHELASTIC_SIGNALS_TO_HANDLE; "": unset
+		exit int
+	}{
+		{syscall.SIGTERM, "", 128 + int(syscall.SIGTERM)},
+		{syscall.SIGINT, "", 128 + int(syscall.SIGINT)},
+		{syscall.SIGHUP, "", 128 + int(syscall.SIGHUP)},
+		{syscall.SIGQUIT, "", 128 + int(syscall.SIGQUIT)},
+		{syscall.SIGUSR1, "SIGTERM,SIGUSR1", 0},
+	} {
+		t.Run(unix.SignalName(tc.sig), func(t *testing.T) {
+			mk := filepath.Join(t.TempDir(), "got")
+			cmd := gpulaunch(t, append([]string{"-n", "2", "-G", "0", "-O", "-l", "--ddp", "--monitor-interval", "0", "--kill-wait", "5s"}, helperArgs("sig-marker", mk)...)...)
+			cmd.Env = slices.DeleteFunc(withoutSlurm(cmd.Env), func(kv string) bool { return strings.HasPrefix(kv, "TORCHELASTIC_SIGNALS_TO_HANDLE=") })
+			want := "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
+			if tc.user != "" {
+				cmd.Env, want = append(cmd.Env, "TORCHELASTIC_SIGNALS_TO_HANDLE="+tc.user), tc.user
+			}
+			out := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "2 ranks ready", func() bool { return strings.Count(out.String(), "ready") == 2 })
+			_ = cmd.Process.Signal(tc.sig)
+			err := cmd.Wait()
+			for rank := range 2 {
+				b, err := os.ReadFile(fmt.Sprintf("%s.%d.%s", mk, rank, unix.SignalName(tc.sig)))
+				if err != nil {
+					t.Errorf("rank %d did not get %s:\n%s", rank, unix.SignalName(tc.sig), out.String())
+				} else if string(b) != want {
+					t.Errorf("rank %d: TORCHELASTIC_SIGNALS_TO_HANDLE=%q, want %q", rank, b, want)
+				}
+			}
+			if got := exitStatus(err); got != tc.exit {
+				t.Errorf("exit %d, want %d\n%s", got, tc.exit, out.String())
+			}
+		})
+	}
 }

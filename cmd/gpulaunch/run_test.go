@@ -212,6 +212,13 @@ func helper(name string, args []string) int {
 				fmt.Fprintf(os.Stderr, "instance %d tick\n", thisInstance())
 			}
 		}
+	case "sig-marker": // on INT, TERM, HUP, QUIT, USR1 or USR2: write args[0].<instance>.<SIGNAME> holding its TORCHELASTIC_SIGNALS_TO_HANDLE, exit 0
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+		fmt.Println("ready")
+		s := (<-ch).(syscall.Signal)
+		_ = os.WriteFile(fmt.Sprintf("%s.%d.%s", args[0], thisInstance(), unix.SignalName(s)), []byte(os.Getenv("TORCHELASTIC_SIGNALS_TO_HANDLE")), 0o644)
+		return 0
 	case "hello": // three lines naming the instance, then linger args[0]
 		for k := range 3 {
 			fmt.Printf("hello %d from instance %d\n", k, thisInstance())

@@ -1,6 +1,8 @@
 package instance
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,8 +63,14 @@ type EnvOptions struct {
 	ZEHierarchy string
 	// Rendezvous, when set (--ddp), adds MASTER_ADDR, MASTER_PORT,
 	// TORCHELASTIC_RUN_ID and the rest of torchrun's worker contract
-	// (torchrunVars).
+	// (torchrunVars, signalsToHandle).
 	Rendezvous *nodegroup.Rendezvous
+	// Forwarded are the signals, named as Python's signal module names
+	// them ("SIGUSR1"), that the run's supervisor passes to every
+	// instance (launcher's forwarded); nil where the app takes its
+	// signals from its own launcher (rank mode: gpulaunch execs it).
+	// A user's TORCHELASTIC_SIGNALS_TO_HANDLE must name only these.
+	Forwarded []string
 }
 
 // replaced are variables gpulaunch sets for each instance; inherited
@@ -95,14 +103,18 @@ func Env(base []string, slot binding.Slot, r nodegroup.Ranks, o EnvOptions) ([]s
 	}
 	out := make([]string, 0, len(base)+16)
 	hasOMP, hasNCCL := false, false
+	signals, hasSignals := "", false
 	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
+		k, v, _ := strings.Cut(kv, "=")
 		// The user's own settings (GPULAUNCH_NODE_FILE) pass through.
 		if drop[k] {
 			continue
 		}
 		hasOMP = hasOMP || k == "OMP_NUM_THREADS"
 		hasNCCL = hasNCCL || k == "NCCL_ASYNC_ERROR_HANDLING" || k == "TORCH_NCCL_ASYNC_ERROR_HANDLING"
+		if k == SignalsToHandleVar {
+			signals, hasSignals = v, true
+		}
 		out = append(out, kv)
 	}
 	visible, err := visibleVars(o.Vendor, slot.GPUs, o)
@@ -130,6 +142,13 @@ func Env(base []string, slot binding.Slot, r nodegroup.Ranks, o EnvOptions) ([]s
 	if rv := o.Rendezvous; rv != nil {
 		out = append(out, "MASTER_ADDR="+rv.Addr, "MASTER_PORT="+itoa(rv.Port), "TORCHELASTIC_RUN_ID="+rv.RunID)
 		out = append(out, torchrunVars(hasNCCL)...)
+		told, err := signalsToHandle(signals, hasSignals, o.Forwarded)
+		if err != nil {
+			return nil, err
+		}
+		if told != "" {
+			out = append(out, SignalsToHandleVar+"="+told)
+		}
 	}
 	if !hasOMP && slot.CPUs.Size() > 0 {
 		out = append(out, "OMP_NUM_THREADS="+strconv.Itoa(slot.CPUs.Size()))
@@ -137,23 +156,90 @@ func Env(base []string, slot binding.Slot, r nodegroup.Ranks, o EnvOptions) ([]s
 	return out, nil
 }
 
-// torchrunVars are the rest of what torchrun (torch 1.13, checked by
-// running it) gives every worker besides ranks and the rendezvous: the
-// role it plays in its one role, and that it must not look for its
-// agent's store (gpulaunch runs none: env:// meets at MASTER_ADDR). And
-// NCCL's async error handling: with it a rank left waiting in a
-// collective by another rank's failure fails too, and the group ends or
-// restarts, instead of hanging until NCCL's timeout (ten minutes or
-// more). Torch reads TORCH_NCCL_ASYNC_ERROR_HANDLING (from 2.2) before
-// NCCL_ASYNC_ERROR_HANDLING; userSetNCCL: the user set either, and that
-// choice stands — gpulaunch then sets neither, so as not to override it
-// with the name torch reads first.
+// torchrunVars are the rest of what torchrun (torch 1.13 and 2.11,
+// checked by running them) gives every worker besides ranks, the
+// rendezvous and the signals it handles: the role it plays in its one
+// role, and that it must not look for its agent's store (gpulaunch runs
+// none: env:// meets at MASTER_ADDR). And NCCL's async error handling:
+// with it a rank left waiting in a collective by another rank's failure
+// fails too, and the group ends or restarts, instead of hanging until
+// NCCL's timeout (ten minutes or more). Only the name torch reads from
+// 2.2, TORCH_NCCL_ASYNC_ERROR_HANDLING, as torchrun 2.x sets it: the old
+// NCCL_ASYNC_ERROR_HANDLING still works there but makes every rank print
+// a deprecation warning (torch 2.11); torch < 2.2 reads only the old name,
+// which its users set themselves (docs/multinode.md). userSetNCCL: the
+// user set either name, and that choice stands — gpulaunch then sets
+// neither, so as not to override it with the name torch reads first.
 func torchrunVars(userSetNCCL bool) []string {
 	vars := []string{"ROLE_NAME=default", "TORCHELASTIC_USE_AGENT_STORE=False"}
 	if !userSetNCCL {
-		vars = append(vars, "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_ASYNC_ERROR_HANDLING=1")
+		vars = append(vars, "TORCH_NCCL_ASYNC_ERROR_HANDLING=1")
 	}
 	return vars
+}
+
+// SignalsToHandleVar names the signals torchrun's agent handles: it
+// catches each and ends its workers with it (the signal, then KILL
+// after a grace), and its workers inherit the variable
+// (torch/distributed/launcher/api.py, PyTorch 2.9+: --signals-to-handle;
+// added so that Slurm's USR1 and USR2 reach the workers).
+const SignalsToHandleVar = "TORCHELASTIC_SIGNALS_TO_HANDLE"
+
+// TorchrunSignals is torchrun's default for SignalsToHandleVar.
+const TorchrunSignals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
+
+// signalsToHandle is what a --ddp instance is told in
+// TORCHELASTIC_SIGNALS_TO_HANDLE ("": nothing to add, the user's value
+// stands), given the user's value (set: there is one) and the signals
+// the run passes to every instance (forwarded; nil in rank mode). The
+// rules, in order:
+//  1. Unset: torchrun's default, SIGTERM,SIGINT,SIGHUP,SIGQUIT: the
+//     signals gpulaunch passes to every rank and then stops the run with
+//     (KILL after --kill-wait), as torchrun's agent ends its workers.
+//  2. Where the ranks take their signals from their own launcher (rank
+//     mode, forwarded nil), the user's value stands unread: srun or
+//     mpirun delivers every signal to the rank itself.
+//  3. Otherwise the user's value stands, and each name in it, read as
+//     torchrun reads it (split at commas, the spaces around a name
+//     dropped, spelt as Python's signal module spells it), must be a
+//     signal gpulaunch passes to every rank; USR1 and USR2 are passed on
+//     and nothing else (the README's "Signals", rule 4), where torchrun
+//     would end its workers with them.
+//  4. Any other name is refused, naming the ones gpulaunch passes on: a
+//     signal gpulaunch leaves at its default action (SIGALRM, SIGXCPU:
+//     gpulaunch would end of it, not pass it on), or a name torchrun
+//     would skip with a warning (USR1, an empty one): either way the
+//     signal meant would reach no rank.
+//
+// The list never narrows what gpulaunch passes on: INT, TERM, HUP and
+// QUIT stop the run whether listed or not (the README's "Signals").
+func signalsToHandle(value string, set bool, forwarded []string) (string, error) {
+	switch {
+	case !set:
+		return TorchrunSignals, nil
+	case forwarded == nil:
+		return "", nil
+	}
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		if slices.Contains(forwarded, name) {
+			continue
+		}
+		unset := "or unset it for torchrun's default " + TorchrunSignals
+		meant := strings.ToUpper(name)
+		if !strings.HasPrefix(meant, "SIG") {
+			meant = "SIG" + meant
+		}
+		switch {
+		case name == "":
+			return "", fmt.Errorf("%s=%s: an empty name is no signal: name them as torchrun reads them (SIGTERM,SIGUSR1), %s", SignalsToHandleVar, value, unset)
+		case slices.Contains(forwarded, meant):
+			return "", fmt.Errorf("%s=%s: %s is not a signal name as torchrun reads them (Python's): write %s", SignalsToHandleVar, value, name, meant)
+		}
+		return "", fmt.Errorf("%s=%s: gpulaunch passes %s and %s to every rank, not %s: list only those (Slurm's checkpoint signal: --signal=USR1@120), %s",
+			SignalsToHandleVar, value, strings.Join(forwarded[:len(forwarded)-1], ", "), forwarded[len(forwarded)-1], name, unset)
+	}
+	return "", nil
 }
 
 func ownFirst(own, all []gpu.GPU) []gpu.GPU {

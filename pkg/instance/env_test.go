@@ -84,34 +84,47 @@ func TestInstanceEnv(t *testing.T) {
 	}
 }
 
-// torchrun's worker contract under --ddp (torchrunVars), rule by rule:
-// its role and store variables, inherited ones replaced; NCCL's async
-// error handling on, unless the user set either of its variables, whose
-// choice then stands alone; none of them without --ddp.
+// torchrun's worker contract under --ddp (torchrunVars, signalsToHandle),
+// rule by rule: its role and store variables, inherited ones replaced;
+// NCCL's async error handling on by the name torch 2.2+ reads alone,
+// unless the user set either of its variables, whose choice then stands
+// alone; the signals torchrun handles, its default or the user's; none
+// of them without --ddp. (Issue 36 changed "the contract under --ddp":
+// it pinned NCCL_ASYNC_ERROR_HANDLING=1 beside the TORCH_ name, which
+// torch 2.11 warns about on every rank.)
 func TestTorchrunContract(t *testing.T) {
 	slot := binding.Slot{Index: 0, CPUs: cpuset.MustParse("0-1")}
 	ranks := nodegroup.Local(2, "h").Ranks(0)
 	rv := &nodegroup.Rendezvous{Addr: "127.0.0.1", Port: 29500, RunID: "r"}
-	contract := []string{"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}
+	contract := []string{"ROLE_NAME", "TORCHELASTIC_USE_AGENT_STORE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", SignalsToHandleVar}
+	run := []string{"SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
 	for _, tc := range []struct {
-		name string
-		ddp  bool
-		base []string
-		want map[string]string // "" for a variable that must be absent
+		name      string
+		ddp       bool
+		forwarded []string // nil: rank mode
+		base      []string
+		want      map[string]string // "" for a variable that must be absent
 	}{
-		{"the contract under --ddp", true, nil,
-			map[string]string{"ROLE_NAME": "default", "TORCHELASTIC_USE_AGENT_STORE": "False", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_ASYNC_ERROR_HANDLING": "1"}},
-		{"inherited role and store variables are replaced", true, []string{"ROLE_NAME=trainer", "TORCHELASTIC_USE_AGENT_STORE=True"},
+		{"the contract under --ddp", true, run, nil,
+			map[string]string{"ROLE_NAME": "default", "TORCHELASTIC_USE_AGENT_STORE": "False", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_ASYNC_ERROR_HANDLING": "",
+				SignalsToHandleVar: "SIGTERM,SIGINT,SIGHUP,SIGQUIT"}},
+		{"the contract of a rank", true, nil, nil,
+			map[string]string{"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_ASYNC_ERROR_HANDLING": "", SignalsToHandleVar: "SIGTERM,SIGINT,SIGHUP,SIGQUIT"}},
+		{"inherited role and store variables are replaced", true, run, []string{"ROLE_NAME=trainer", "TORCHELASTIC_USE_AGENT_STORE=True"},
 			map[string]string{"ROLE_NAME": "default", "TORCHELASTIC_USE_AGENT_STORE": "False"}},
-		{"the user's NCCL_ASYNC_ERROR_HANDLING stands alone", true, []string{"NCCL_ASYNC_ERROR_HANDLING=0"},
+		{"the user's NCCL_ASYNC_ERROR_HANDLING stands alone", true, run, []string{"NCCL_ASYNC_ERROR_HANDLING=0"},
 			map[string]string{"NCCL_ASYNC_ERROR_HANDLING": "0", "TORCH_NCCL_ASYNC_ERROR_HANDLING": ""}},
-		{"the user's TORCH_NCCL_ASYNC_ERROR_HANDLING stands alone", true, []string{"TORCH_NCCL_ASYNC_ERROR_HANDLING=3"},
+		{"the user's TORCH_NCCL_ASYNC_ERROR_HANDLING stands alone", true, run, []string{"TORCH_NCCL_ASYNC_ERROR_HANDLING=3"},
 			map[string]string{"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3", "NCCL_ASYNC_ERROR_HANDLING": ""}},
-		{"none without --ddp", false, nil,
-			map[string]string{"ROLE_NAME": "", "TORCHELASTIC_USE_AGENT_STORE": "", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "", "NCCL_ASYNC_ERROR_HANDLING": ""}},
+		{"the user's signals stand", true, run, []string{SignalsToHandleVar + "=SIGTERM,SIGUSR1"},
+			map[string]string{SignalsToHandleVar: "SIGTERM,SIGUSR1"}},
+		{"a rank's user's signals stand unread", true, nil, []string{SignalsToHandleVar + "=SIGALRM"},
+			map[string]string{SignalsToHandleVar: "SIGALRM"}},
+		{"none without --ddp", false, run, nil,
+			map[string]string{"ROLE_NAME": "", "TORCHELASTIC_USE_AGENT_STORE": "", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "", "NCCL_ASYNC_ERROR_HANDLING": "", SignalsToHandleVar: ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn}
+			o := EnvOptions{IDs: GPUIDsUUID, Visibility: VisibleOwn, Forwarded: tc.forwarded}
 			if tc.ddp {
 				o.Rendezvous = rv
 			}
@@ -133,6 +146,48 @@ func TestTorchrunContract(t *testing.T) {
 				case want != "" && (len(got[k]) != 1 || got[k][0] != want):
 					t.Errorf("%s = %q, want once %q", k, got[k], want)
 				}
+			}
+		})
+	}
+}
+
+// TORCHELASTIC_SIGNALS_TO_HANDLE, rule by rule (signalsToHandle): the
+// default when unset; a rank's value unread; the user's value kept when
+// it names only signals the run passes on, spaces as torchrun strips
+// them; any other name refused, naming the signals passed on, with the
+// spelling torchrun reads where a name was meant as one of them.
+func TestSignalsToHandleRules(t *testing.T) {
+	run := []string{"SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
+	for _, tc := range []struct {
+		name      string
+		value     string
+		set       bool
+		forwarded []string
+		want      string // what the instance is told besides the user's value
+		fail      string
+	}{
+		{name: "1: unset: torchrun's default", forwarded: run, want: "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+		{name: "1: unset in rank mode: torchrun's default", want: "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+		{name: "2: a rank's value stands unread", value: "SIGALRM,USR1,", set: true},
+		{name: "3: the default named by the user", value: "SIGTERM,SIGINT,SIGHUP,SIGQUIT", set: true, forwarded: run},
+		{name: "3: USR1 and USR2 for Slurm, spaces dropped", value: " SIGUSR1 , SIGUSR2,SIGTERM", set: true, forwarded: run},
+		{name: "4: a signal the run does not pass on", value: "SIGTERM,SIGALRM", set: true, forwarded: run,
+			fail: "TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGALRM: gpulaunch passes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to every rank, not SIGALRM: list only those (Slurm's checkpoint signal: --signal=USR1@120), or unset it for torchrun's default SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+		{name: "4: SIGXCPU", value: "SIGXCPU", set: true, forwarded: run, fail: "to every rank, not SIGXCPU:"},
+		{name: "4: KILL cannot be handled", value: "SIGKILL", set: true, forwarded: run, fail: "to every rank, not SIGKILL:"},
+		{name: "4: a name torchrun would skip: USR1", value: "SIGTERM,USR1", set: true, forwarded: run, fail: "TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,USR1: USR1 is not a signal name as torchrun reads them (Python's): write SIGUSR1"},
+		{name: "4: a name torchrun would skip: sigusr2", value: "sigusr2", set: true, forwarded: run, fail: "sigusr2 is not a signal name as torchrun reads them (Python's): write SIGUSR2"},
+		{name: "4: a number", value: "10", set: true, forwarded: run, fail: "to every rank, not 10:"},
+		{name: "4: an empty name", value: "SIGTERM,", set: true, forwarded: run, fail: "an empty name is no signal"},
+		{name: "4: an empty value", value: "", set: true, forwarded: run, fail: "TORCHELASTIC_SIGNALS_TO_HANDLE=: an empty name is no signal: name them as torchrun reads them (SIGTERM,SIGUSR1), or unset it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := signalsToHandle(tc.value, tc.set, tc.forwarded)
+			switch {
+			case tc.fail != "" && (err == nil || !strings.Contains(err.Error(), tc.fail)):
+				t.Errorf("error %v, want one with %q", err, tc.fail)
+			case tc.fail == "" && (err != nil || got != tc.want):
+				t.Errorf("%q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

@@ -30,7 +30,9 @@ type Planned struct {
 
 // Instances are the slots made ready to start, each with
 //
-//  1. its environment (instance.Env) and RANK from its slot's ranks;
+//  1. its environment (instance.Env) and RANK from its slot's ranks; a
+//     user's TORCHELASTIC_SIGNALS_TO_HANDLE may name only signals the
+//     run passes on (ForwardedNames);
 //  2. its command, %t expanded to its index (instance.ExpandArgs);
 //  3. its CPU and memory binding, only where Bind says the slot's CPUs
 //     are this machine's;
@@ -39,9 +41,11 @@ type Planned struct {
 //  5. its output files, the patterns expanded for its index.
 func (p Planned) Instances() ([]Instance, error) {
 	var insts []Instance
+	opts := p.Env
+	opts.Forwarded = ForwardedNames() // what a user's TORCHELASTIC_SIGNALS_TO_HANDLE may name
 	for _, s := range p.Slots {
 		ranks := p.Group.Ranks(s.Index)
-		env, err := instance.Env(p.Base, s, ranks, p.Env)
+		env, err := instance.Env(p.Base, s, ranks, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -5,10 +5,23 @@ package launcher
 import (
 	"os"
 	"syscall"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
 // forwarded are the signals gpulaunch passes on to its processes.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// ForwardedNames are the forwarded signals by name ("SIGUSR1"), as
+// Python's signal module and so torchrun's TORCHELASTIC_SIGNALS_TO_HANDLE
+// name them (instance.EnvOptions.Forwarded).
+func ForwardedNames() []string {
+	names := make([]string, len(forwarded))
+	for i, s := range forwarded {
+		names[i] = job.SignalName(s.(syscall.Signal))
+	}
+	return names
+}
 
 // afterRun takes the signals that come after a run is over, and is never
 // read: they are dropped (Run). Buffered, as signal.Notify asks; a full

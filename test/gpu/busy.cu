@@ -1,6 +1,6 @@
 // busy: keeps the GPU that CUDA_VISIBLE_DEVICES gives it busy for argv[1]
 // seconds with 256 MiB allocated, and says which GPU that is by PCI
-// address, so scripts/gpu-smoke.sh can check it against gpulaunch's plan.
+// address, so scripts/gpu-check.sh can check it against gpulaunch's plan.
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>

@@ -232,3 +232,35 @@ func TestMultiNodeFailureEndsEveryNode(t *testing.T) {
 		t.Logf("job output:\n%s", out)
 	}
 }
+
+// Checkpointing a --ddp job over two nodes (docs/recipes.md): Slurm's
+// --signal=USR1@T reaches every rank on every node, and the job ends
+// COMPLETED 0:0 when the ranks checkpoint and exit. The test sends what
+// slurmctld sends at the mark: without B:, to every step's processes
+// (scancel --signal); with B:, to the batch shell alone (scancel
+// --batch), whose trap passes it to srun.
+func TestMultiNodeRecipeDDPCheckpoint(t *testing.T) {
+	multiNode(t)
+	for _, tc := range []struct{ recipe, scancel string }{
+		{"ddp-checkpoint-nodes", "--signal=USR1"},
+		{"ddp-checkpoint-batch", "--batch --signal=USR1"},
+	} {
+		t.Run(tc.recipe, func(t *testing.T) {
+			dir := jobDir(t)
+			j := sbatch(t, dir, recipe(t, tc.recipe), "--export=ALL,APP_MODE=wait")
+			waitFiles(t, dir, "started.", 8)
+			if out, err := exec.Command("scancel", append(strings.Fields(tc.scancel), j.id)...).CombinedOutput(); err != nil {
+				t.Fatalf("scancel %s: %v %s", tc.scancel, err, out)
+			}
+			rec, out := j.wait(t, 2*time.Minute)
+			for r := range 8 {
+				if _, err := os.Stat(filepath.Join(dir, "usr1."+strconv.Itoa(r))); err != nil {
+					t.Errorf("rank %d got no USR1\n%s", r, out)
+				}
+			}
+			if rec["JobState"] != "COMPLETED" || rec["ExitCode"] != "0:0" {
+				t.Errorf("job %s: %s %s, want COMPLETED 0:0 after the checkpoint\n%s", j.id, rec["JobState"], rec["ExitCode"], out)
+			}
+		})
+	}
+}

@@ -62,8 +62,10 @@ func recipe(t *testing.T, name string) string {
 func TestEveryRecipeIsTested(t *testing.T) {
 	tested := map[string]bool{"four-instances": true, "four-instances-srun": true, "multi-gpu": true,
 		"mpirun-ranks": true, "srun-ranks": true, "interactive": true, "checkpoint-signal": true, "sweep": true, "mps-ranks": true,
-		"lumi-ranks":  true, // TestAMDRecipeLUMIRanks, on the AMD testbed
-		"sweep-nodes": true} // TestMultiNodeRecipeSweepNodes, on the two-node testbed
+		"lumi-ranks":           true, // TestAMDRecipeLUMIRanks, on the AMD testbed
+		"sweep-nodes":          true, // TestMultiNodeRecipeSweepNodes, on the two-node testbed
+		"ddp-checkpoint-nodes": true, // TestMultiNodeRecipeDDPCheckpoint, on the two-node testbed
+		"ddp-checkpoint-batch": true} // TestMultiNodeRecipeDDPCheckpoint, on the two-node testbed
 	for name := range recipes(t) {
 		if !tested[name] {
 			t.Errorf("recipe %q in docs/recipes.md is run by no test", name)

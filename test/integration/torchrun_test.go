@@ -20,7 +20,8 @@ import (
 // differ, the meaning is checked: the rendezvous (torchrun's c10d store
 // on localhost, gpulaunch's MASTER_ADDR and port), the error file (each
 // rank's own, under attempt_0), OMP_NUM_THREADS (gpulaunch: the
-// instance's CPU count, its documented choice; torchrun: 1).
+// instance's CPU count, its documented choice; torchrun: 1), and NCCL's
+// async error handling (torch 1.13's name; gpulaunch: torch 2.2+'s).
 func TestTorchrunContract(t *testing.T) {
 	dir := jobDir(t)
 	copyTestdata(t, dir, "torchrun_patched.py", "worker_env.py")
@@ -45,6 +46,16 @@ gpulaunch -n 2 --ddp --restarts 1 -- /usr/bin/python3 worker_env.py gpulaunch ||
 				continue // the job's own, not torchrun's; "_" is the shell's last command
 			}
 			compared++
+			if k == "NCCL_ASYNC_ERROR_HANDLING" {
+				// torch 1.13's name: gpulaunch sets only the name torch
+				// 2.2+ reads, as torchrun 2.x does (issue 36: the old one
+				// makes torch 2.11 warn on every rank); torch < 2.2 users
+				// set this one themselves (docs/multinode.md)
+				if got, set := gl[k]; set || gl["TORCH_NCCL_ASYNC_ERROR_HANDLING"] != want {
+					t.Errorf("rank %d: torchrun sets %s=%s; gpulaunch %q, TORCH_NCCL_ASYNC_ERROR_HANDLING=%q: want the TORCH_ name alone, %s", rank, k, want, got, gl["TORCH_NCCL_ASYNC_ERROR_HANDLING"], want)
+				}
+				continue
+			}
 			got, ok := gl[k]
 			if !ok {
 				t.Errorf("rank %d: torchrun sets %s=%s, gpulaunch does not", rank, k, want)
