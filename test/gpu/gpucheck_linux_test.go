@@ -7,9 +7,14 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
+
+// makesNote is make's own line about a recipe's status: "make: *** …",
+// or "make[1]: *** …" when make runs inside another make (make test).
+var makesNote = regexp.MustCompile(`^make(\[[0-9]+\])?: \*\*\* `)
 
 // Without an NVIDIA GPU, `make gpu-check`, scripts/gpu-check.sh and its
 // alias scripts/gpu-smoke.sh exit 2 with one line saying so (issue 36),
@@ -38,7 +43,7 @@ func TestGPUCheckWithoutAGPU(t *testing.T) {
 			}
 			var lines []string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				if !strings.HasPrefix(l, "make: *** ") { // make's own note of the status
+				if !makesNote.MatchString(l) { // make's own note of the status
 					lines = append(lines, l)
 				}
 			}
