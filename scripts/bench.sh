@@ -41,6 +41,11 @@ echo "== start: gpulaunch's rank mode and version against what they replace (scr
 if [ -x scripts/bench-start.sh ]; then OLD="$OLD" scripts/bench-start.sh; else echo "  scripts/bench-start.sh: not there"; fi
 
 echo
+echo "== NVML only where it adds something: with a stand-in libnvidia-ml costing an H200's 10 ms init + 10 ms shutdown, against none (scripts/bench-nvml.sh)"
+echo "   1.0x: the command does not pay for NVML (a run that gives no GPU); info loads it by design"
+if [ -x scripts/bench-nvml.sh ]; then OLD="$OLD" scripts/bench-nvml.sh; else echo "  scripts/bench-nvml.sh: not there"; fi
+
+echo
 echo "== placement score: share of each instance's CPUs local to its GPU (-n = devices: GPUs up to 8, LUMI's GCDs, Aurora's tiles)"
 echo "   gpulaunch against the site-wrapper baseline (GPU i, i-th block of the lowest CPUs)"
 printf '  %-16s %10s %10s\n' topology gpulaunch naive

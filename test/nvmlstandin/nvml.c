@@ -19,6 +19,9 @@
  *                             NVML_ERROR_LIB_RM_VERSION_MISMATCH); 0 if unset
  *   NVML_STANDIN_INIT_SLEEP   seconds nvmlInit_v2 sleeps first (a hung
  *                             init, go-nvml issue #152)
+ *   NVML_STANDIN_COST_MS      milliseconds nvmlInit_v2 and nvmlShutdown each
+ *                             spend, as a real one does (an H200 node: init
+ *                             8-10 ms, shutdown 9-10 ms; scripts/bench-nvml.sh)
  *   NVML_STANDIN_GPU          UUID,PCI,MINOR of the one GPU it lists
  *                             (e.g. GPU-…,0000:00:06.0,0), with NUMA node 0
  *                             and CPUs 0-63; none if unset
@@ -112,8 +115,17 @@ static nvmlReturn_t ofTheGPU(nvmlDevice_t device) {
     return device == &the_gpu ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
+/* cost spends NVML_STANDIN_COST_MS milliseconds, as a real call does. */
+static void cost(void) {
+    const char *s = getenv("NVML_STANDIN_COST_MS");
+    if (s != NULL && *s != '\0') {
+        usleep((useconds_t)atoi(s) * 1000);
+    }
+}
+
 nvmlReturn_t nvmlInit_v2(void) {
     record("nvmlInit_v2");
+    cost();
     const char *s = getenv("NVML_STANDIN_INIT_SLEEP");
     if (s != NULL && *s != '\0') {
         sleep((unsigned int)atoi(s));
@@ -124,6 +136,7 @@ nvmlReturn_t nvmlInit_v2(void) {
 
 nvmlReturn_t nvmlShutdown(void) {
     record("nvmlShutdown");
+    cost();
     return NVML_SUCCESS;
 }
 
