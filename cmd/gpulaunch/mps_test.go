@@ -182,6 +182,21 @@ func TestMPSDaemonsEndWithTheRun(t *testing.T) {
 		if !strings.Contains(string(got), "instances 0,2 under MPS, 50% of its SMs each") {
 			t.Errorf("status lacks the sharing:\n%s", got)
 		}
+		// each instance an MPS client, though --mps names its pipe
+		// directory after the live table was made
+		var snap struct {
+			Instances []struct {
+				MPSClient bool `json:"mps_client"`
+			} `json:"instances"`
+		}
+		if err := json.Unmarshal(got, &snap); err != nil || len(snap.Instances) != 4 {
+			t.Fatalf("status --json: %v\n%s", err, got)
+		}
+		for i, in := range snap.Instances {
+			if !in.MPSClient {
+				t.Errorf("instance %d: not an MPS client in status --json:\n%s", i, got)
+			}
+		}
 		cmd.Process.Signal(syscall.SIGINT)
 		if code := exitStatus(cmd.Wait()); code != 130 {
 			t.Errorf("exit %d, want 130", code)

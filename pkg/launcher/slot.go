@@ -167,6 +167,9 @@ func (s *slot) row(index int, r *InstanceStatus) {
 	}
 	r.CPUPercent, r.CPUSeconds, r.RSS, r.PeakRSS = s.cpuPercent, o.CPUSeconds, s.rss, o.PeakRSS
 	r.GPUUtil, r.GPUUtilSource, r.GPUMem, r.GPUUtilMean = s.gpus.LastUtil, s.gpus.LastSource, s.gpus.LastMem, o.GPUUtilMean
+	// the watch's, not NewBoard's guess: --mps names the pipe directory
+	// in the instances' environment after the board was made
+	r.MPSClient = s.gpus.MPSClient()
 	r.GPUSamples = append(r.GPUSamples[:0], s.gpus.PerGPU...)
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
 	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command

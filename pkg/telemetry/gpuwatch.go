@@ -122,13 +122,16 @@ type GPUWatch struct {
 	own      map[string]bool // its GPUs by UUID
 	mps      bool            // it is an MPS client (MPSClient)
 	samples  int             // samples taken while it ran
+	measured int             // those of them with a figure of its GPU use (none on a MIG device)
 	utilSum  float64
 	UtilPeak int
 	MemPeak  uint64 // its processes' GPU memory, summed over GPUs
 	seen     bool   // one of its processes held a context on one of its GPUs
-	busy     bool   // its own figure on one of its GPUs was ever above 0
-	verified bool   // the idle check has been made
-	foreign  map[string]bool
+	// its figure on one of its GPUs was ever above 0: busyOwn where the
+	// figure was its processes', busyGPU where it was its GPU's
+	busyOwn, busyGPU bool
+	verified         bool // the idle check has been made
+	foreign          map[string]bool
 	// Warnings are what the watch found wrong (a foreign GPU, idle
 	// GPUs), and those the sampler's caller added (the memory cap).
 	Warnings []string
@@ -178,7 +181,11 @@ func (w *GPUWatch) Observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 				n++
 				source = JoinSources(source, from)
 				w.UtilPeak = max(w.UtilPeak, own)
-				w.busy = w.busy || own > 0
+				if from == SourceProcesses {
+					w.busyOwn = w.busyOwn || own > 0
+				} else {
+					w.busyGPU = w.busyGPU || own > 0
+				}
 			}
 		}
 		for _, p := range u.Processes {
@@ -203,6 +210,7 @@ func (w *GPUWatch) Observe(index int, usage []gpu.Usage, tree map[int]bool, owne
 	w.samples++
 	w.LastUtil, w.LastSource, w.LastMem = -1, source, mem
 	if n > 0 {
+		w.measured++
 		w.utilSum += float64(util) / float64(n)
 		w.LastUtil = util / n
 		w.Source = JoinSources(w.Source, source)
@@ -243,13 +251,20 @@ func toldBy(env []string) string {
 // figures (InstanceUtil) decide, not its GPUs', so that an idle instance
 // on a GPU another keeps busy is caught. The rules, in order:
 //  1. Judged once, and only with a sample.
-//  2. Its own figure was above 0 at some sample: it used them.
-//  3. No process of it held a context on its GPUs: it did not use them
+//  2. Its own processes' figure was above 0 at some sample: it used them.
+//  3. An MPS client no process of which held a context on its GPUs did
+//     not use them, however busy its neighbours kept the GPU: its figure
+//     is the GPU's, but MPS lists each client's process with its memory.
+//  4. Its figure is its GPU's and was above 0 at some sample: it used
+//     them, as far as can be told (a GPU without per-process samples; in
+//     a container whose pid namespace hides its processes from the
+//     driver's list, the GPU's use is the only sign).
+//  5. No process of it held a context on its GPUs: it did not use them
 //     (the app may run on the CPU).
-//  4. A process of it held a context, and every figure of it came from
+//  6. A process of it held a context, and every figure of it came from
 //     its processes' samples, all 0: it held the GPU without computing
 //     (waiting on its input, another rank, or computing on the CPU).
-//  5. Otherwise — a context held, its figure its GPU's (MPS, no
+//  7. Otherwise — a context held, its figure its GPU's (MPS, no
 //     per-process samples) and 0 — nothing can be told: no warning.
 func (w *GPUWatch) Verify(index int) []string {
 	if w.verified || w.samples == 0 {
@@ -257,12 +272,17 @@ func (w *GPUWatch) Verify(index int) []string {
 	}
 	w.verified = true
 	gpus := strings.Join(keys(w.own), ",")
+	unused := fmt.Sprintf("instance %d: no process of it used its GPU(s) %s over %d sample(s): "+
+		"is the app running on the CPU (a CPU-only build, or no GPU code path)?", index, gpus, w.samples)
 	switch {
-	case w.busy:
+	case w.busyOwn:
+		return nil
+	case w.mps && !w.seen:
+		return []string{unused}
+	case w.busyGPU:
 		return nil
 	case !w.seen:
-		return []string{fmt.Sprintf("instance %d: no process of it used its GPU(s) %s over %d sample(s): "+
-			"is the app running on the CPU (a CPU-only build, or no GPU code path)?", index, gpus, w.samples)}
+		return []string{unused}
 	case w.Source == SourceProcesses:
 		return []string{fmt.Sprintf("instance %d: its processes held memory on its GPU(s) %s but ran no kernel over %d sample(s) (the driver's per-process samples): "+
 			"is it waiting (on its input, another rank), or computing on the CPU?", index, gpus, w.samples)}
@@ -270,13 +290,18 @@ func (w *GPUWatch) Verify(index int) []string {
 	return nil
 }
 
-// MeanUtil is the mean of its figures on its GPUs over the samples; -1:
-// none.
+// MPSClient says whether the instance is an MPS client (MPSClient of its
+// environment).
+func (w *GPUWatch) MPSClient() bool { return w.mps }
+
+// MeanUtil is the mean of its figures on its GPUs over the samples that
+// had one; -1: none had (no telemetry, a MIG device whose use the driver
+// does not give): not measured, which a 0 would misread as idle.
 func (w *GPUWatch) MeanUtil() float64 {
-	if w.samples == 0 {
+	if w.measured == 0 {
 		return -1
 	}
-	return w.utilSum / float64(w.samples)
+	return w.utilSum / float64(w.measured)
 }
 
 func keys(m map[string]bool) []string {

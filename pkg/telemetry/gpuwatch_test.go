@@ -254,3 +254,58 @@ func TestSourceNoteRules(t *testing.T) {
 		})
 	}
 }
+
+// Verify's rules, each by its number, and MeanUtil's "not measured": an
+// instance (pid 100) on GPU-a, three samples of the same usage.
+func TestVerifyRules(t *testing.T) {
+	const mine, other = 100, 200
+	usage := func(gpuUtil int, perProcess bool, sm map[int]int, ctx ...int) gpu.Usage {
+		u := gpu.Usage{UUID: "GPU-a", Utilization: gpuUtil, PerProcess: perProcess}
+		for pid, v := range sm {
+			u.ProcessUtil = append(u.ProcessUtil, gpu.ProcessUtil{PID: pid, SM: v})
+		}
+		for _, pid := range ctx {
+			u.Processes = append(u.Processes, gpu.GPUProcess{PID: pid, MemoryUsed: 1 << 30})
+		}
+		return u
+	}
+	const unused, noKernel = "no process of it used its GPU(s)", "held memory on its GPU(s) GPU-a but ran no kernel"
+	for _, tc := range []struct {
+		rule string
+		mps  bool
+		u    gpu.Usage
+		want string // a warning's words; "" none
+		mean float64
+	}{
+		{"2: its own processes computed", false, usage(90, true, map[int]int{mine: 20, other: 70}, mine, other), "", 20},
+		{"3: an MPS client with no process on its busy GPU", true, usage(90, false, nil, other), unused, 90},
+		{"3: an MPS client with its process on the busy GPU", true, usage(90, false, nil, mine, other), "", 90},
+		{"4: its GPU busy, no per-process samples, no process seen (a container's pids)", false, usage(60, false, nil), "", 60},
+		{"5: idle on a busy shared GPU, per-process samples", false, usage(70, true, map[int]int{other: 70}, other), unused, 0},
+		{"6: a context held, its processes' samples all 0", false, usage(70, true, map[int]int{other: 70}, mine, other), noKernel, 0},
+		{"7: a context held, its GPU's figure 0", false, usage(0, false, nil, mine), "", 0},
+		{"not measured: a MIG device's use is not given", false, usage(-1, false, nil, mine), "", -1},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			env := []string{"CUDA_VISIBLE_DEVICES=GPU-a"}
+			if tc.mps {
+				env = append(env, gpu.MPSPipeEnv+"=/tmp/mps")
+			}
+			w := NewGPUWatch([]string{"GPU-a"}, env)
+			var got []string
+			for range 3 {
+				got = append(got, w.Observe(0, []gpu.Usage{tc.u}, map[int]bool{mine: true}, map[string]int{"GPU-a": 0}, verifyGrace)...)
+			}
+			got = append(got, w.Verify(0)...)
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("warnings %q, want one saying %q", got, tc.want)
+			}
+			if m := w.MeanUtil(); m < tc.mean-0.01 || m > tc.mean+0.01 {
+				t.Errorf("mean %.2f, want %.2f", m, tc.mean)
+			}
+		})
+	}
+}
