@@ -446,7 +446,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 	if err != nil {
 		return c, err
 	}
-	c.sharing = mps.SharingOf(l.plan, o.shape.mps.settings(), c.mps != nil && c.mps.Existing != nil) // under the job's own MPS when it found one
+	c.sharing = mps.SharingOf(l.plan, l.alloc.Vendor, o.shape.mps.settings(), mps.UnderJobsMPS(c.mps, a.env))
 	if err := lock(); err != nil {
 		return c, err
 	}

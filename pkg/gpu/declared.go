@@ -33,6 +33,9 @@ const SimulatedUsageEnv = "GPULAUNCH_SIMULATED_USAGE_DIR"
 //     server, not on it (mpsServer): a real H200 gave all of it to
 //     nvidia-cuda-mps-server and none to the clients, whose memory stays
 //     their own (rule 1).
+//
+// A described node of another vendor, or with MIG devices, then answers
+// as its driver does (AsTheDriverGives).
 func DeclaredUsage(dir string, uuids []string) []Usage {
 	byUUID := map[string]int{}
 	out := make([]Usage, len(uuids))
@@ -138,4 +141,34 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
+}
+
+// AsTheDriverGives narrows declared usage (DeclaredUsage) of node's
+// devices to what their driver tells, so that a described AMD, Intel or
+// MIG node takes the code paths a real one does. The rules, per device:
+//  1. An NVIDIA GPU: as declared (NVML's per-process samples, its
+//     utilisation).
+//  2. A MIG device: no per-process samples (nvml.h: not supported on MIG
+//     devices), and no utilisation either (-1: NVML's utilisation rates
+//     are not supported on a MIG device); processes and memory stay.
+//  3. An AMD or Intel GPU: no per-process samples (amdgpu's sysfs and
+//     Intel's drivers publish a device's use, not a process's);
+//     utilisation, processes and memory stay.
+//  4. A device the node does not have: as declared.
+func AsTheDriverGives(node Node, usage []Usage) []Usage {
+	devices := map[string]GPU{}
+	for _, g := range node.Flatten() {
+		devices[g.UUID] = g
+	}
+	for i, u := range usage {
+		g, ok := devices[u.UUID]
+		switch {
+		case !ok:
+		case g.Vendor == NVIDIA && g.Parent != "":
+			usage[i].PerProcess, usage[i].ProcessUtil, usage[i].Utilization = false, nil, -1
+		case g.Vendor != NVIDIA:
+			usage[i].PerProcess, usage[i].ProcessUtil = false, nil
+		}
+	}
+	return usage
 }

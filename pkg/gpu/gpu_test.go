@@ -583,3 +583,38 @@ func TestNoDriverReadsOnlyNVIDIAsPCIClass(t *testing.T) {
 		t.Fatalf("%d class files read, want 1; warnings %q", opens, node.Warnings)
 	}
 }
+
+// AsTheDriverGives' rules, each by its number: declared usage narrowed to
+// what each device's driver tells.
+func TestAsTheDriverGivesRules(t *testing.T) {
+	node := Node{GPUs: []GPU{
+		{Vendor: NVIDIA, UUID: "GPU-n"},
+		{Vendor: NVIDIA, UUID: "GPU-m", MIG: []GPU{{Vendor: NVIDIA, UUID: "MIG-1", Parent: "GPU-m"}}},
+		{Vendor: AMD, UUID: "GPU-a"},
+		{Vendor: Intel, UUID: "GPU-i"},
+	}}
+	declared := func(id string) Usage {
+		return Usage{UUID: id, Utilization: 70, MemoryUsed: 1 << 30, PerProcess: true,
+			ProcessUtil: []ProcessUtil{{PID: 10, SM: 70}}, Processes: []GPUProcess{{PID: 10, MemoryUsed: 1 << 30}}}
+	}
+	for _, tc := range []struct {
+		rule       string
+		id         string
+		perProcess bool
+		util       int
+	}{
+		{"1: an NVIDIA GPU, as declared", "GPU-n", true, 70},
+		{"2: a MIG device, no per-process samples nor utilisation", "MIG-1", false, -1},
+		{"3: an AMD GPU, its use but no process's", "GPU-a", false, 70},
+		{"3: an Intel GPU, its use but no process's", "GPU-i", false, 70},
+		{"4: a device the node does not have, as declared", "GPU-x", true, 70},
+	} {
+		u := AsTheDriverGives(node, []Usage{declared(tc.id)})[0]
+		if u.PerProcess != tc.perProcess || (len(u.ProcessUtil) > 0) != tc.perProcess || u.Utilization != tc.util {
+			t.Errorf("%s: per-process %v (%d samples), utilisation %d; want %v, %d", tc.rule, u.PerProcess, len(u.ProcessUtil), u.Utilization, tc.perProcess, tc.util)
+		}
+		if len(u.Processes) != 1 || u.MemoryUsed != 1<<30 {
+			t.Errorf("%s: processes %v, memory %d: they stay", tc.rule, u.Processes, u.MemoryUsed)
+		}
+	}
+}

@@ -441,7 +441,7 @@ func (s staticSource) Usage(uuids []string) ([]Usage, error) {
 	if s.usageDir == "" {
 		return nil, fmt.Errorf("%w: a node file or simulated node describes GPUs, not their use", ErrNoTelemetry)
 	}
-	return DeclaredUsage(s.usageDir, uuids), nil
+	return AsTheDriverGives(s.node, DeclaredUsage(s.usageDir, uuids)), nil
 }
 func sortByBus(gpus []GPU) {
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })

@@ -17,6 +17,8 @@ import (
 type Sharing struct {
 	Mode string      `json:"mode"` // "mps" or "turns"
 	GPUs []SharedGPU `json:"gpus"`
+	// vendor is the GPUs' maker: only NVIDIA's are told of --mps.
+	vendor gpu.Vendor
 }
 
 // SharedGPU is one GPU that two instances or more share.
@@ -37,20 +39,20 @@ func PlanSharing(p binding.Plan, vendor gpu.Vendor, s Settings) (*Sharing, error
 			return nil, err
 		}
 	}
-	return SharingOf(p, s, false), nil
+	return SharingOf(p, vendor, s, false), nil
 }
 
 // SharingOf is the plan's sharing: its GPUs of two instances or more, in
 // the order the instances first name them, and, under MPS, each one's
-// share (ClientThreads; jobsMPS: under the job's own MPS); nil when no
-// GPU is shared.
-func SharingOf(p binding.Plan, s Settings, jobsMPS bool) *Sharing {
+// share (ClientThreads; jobsMPS: under the job's own MPS, with --mps or
+// without: UnderJobsMPS); nil when no GPU is shared.
+func SharingOf(p binding.Plan, vendor gpu.Vendor, s Settings, jobsMPS bool) *Sharing {
 	shares := Shares(p)
 	if !Shared(shares) {
 		return nil
 	}
-	out := &Sharing{Mode: "turns"}
-	if s.On {
+	out := &Sharing{Mode: "turns", vendor: vendor}
+	if s.On || jobsMPS {
 		out.Mode = "mps"
 	}
 	for _, sh := range SharedGPUs(shares) {
@@ -94,7 +96,10 @@ func (s *Sharing) Lines() []string {
 		return nil
 	}
 	var out []string
-	how := map[string]string{"mps": "under MPS", "turns": "taking turns (time slicing; --mps to share it through MPS)"}[s.Mode]
+	how := map[string]string{"mps": "under MPS", "turns": "taking turns (time slicing)"}[s.Mode]
+	if s.Mode == "turns" && s.vendor == gpu.NVIDIA {
+		how = "taking turns (time slicing; --mps to share it through MPS)"
+	}
 	for _, g := range s.GPUs {
 		ids := make([]string, len(g.Instances))
 		for i, n := range g.Instances {

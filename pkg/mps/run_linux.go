@@ -22,6 +22,20 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
+// UnderJobsMPS says whether a run's instances are clients of the job's own
+// MPS, for what its sharing line and figures say (SharingOf's jobsMPS):
+//  1. under --mps (r not nil): when the job's own was found (Existing);
+//  2. without --mps: when the environment the instances inherit names a
+//     pipe directory (FindExisting's E1), which makes each of them a
+//     client of the daemon there, as telemetry reads them
+//     (telemetry.MPSClient).
+func UnderJobsMPS(r *Run, env map[string]string) bool {
+	if r != nil {
+		return r.Existing != nil
+	}
+	return env[gpu.MPSPipeEnv] != ""
+}
+
 // Run is how a run has MPS, decided before anything starts (Prepare): the
 // job's own (Existing), or daemons gpulaunch starts (Start).
 type Run struct {

@@ -141,7 +141,7 @@ func TestSharingOf(t *testing.T) {
 		{"T1: --mps-threads under the job's MPS", plan(4, 2, 1), Settings{On: true, Threads: 30}, true,
 			[]string{"GPU 0 (GPU-a): instances 0,2 under MPS, 30% of its SMs each", "GPU 1 (GPU-b): instances 1,3 under MPS, 30% of its SMs each"}},
 	} {
-		sh := SharingOf(tc.plan, tc.s, tc.jobsMPS)
+		sh := SharingOf(tc.plan, gpu.NVIDIA, tc.s, tc.jobsMPS)
 		if got := sh.Lines(); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: lines\n%s\nwant\n%s", tc.name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 		}
