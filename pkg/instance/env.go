@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 	"github.com/gpulaunch/gpulaunch/pkg/nodegroup"
+	"golang.org/x/sys/unix"
 )
 
 // GPUIDs is how an instance's visibility variable (CUDA_VISIBLE_DEVICES,
@@ -205,7 +207,8 @@ const TorchrunSignals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
 //     signal gpulaunch passes to every rank; USR1 and USR2 are passed on
 //     and nothing else (the README's "Signals", rule 4), where torchrun
 //     would end its workers with them.
-//  4. Any other name is refused, naming the ones gpulaunch passes on: a
+//  4. Any other name is refused, naming the ones gpulaunch passes on (or
+//     the spelling meant: SIGTERM for TERM or 15, commas between names): a
 //     signal gpulaunch leaves at its default action (SIGALRM, SIGXCPU:
 //     gpulaunch would end of it, not pass it on), or a name torchrun
 //     would skip with a warning (USR1, an empty one): either way the
@@ -230,9 +233,15 @@ func signalsToHandle(value string, set bool, forwarded []string) (string, error)
 		if !strings.HasPrefix(meant, "SIG") {
 			meant = "SIG" + meant
 		}
+		if n, err := strconv.Atoi(name); err == nil && unix.SignalName(syscall.Signal(n)) != "" {
+			meant = unix.SignalName(syscall.Signal(n))
+		}
 		switch {
 		case name == "":
 			return "", fmt.Errorf("%s=%s: an empty name is no signal: name them as torchrun reads them (SIGTERM,SIGUSR1), %s", SignalsToHandleVar, value, unset)
+		case strings.ContainsAny(name, " \t;:|"):
+			joined := strings.Join(strings.FieldsFunc(value, func(r rune) bool { return strings.ContainsRune(" \t;:|,", r) }), ",")
+			return "", fmt.Errorf("%s=%s: torchrun reads names separated by commas: write %s", SignalsToHandleVar, value, joined)
 		case slices.Contains(forwarded, meant):
 			return "", fmt.Errorf("%s=%s: %s is not a signal name as torchrun reads them (Python's): write %s", SignalsToHandleVar, value, name, meant)
 		}

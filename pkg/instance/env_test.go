@@ -177,7 +177,10 @@ func TestSignalsToHandleRules(t *testing.T) {
 		{name: "4: KILL cannot be handled", value: "SIGKILL", set: true, forwarded: run, fail: "to every rank, not SIGKILL:"},
 		{name: "4: a name torchrun would skip: USR1", value: "SIGTERM,USR1", set: true, forwarded: run, fail: "TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,USR1: USR1 is not a signal name as torchrun reads them (Python's): write SIGUSR1"},
 		{name: "4: a name torchrun would skip: sigusr2", value: "sigusr2", set: true, forwarded: run, fail: "sigusr2 is not a signal name as torchrun reads them (Python's): write SIGUSR2"},
-		{name: "4: a number", value: "10", set: true, forwarded: run, fail: "to every rank, not 10:"},
+		{name: "4: a number: its name", value: "10", set: true, forwarded: run, fail: "10 is not a signal name as torchrun reads them (Python's): write SIGUSR1"},
+		{name: "4: a number of a signal not passed on", value: "14", set: true, forwarded: run, fail: "to every rank, not 14:"},
+		{name: "4: names separated by spaces", value: "SIGUSR1 SIGUSR2", set: true, forwarded: run, fail: "SIGUSR1 SIGUSR2: torchrun reads names separated by commas: write SIGUSR1,SIGUSR2"},
+		{name: "4: names separated by semicolons", value: "SIGTERM;SIGINT", set: true, forwarded: run, fail: "write SIGTERM,SIGINT"},
 		{name: "4: an empty name", value: "SIGTERM,", set: true, forwarded: run, fail: "an empty name is no signal"},
 		{name: "4: an empty value", value: "", set: true, forwarded: run, fail: "TORCHELASTIC_SIGNALS_TO_HANDLE=: an empty name is no signal: name them as torchrun reads them (SIGTERM,SIGUSR1), or unset it"},
 	} {
