@@ -544,9 +544,9 @@ check_packing() {
   local rc
   local -a mps=()
   if command -v nvidia-cuda-mps-control >/dev/null 2>&1 && [[ $help == *--mps* ]]; then mps=(--mps); fi
-  echo "  gpulaunch scale --per-gpu 1,2,4 ${mps[*]:-} --metric 'throughput: ([0-9.]+)' -- 256x256 matmuls for 5 s"
+  echo "  gpulaunch scale --per-gpu 1,2,4 ${mps[*]:-} --metric 'throughput: ([0-9.]+)' -- 256x256 matmuls for 3 s"
   "$GL" scale --per-gpu 1,2,4 ${mps[@]+"${mps[@]}"} --metric 'throughput: ([0-9.]+)' --unit matmuls/s --json "$GC_OUT/scale.json" -- \
-    "$GC_PY" "$GC_OUT/work.py" busy 5 1 256 >"$GC_OUT/scale.out" 2>"$GC_OUT/scale.err"
+    "$GC_PY" "$GC_OUT/work.py" busy 3 1 256 >"$GC_OUT/scale.out" 2>"$GC_OUT/scale.err"
   rc=$?
   sed 's/^/  | /' "$GC_OUT/scale.out"
   [ "$rc" = 0 ] || { problem "gpulaunch scale exited $rc: $(tail -n 3 "$GC_OUT/scale.err")"; }
