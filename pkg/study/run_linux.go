@@ -253,23 +253,25 @@ func each(outs []launcher.Outcome, insts []launcher.Instance, reading *scaling.R
 
 func ptr(x float64) *float64 { return &x }
 
-// gpuUse is a run's mean GPU utilisation over its instances and its peak
-// GPU memory over its GPUs; nil where nothing was measured.
+// gpuUse is a run's GPU% — how busy its GPUs were (GPUBusy), not its
+// instances' own figures — and its peak GPU memory over its GPUs; nil
+// where nothing was measured.
 func gpuUse(outs []launcher.Outcome, insts []launcher.Instance) (util, memPerGPU *float64) {
-	var sum, mem float64
-	var n, gpus int
+	var mem float64
+	gpus := 0
+	use := make([]InstanceUse, len(outs))
 	for i, out := range outs {
 		gpus += len(insts[i].GPUUUIDs)
+		use[i] = InstanceUse{GPUs: insts[i].GPUUUIDs, Util: out.GPUUtilMean, Source: out.GPUUtilSource}
 		if out.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
-			sum, n = sum+out.GPUUtilMean, n+1
 			mem += float64(out.GPUMemPeak)
 		}
 	}
-	if n == 0 {
+	busy, ok := GPUBusy(use)
+	if !ok {
 		return nil, nil
 	}
-	u, m := sum/float64(n), mem/float64(max(gpus, 1))
-	return &u, &m
+	return &busy, ptr(mem / float64(max(gpus, 1)))
 }
 
 // say prints one run's line as the study goes.

@@ -98,6 +98,21 @@ func TestGPUUse(t *testing.T) {
 	if util, mem := gpuUse([]launcher.Outcome{{GPUUtilMean: -1}, {GPUUtilMean: -1}}, insts); util != nil || mem != nil {
 		t.Errorf("nothing sampled: %v, %v", util, mem)
 	}
+	// two instances on one GPU: how busy it was, taking turns (each its
+	// own 30) and under MPS (each given the GPU's 60) alike (GPUBusy)
+	shared := []launcher.Instance{{Index: 0, GPUUUIDs: []string{"GPU-0"}}, {Index: 1, GPUUUIDs: []string{"GPU-0"}}}
+	for _, o := range [][]launcher.Outcome{
+		{{GPUUtilMean: 30, GPUUtilSource: "processes"}, {GPUUtilMean: 30, GPUUtilSource: "processes"}},
+		{{GPUUtilMean: 60, GPUUtilSource: "gpu"}, {GPUUtilMean: 60, GPUUtilSource: "gpu"}},
+	} {
+		got := -1.0 // not measured
+		if util, _ := gpuUse(o, shared); util != nil {
+			got = *util
+		}
+		if got != 60 {
+			t.Errorf("two on one GPU, %s: GPU%% %v, want 60", o[0].GPUUtilSource, got)
+		}
+	}
 }
 
 // The rounds: every size once per round, in order; --halt stops at the
