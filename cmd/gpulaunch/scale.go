@@ -24,8 +24,8 @@ Does my code scale? Runs COMMAND at several GPU counts inside the allocation,
 one size after another, each as gpulaunch would run it (its own GPUs, NUMA-local
 CPUs, memory policy), and prints per size the figure of merit (median and
 spread over --repeat runs), the speedup over the smallest size, the parallel
-efficiency, the GPUs' mean utilisation and memory, and a verdict: the size
-beyond which efficiency drops below --efficiency.
+efficiency, how busy each GPU was (GPU% (each GPU)) and the GPUs' memory, and
+a verdict: the size beyond which efficiency drops below --efficiency.
 
   -G 1,2,4,8   one process on G GPUs (GPULAUNCH_GPUS lists them)
   -n 1,2,4,8   N instances of one GPU each; with --ddp one data-parallel job;
@@ -35,9 +35,11 @@ How many instances per GPU? --per-gpu 1,2,4,8 runs K instances on every GPU
 of the allocation (K × GPUs, taking turns as --share-gpus does) and, with
 --mps, each size also under NVIDIA MPS, side by side. Per size and mode: the
 instances' summed figure (--metric: each one's last match; else their runs
-per second), the speedup over one per GPU, each instance's figure, GPU% and
-GPU memory, and the headroom K of them leave on their GPU; the verdict names
-the best packing ("4 per GPU under MPS: 4.3× one per GPU").
+per second), the speedup over one per GPU, each instance's figure and GPU
+memory, how busy each GPU was (one figure in both modes: per GPU its
+instances' own summed, or its GPU's under MPS), and the headroom K of them
+leave on their GPU; the verdict names the best packing ("4 per GPU under MPS:
+4.3× one per GPU").
 
 The figure of merit is --metric REGEX's number in the output (its group, or the
 whole match): the last one instance 0 printed, their mean (--metric-mean), or

@@ -478,6 +478,86 @@ func TestScalePerGPU(t *testing.T) {
 	}
 }
 
+// A packing study's GPU% is how busy each GPU was (study.GPUBusy), the
+// same quantity in both modes (issue 36's review: taking turns showed
+// each instance's own 30, under MPS the GPU's 60, and a user read that
+// MPS filled the GPU better): 2 per GPU declaring 30% each keep each GPU
+// about 60% busy taking turns and under MPS alike, while each instance
+// keeps its own figure — its own 30 from its processes taking turns, its
+// GPU's 60 under MPS, where the simulated backend, as NVML, gives a
+// client its GPU's summed figure.
+func TestScalePerGPUBusyAlike(t *testing.T) {
+	b := newMPSBed(t)
+	dir := t.TempDir()
+	cmd := b.cmd(t, nil, "scale", "--simulate", "dgx-h100", "--per-gpu", "2", "--mps", "-O", "--monitor-interval", "50ms", "--metric", `throughput: ([0-9]+)`,
+		"--json", filepath.Join(dir, "scale.json"), "--svg", filepath.Join(dir, "scale.svg"), "--", "sh", "-c", packingApp)
+	st, out, err := packingStudy(t, cmd, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(st.Points) != 2 || st.Points[0].Mode != scaling.Turns || st.Points[1].Mode != scaling.MPS {
+		t.Fatalf("points %+v, want 2 per GPU taking turns and under MPS\n%s", st.Points, out)
+	}
+	if !strings.Contains(out, "GPU% (each GPU)") {
+		t.Errorf("the table's GPU%% column does not say it is each GPU's:\n%s", out)
+	}
+	// a sample taken before an instance declared its use reads 0 for
+	// it: the means may fall short of 60 on a loaded machine, and are
+	// bounded here by what tells the two quantities apart (over 40: not
+	// an instance's own 30)
+	for _, p := range st.Points {
+		name, least, most, source := scaling.PackingName(p), 0.0, 30.0, "processes"
+		if p.Mode == scaling.MPS {
+			least, most, source = 40, 60, "gpu"
+		}
+		if p.GPUUtil == nil || *p.GPUUtil <= 40 || *p.GPUUtil > 60 {
+			t.Errorf("%s: GPU%% %s, want about 60: each GPU's two instances at 30%% each\n%s", name, pct(p.GPUUtil), out)
+		} else if row := regexp.MustCompile(`(?m)^2 +` + p.Mode.Words(2) + ` +16 .*$`).FindString(out); !strings.Contains(row, fmt.Sprintf("  %.0f  ", *p.GPUUtil)) {
+			t.Errorf("%s: the table's row %q lacks its GPU%% %.0f\n%s", name, row, *p.GPUUtil, out)
+		}
+		for j, e := range p.Each {
+			if e.GPUUtil == nil || *e.GPUUtil <= least || *e.GPUUtil > most || e.GPUUtilSource != source {
+				t.Errorf("%s, instance %d: GPU%% %s from %q; want over %v, at most %v, from %q", name, j, pct(e.GPUUtil), e.GPUUtilSource, least, most, source)
+			}
+		}
+	}
+}
+
+// -n with --share-gpus has the same GPU% (study.GPUBusy): 16 instances
+// declaring 30% each, two on each of a DGX H100's 8 GPUs, keep each GPU
+// about 60% busy — not each instance's own 30.
+func TestScaleShareGPUsBusy(t *testing.T) {
+	dir := t.TempDir()
+	jsonFile := filepath.Join(dir, "scale.json")
+	out, err := gpulaunch(t, "scale", "--simulate", "dgx-h100", "-n", "16", "--share-gpus", "-O", "--monitor-interval", "50ms", "--json", jsonFile,
+		"--", "sh", "-c", packingApp).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(jsonFile)
+	validateAgainstSchema(t, "scale", b)
+	var st scaling.Study
+	json.Unmarshal(b, &st)
+	// over 40: not an instance's own 30 (TestScalePerGPUBusyAlike)
+	if len(st.Points) != 1 || st.Points[0].GPUs != 8 {
+		t.Fatalf("points %+v, want one of 16 instances on 8 GPUs\n%s", st.Points, out)
+	}
+	if u := st.Points[0].GPUUtil; u == nil || *u <= 40 || *u > 60 {
+		t.Errorf("16 instances on 8 GPUs at 30%% each: GPU%% %s, want about 60\n%s", pct(u), out)
+	}
+	if !strings.Contains(string(out), "GPU% (each GPU)") {
+		t.Errorf("the table's GPU%% column does not say it is each GPU's:\n%s", out)
+	}
+}
+
+// pct is a measured percentage as a test's message says it.
+func pct(x *float64) string {
+	if x == nil {
+		return "not measured"
+	}
+	return fmt.Sprintf("%.4g", *x)
+}
+
 // scale --per-gpu 1,2 --mps (issue 36), with the MPS stand-in: every
 // size takes turns, and 2 per GPU also runs under MPS, side by side —
 // its 16 instances clients of their GPU's daemon (8 daemons, up before

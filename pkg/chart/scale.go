@@ -33,8 +33,10 @@ type StudyPoint struct {
 	Speedup, Ideal, Efficiency *float64
 	// SpeedupLow and SpeedupHigh are the runs' spread.
 	SpeedupLow, SpeedupHigh *float64
-	Util                    *float64 // mean GPU utilisation, percent
-	Status                  string
+	// Util is how busy each GPU was, the mean over the GPUs, in percent
+	// (study.GPUBusy): not an instance's own figure.
+	Util   *float64
+	Status string
 	// Mode is a packing study's line the point is on: "taking turns",
 	// "under MPS".
 	Mode string
@@ -175,7 +177,7 @@ func utilNote(s Study) string {
 
 // packingCharts are a packing study's two panels on one x axis of
 // instances per GPU (StudyPoint.GPUs), a tick at every size: the speedup
-// over the baseline and the instances' GPU use, each a line per mode in
+// over the baseline and how busy each GPU was, each a line per mode in
 // the order the points first name it (a mode's line starts where it was
 // measured: MPS has no size of one per GPU, which shares nothing).
 func packingCharts(s Study) []xyChart {
@@ -204,7 +206,7 @@ func packingCharts(s Study) []xyChart {
 	}
 	speed, util := axis, axis
 	speed.Title, speed.YLabel, speed.Legend = title, "speedup (×)", legendTopLeft
-	util.Title, util.YLabel, util.Legend, util.YMax = "GPU utilisation", "instances' mean GPU utilisation (%)", legendBottomLeft, 105
+	util.Title, util.YLabel, util.Legend, util.YMax = "GPU utilisation", "each GPU's, mean over the GPUs (%)", legendBottomLeft, 105
 	high := []float64{1}
 	anyUtil := false
 	for i, m := range modes {

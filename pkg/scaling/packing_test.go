@@ -88,7 +88,7 @@ func TestPackingInstances(t *testing.T) {
 	}
 	var b strings.Builder
 	st.WriteTable(&b)
-	for _, want := range []string{"PER GPU  MODE", "HEADROOM/GPU", "alone", "under MPS", "16 (12..20)", "runs/s, instances/wall", "3.0 GiB", "74.0 GiB", "3.20"} {
+	for _, want := range []string{"PER GPU  MODE", "GPU% (each GPU)", "HEADROOM/GPU", "alone", "under MPS", "16 (12..20)", "runs/s, instances/wall", "3.0 GiB", "74.0 GiB", "3.20"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
 		}

@@ -44,8 +44,8 @@ func (s *Study) Picture(gpuNote string) chart.Study {
 }
 
 // packingPicture is a packing study's picture: the speedup over the
-// baseline (K2) and the instances' GPU use against the instances per GPU,
-// a line per mode.
+// baseline (K2) and how busy each GPU was (the point's GPU%, not the
+// instances' own figures) against the instances per GPU, a line per mode.
 func (s *Study) packingPicture(gpuNote string) chart.Study {
 	pic := chart.Study{Title: "gpulaunch scale --per-gpu: " + strings.Join(s.Command, " "), By: "instances per GPU", Verdict: s.Verdict,
 		Figure: "instances/wall time", GPUNote: gpuNote, Packing: true}

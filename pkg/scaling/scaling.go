@@ -66,7 +66,9 @@ type Point struct {
 	Speedup    *float64 `json:"speedup"`
 	Ideal      *float64 `json:"ideal_speedup"`
 	Efficiency *float64 `json:"efficiency"`
-	// GPUUtil and GPUMemPerGPU are the runs' means, from the sampler.
+	// GPUUtil and GPUMemPerGPU are the runs' means, from the sampler:
+	// GPUUtil how busy each GPU was (Run's), whoever shared it and
+	// however.
 	GPUUtil      *float64 `json:"gpu_util_mean_pct"`
 	GPUMemPerGPU *float64 `json:"gpu_mem_per_gpu_bytes"`
 	// PerGPU and Mode are a packing study's: the instances on each GPU,
@@ -104,7 +106,9 @@ type Run struct {
 	WallSeconds float64  `json:"wall_seconds"`
 	ExitCode    int      `json:"exit_code"`
 	Interrupted bool     `json:"interrupted"`
-	// GPUUtil is the instances' mean GPU utilisation, GPUMemPerGPU their
+	// GPUUtil is how busy each GPU was, the mean over the run's GPUs
+	// (study.GPUBusy: per GPU the sum of its instances' own figures, or
+	// its figure where they are the GPU's); GPUMemPerGPU the instances'
 	// peak GPU memory over the point's GPUs; nil: not measured.
 	GPUUtil      *float64 `json:"gpu_util_mean_pct"`
 	GPUMemPerGPU *float64 `json:"gpu_mem_per_gpu_bytes"`

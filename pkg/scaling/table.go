@@ -61,7 +61,7 @@ func (s *Study) WriteTable(w io.Writer) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "GPUS\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tIDEAL\tEFFICIENCY\tGPU%%\tGPU MEM/GPU\tSTATUS\n", metric)
+	fmt.Fprintf(tw, "GPUS\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tIDEAL\tEFFICIENCY\t%s\tGPU MEM/GPU\tSTATUS\n", metric, UtilColumn)
 	for _, p := range s.Points {
 		fmt.Fprintf(tw, "%d\t%d×%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.GPUs, p.Instances, p.GPUsPerInstance, num(p.Median, "%.4g"),
 			spread(p), num(p.Speedup, "%.2f"), num(p.Ideal, "%.2g"), percent(p.Efficiency), num(p.GPUUtil, "%.0f"), table.BytesOf(p.GPUMemPerGPU), p.Status)
@@ -70,13 +70,19 @@ func (s *Study) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
 }
 
+// UtilColumn is the tables' GPU% column: how busy each GPU was
+// (study.GPUBusy), the mean over the GPUs; not an instance's own figure,
+// which the JSON's each_instance keeps.
+const UtilColumn = "GPU% (each GPU)"
+
 // writePacking is WriteTable of a packing study: a row per size and
 // mode, the summed figure, its speedup over the baseline, the instances'
-// own figures (their mean and min..max), their GPU%, the most GPU memory
-// one held and the headroom k of them leave on their GPU.
+// own figures (their mean and min..max), how busy each GPU was, the most
+// GPU memory one instance held and the headroom k of them leave on their
+// GPU.
 func (s *Study) writePacking(w io.Writer, metric string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "PER GPU\tMODE\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tEACH INSTANCE\tGPU%%\tGPU MEM/INSTANCE\tHEADROOM/GPU\tSTATUS\n", metric)
+	fmt.Fprintf(tw, "PER GPU\tMODE\tINSTANCES\t%s\tMIN..MAX\tSPEEDUP\tEACH INSTANCE\t%s\tGPU MEM/INSTANCE\tHEADROOM/GPU\tSTATUS\n", metric, UtilColumn)
 	for _, p := range s.Points {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.PerGPU, p.Mode.Words(p.PerGPU), p.Instances, num(p.Median, "%.4g"),
 			spread(p), num(p.Speedup, "%.2f"), eachFigures(p.Each), num(p.GPUUtil, "%.0f"), table.BytesOf(p.InstanceMemPeak), headroom(p.Headroom), p.Status)

@@ -61,7 +61,42 @@ func TestLineSink(t *testing.T) {
 	if fig, why := s.reading.Figure(); why != "" || fig != 7 {
 		t.Errorf("figure %v (%s), want 3+4", fig, why)
 	}
-	if got := s.lastLines(); got != "  no label figure 100\n  1: done" {
+	if got := s.lastLines(nil); got != "  no label figure 100\n  1: done" {
 		t.Errorf("last lines %q", got)
+	}
+}
+
+// lastLines, by rule: a failed run's failing instances' own last lines
+// first, then the others', at most tail lines in all.
+func TestLastLines(t *testing.T) {
+	sink := func(lines ...string) *lineSink {
+		s := &lineSink{tail: 4}
+		for _, l := range lines {
+			s.Write([]byte(l + "\n"))
+		}
+		return s
+	}
+	noisy := []string{"1: step 1", "9: CUDA out of memory", "0: step 1", "2: step 1", "1: step 2", "0: step 2", "2: step 2", "warning: no label"}
+	for _, tc := range []struct {
+		name    string
+		sink    *lineSink
+		failing []int
+		want    string
+	}{
+		{"L1, L2: the failing instance's error first, pushed out of the run's last lines by the others", sink(noisy...), []int{9},
+			"9: CUDA out of memory|0: step 2|2: step 2|warning: no label"},
+		{"L1: each failing instance its share of the room, in instance order", sink(noisy...), []int{9, 1},
+			"1: step 1|1: step 2|9: CUDA out of memory|warning: no label"},
+		{"L1: at least the last line of each, as room lasts", sink("3: a", "1: b", "2: c", "0: d", "4: e"), []int{4, 3, 2, 1, 0},
+			"0: d|1: b|2: c|3: a"},
+		{"L1: a failing instance that printed nothing leaves the room to the others", sink(noisy...), []int{5},
+			"1: step 2|0: step 2|2: step 2|warning: no label"},
+		{"L3: none failing: the run's last lines", sink(noisy...), nil,
+			"1: step 2|0: step 2|2: step 2|warning: no label"},
+	} {
+		got := strings.ReplaceAll(strings.TrimPrefix(tc.sink.lastLines(tc.failing), "  "), "\n  ", "|")
+		if got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
@@ -133,7 +134,8 @@ func (c Config) newStudy() scaling.Study {
 //
 //	P1. A run that could not start, or ended other than with status 0,
 //	    or was stopped, gives no figure; its status and, where it ran,
-//	    its last lines say why.
+//	    its last lines say why: its failing instances' first
+//	    (lineSink.lastLines, failedOnItsOwn).
 //	P2. With a metric, the figure is what the metric read (none: why).
 //	P3. Without one, it is the inverse of the run's wall time: the runs
 //	    per second; in a packing study its instances over it, the runs
@@ -185,7 +187,7 @@ func (c Config) runPoint(p Point) scaling.Run {
 	}
 	switch {
 	case run.ExitCode != 0 || run.Interrupted:
-		run.NoMetric = "exit status " + strconv.Itoa(run.ExitCode) + "; its last lines:\n" + sink.lastLines()
+		run.NoMetric = "exit status " + strconv.Itoa(run.ExitCode) + "; its last lines:\n" + sink.lastLines(failing(res.Outcomes))
 	case sink.reading == nil && run.Each != nil:
 		fig := float64(len(run.Each)) / run.WallSeconds
 		run.Metric = &fig
@@ -201,6 +203,34 @@ func (c Config) runPoint(p Point) scaling.Run {
 		run.Metric = &fig
 	}
 	return run
+}
+
+// failing are the instances of a run that failed on their own
+// (failedOnItsOwn).
+func failing(outs []launcher.Outcome) []int {
+	var out []int
+	for i, o := range outs {
+		if failedOnItsOwn(o) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// failedOnItsOwn: an instance ended with a status other than 0 or by a
+// signal, and gpulaunch did not stop it for another's sake (an instance
+// that failed first, --wait, --halt, a group's restart) or for a signal
+// to gpulaunch: its own last lines say why (its --timeout and memory cap
+// are its own too).
+func failedOnItsOwn(o launcher.Outcome) bool {
+	if o.Code == 0 && o.Signal == 0 {
+		return false
+	}
+	switch o.EndedBy {
+	case job.EndedItself, job.EndedTimeout, job.EndedMemory:
+		return true
+	}
+	return false
 }
 
 // startMPS starts a size's MPS daemons for one of its runs (mps.Run.Start)
@@ -253,23 +283,25 @@ func each(outs []launcher.Outcome, insts []launcher.Instance, reading *scaling.R
 
 func ptr(x float64) *float64 { return &x }
 
-// gpuUse is a run's mean GPU utilisation over its instances and its peak
-// GPU memory over its GPUs; nil where nothing was measured.
+// gpuUse is a run's GPU% — how busy its GPUs were (GPUBusy), not its
+// instances' own figures — and its peak GPU memory over its GPUs; nil
+// where nothing was measured.
 func gpuUse(outs []launcher.Outcome, insts []launcher.Instance) (util, memPerGPU *float64) {
-	var sum, mem float64
-	var n, gpus int
+	var mem float64
+	gpus := 0
+	use := make([]InstanceUse, len(outs))
 	for i, out := range outs {
 		gpus += len(insts[i].GPUUUIDs)
+		use[i] = InstanceUse{GPUs: insts[i].GPUUUIDs, Util: out.GPUUtilMean, Source: out.GPUUtilSource}
 		if out.GPUUtilMean >= 0 && len(insts[i].GPUUUIDs) > 0 {
-			sum, n = sum+out.GPUUtilMean, n+1
 			mem += float64(out.GPUMemPeak)
 		}
 	}
-	if n == 0 {
+	busy, ok := GPUBusy(use)
+	if !ok {
 		return nil, nil
 	}
-	u, m := sum/float64(n), mem/float64(max(gpus, 1))
-	return &u, &m
+	return &busy, ptr(mem / float64(max(gpus, 1)))
 }
 
 // say prints one run's line as the study goes.

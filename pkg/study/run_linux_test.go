@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulaunch/gpulaunch/pkg/job"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/scaling"
 )
@@ -98,6 +99,21 @@ func TestGPUUse(t *testing.T) {
 	if util, mem := gpuUse([]launcher.Outcome{{GPUUtilMean: -1}, {GPUUtilMean: -1}}, insts); util != nil || mem != nil {
 		t.Errorf("nothing sampled: %v, %v", util, mem)
 	}
+	// two instances on one GPU: how busy it was, taking turns (each its
+	// own 30) and under MPS (each given the GPU's 60) alike (GPUBusy)
+	shared := []launcher.Instance{{Index: 0, GPUUUIDs: []string{"GPU-0"}}, {Index: 1, GPUUUIDs: []string{"GPU-0"}}}
+	for _, o := range [][]launcher.Outcome{
+		{{GPUUtilMean: 30, GPUUtilSource: "processes"}, {GPUUtilMean: 30, GPUUtilSource: "processes"}},
+		{{GPUUtilMean: 60, GPUUtilSource: "gpu"}, {GPUUtilMean: 60, GPUUtilSource: "gpu"}},
+	} {
+		got := -1.0 // not measured
+		if util, _ := gpuUse(o, shared); util != nil {
+			got = *util
+		}
+		if got != 60 {
+			t.Errorf("two on one GPU, %s: GPU%% %v, want 60", o[0].GPUUtilSource, got)
+		}
+	}
 }
 
 // The rounds: every size once per round, in order; --halt stops at the
@@ -170,5 +186,43 @@ func TestRunPointPacking(t *testing.T) {
 				t.Errorf("%s: instance %d: %v %v %v", tc.name, i, *e.Metric, *e.GPUUtil, *e.GPUMemPeak)
 			}
 		}
+	}
+}
+
+// P1: a failed packing run's last lines show its failing instance's
+// error, though the others went on printing after it (issue 36's review:
+// at 4 per GPU instance 9's "CUDA out of memory" was pushed out of the
+// run's last 20 lines); instances gpulaunch stopped for its sake are not
+// the failing ones.
+func TestRunPointFailingLines(t *testing.T) {
+	launch := func(spec launcher.Spec) (launcher.Result, error) {
+		fmt.Fprintln(spec.Stdout, "9: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB")
+		for step := range 10 {
+			for i := range spec.Instances {
+				if i != 9 {
+					fmt.Fprintf(spec.Stdout, "%d: step %d\n", i, step)
+				}
+			}
+		}
+		var res launcher.Result
+		for i := range spec.Instances {
+			o := launcher.Outcome{Index: i, GPUUtilMean: -1}
+			switch {
+			case i == 9:
+				o.Code = 1
+			case i == 3: // stopped by --wait once 9 failed: not its fault
+				o.Code, o.Signal, o.EndedBy = -1, 15, job.EndedWait
+			}
+			res.Outcomes = append(res.Outcomes, o)
+		}
+		return res, nil
+	}
+	p := point(32, 1)
+	p.PerGPU, p.Mode = 4, scaling.Turns
+	r := Config{Axis: scaling.ByPerGPU, launch: launch}.runPoint(p)
+	lines := strings.Split(r.NoMetric, "\n")
+	if r.ExitCode == 0 || len(lines) != 21 || lines[1] != "  9: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB" ||
+		lines[2] != "  13: step 9" || lines[20] != "  31: step 9" {
+		t.Errorf("exit %d; no figure because\n%s\nwant instance 9's error first, then the run's last 19 lines", r.ExitCode, r.NoMetric)
 	}
 }
