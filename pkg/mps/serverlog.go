@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -44,8 +45,11 @@ type Sticky struct {
 const stickyHeader = "The following client process have a sticky error set:"
 
 // serverLine is a line of server.log: "[2026-11-27 01:38:32.637 Server
-// 490] message".
-var serverLine = regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) +Server +(\d+)\] (.*)$`)
+// 490] message"; compiled at its first use, not at every start of
+// gpulaunch (TestStartPathInits).
+var serverLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) +Server +(\d+)\] (.*)$`)
+})
 
 // ReadStickies reads the faults a server's log records, oldest first; a
 // log that is not there (no server started: no client yet) has none.
@@ -77,7 +81,7 @@ func ParseStickies(r io.Reader) ([]Sticky, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		m := serverLine.FindStringSubmatch(sc.Text())
+		m := serverLine().FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
 		}
