@@ -19,6 +19,12 @@
 #                 them as they ran and as `nvidia-smi pmon` saw them
 #   mps           4 instances per GPU under --mps: nvidia-smi lists them as MPS clients
 #                 (M+C), the report's GPU% is the GPU's, no daemon is left
+#   mps-fault     4 instances on one GPU under --mps, instance 2 writing through a bad
+#                 device pointer (address 0x10) 3 s in, the others busy 8 s: every one
+#                 fails, the report's root_cause names instance 2 (where this build's
+#                 report has root_cause), and a run right after exits 0 (the GPU's
+#                 server recovered); the fault is CuPy's kernel, else a PTX kernel through
+#                 the driver's API (ctypes, libcuda.so.1)
 #   torchrun-env  the worker environment of the machine's own torchrun
 #                 (--standalone --nproc_per_node=1) against `gpulaunch -n 1 --ddp`'s
 #   allreduce     an NCCL all_reduce over every GPU through --ddp, and no rank warns
@@ -43,14 +49,14 @@ export LC_ALL=C # one decimal point for every number read
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$self")/.." || exit 2
 
-ALL_CHECKS=(info rank-mode telemetry pmon mps torchrun-env allreduce root-cause timeout packing)
+ALL_CHECKS=(info rank-mode telemetry pmon mps mps-fault torchrun-env allreduce root-cause timeout packing)
 
 # bound_of is the longest a check may take, in seconds, before what is left
 # of the budget cuts it shorter.
 bound_of() {
   case $1 in
   info | rank-mode) echo 30 ;;
-  telemetry | pmon | mps | timeout | torchrun-env | root-cause | allreduce) echo 60 ;;
+  telemetry | pmon | mps | mps-fault | timeout | torchrun-env | root-cause | allreduce) echo 60 ;;
   packing) echo 120 ;;
   esac
 }
@@ -399,6 +405,69 @@ PY
   conclude mps "$want MPS clients, the GPU's figure, no daemon left"
 }
 
+# check_mps_fault: NVIDIA documents that a fatal fault in one MPS client
+# reaches every client of its GPU; the H200 showed it (all 4 exited 1
+# within 0.45 s) and that the server serves new clients once all have
+# exited. gpulaunch's report names the faulting instance as the cause.
+check_mps_fault() {
+  if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    verdict SKIP mps-fault "nvidia-cuda-mps-control is not on PATH (Debian: nvidia-cuda-mps)"
+    return 0
+  fi
+  needs_python_backend mps-fault || return 0
+  local how
+  if ! how=$("$GC_PY" "$GC_OUT/work.py" faultprobe 2>&1); then
+    verdict SKIP mps-fault "no way to fault a client here: $how"
+    return 0
+  fi
+  local uuid rc before after faulter=2 after_s=3
+  uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n1)
+  before=$(pgrep -c -f 'nvidia-cuda-mps-(control|server)')
+  echo "  CUDA_VISIBLE_DEVICES=$uuid gpulaunch -n 4 --mps -l --report R -- instance $faulter writes to 0x10 after ${after_s}s ($how), the others busy ${GC_BUSY}s"
+  CUDA_VISIBLE_DEVICES=$uuid "$GL" -n 4 --mps -l --monitor-interval 0 --report "$GC_OUT/mps-fault.json" -- \
+    "$GC_PY" "$GC_OUT/work.py" mpsfault "$GC_BUSY" "$faulter" "$after_s" 256 >"$GC_OUT/mps-fault.out" 2>&1
+  rc=$?
+  tail -n 24 "$GC_OUT/mps-fault.out" | sed 's/^/  | /'
+  [ "$rc" != 0 ] || problem "gpulaunch exited 0: no instance failed"
+  grep -q "^$faulter: instance $faulter: faulting now" "$GC_OUT/mps-fault.out" || problem "instance $faulter never came to its fault"
+  if grep -q "^$faulter: gpu-check: the write to 0x10 did not fault" "$GC_OUT/mps-fault.out"; then
+    problem "instance $faulter's write through 0x10 did not fault"
+  fi
+  report_lines "$("$GC_PY" - "$GC_OUT/mps-fault.json" "$faulter" <<'PY'
+import json, sys
+faulter = int(sys.argv[2])
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print("problem no report:", e); sys.exit()
+inst = sorted(r["instances"], key=lambda i: i["instance"])
+if len(inst) != 4:
+    print(f"problem {len(inst)} instances in the report, want 4"); sys.exit()
+for i in inst:
+    print(f"instance {i['instance']}: exit {i['exit_code']} {i.get('signal') or ''} after {i['wall_seconds']:.2f}s {i.get('mps_fault', '')}".rstrip())
+    if i["exit_code"] == 0 and not i.get("signal"):
+        who = "the faulting instance" if i["instance"] == faulter else "a neighbour of the faulting instance"
+        print(f"problem instance {i['instance']}, {who}, exited 0: under MPS the fault reaches every client of the GPU")
+if "root_cause" not in r:
+    print("note: this build's report has no root_cause for an --mps run (issue 37, lane G): the cause is not asserted")
+else:
+    rc = r["root_cause"] or {}
+    print(f"root_cause: instance {rc.get('instance')}, exit {rc.get('exit_code')}, mps {rc.get('mps')}")
+    if rc.get("instance") != faulter:
+        print(f"problem the report's root_cause is {rc or None}, want instance {faulter}, the faulting one")
+PY
+)"
+  # the server serves new clients once every client has exited: a run
+  # right after, the same GPU, every instance exits 0
+  echo "  right after: CUDA_VISIBLE_DEVICES=$uuid gpulaunch -n 4 --mps -- busy 2s"
+  CUDA_VISIBLE_DEVICES=$uuid "$GL" -n 4 --mps -l --monitor-interval 0 -- "$GC_PY" "$GC_OUT/work.py" busy 2 1 256 >"$GC_OUT/mps-after.out" 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || { problem "the run right after the fault exited $rc"; tail -n 12 "$GC_OUT/mps-after.out" | sed 's/^/  | /'; }
+  after=$(pgrep -c -f 'nvidia-cuda-mps-(control|server)')
+  [ "$after" -le "$before" ] || problem "$((after - before)) MPS process(es) left after the runs"
+  conclude mps-fault "instance $faulter's fault failed its 3 neighbours too, and the GPU served a run right after"
+}
+
 check_torchrun_env() {
   needs_torch torchrun-env || return 0
   local rc
@@ -584,12 +653,94 @@ write_workload() {
 #   env PREFIX                      write its environment to PREFIX.<RANK or x>.json (no GPU)
 #   allreduce                       NCCL all_reduce over the --ddp group (torch)
 #   fail                            @record main: rank 1 raises, the others wait (torch)
+#   mpsfault SECONDS N AFTER SIZE   instance N writes through address 0x10 AFTER s in (fault), the
+#                                   others are busy SECONDS as busy's
+#   faultprobe                      how this machine can fault a client (prints it), without faulting
 import json, os, sys, time
 mode, args = sys.argv[1], sys.argv[2:]
 inst = os.environ.get("GPULAUNCH_INSTANCE", "?")
 if mode == "env":
     json.dump(dict(os.environ), open(f"{args[0]}.{os.environ.get('RANK', 'x')}.json", "w"))
     sys.exit(0)
+
+# A kernel that writes through a bad device pointer: CUDA_ERROR_ILLEGAL_ADDRESS,
+# sticky to its context and, under MPS, to every client of its GPU. CuPy's
+# (what the H200 ran); else hand-written PTX loaded through the driver's own
+# API (libcuda.so.1 by ctypes: no toolkit, no torch: torch refuses a tensor
+# at an address no allocation owns).
+FAULT_CU = 'extern "C" __global__ void fault() { *(volatile int *)0x10 = 1; }'
+FAULT_PTX = """.version 6.0
+.target %s
+.address_size 64
+.visible .entry fault()
+{
+\t.reg .b32 %%r<2>;
+\t.reg .b64 %%rd<2>;
+\tmov.u32 %%r1, 1;
+\tmov.u64 %%rd1, 16;
+\tst.volatile.global.u32 [%%rd1], %%r1;
+\tret;
+}
+"""
+def faulter():
+    """A context on device 0 (an MPS client from here) and a function
+    that launches the fault and says what the device said."""
+    try:
+        import cupy
+        k = cupy.RawKernel(FAULT_CU, "fault")
+        cupy.zeros(1)
+        getattr(k, "compile", lambda: None)()  # NVRTC now, not at the fault
+        cupy.cuda.Device().synchronize()
+        def fire():
+            k((1,), (1,), ())
+            cupy.cuda.Device().synchronize()
+        return "CuPy's kernel", fire
+    except ImportError:
+        pass
+    import ctypes
+    cu = ctypes.CDLL("libcuda.so.1")
+    def ck(r, what):
+        if r != 0:
+            name = ctypes.c_char_p()
+            cu.cuGetErrorName(r, ctypes.byref(name))
+            raise RuntimeError(f"{what}: {(name.value or b'?').decode()} ({r})")
+    ck(cu.cuInit(0), "cuInit")
+    dev, major = ctypes.c_int(), ctypes.c_int()
+    ck(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+    ck(cu.cuDeviceGetAttribute(ctypes.byref(major), 75, dev), "compute capability")  # ..._MAJOR
+    ctx, mod, fn = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    ck(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    ck(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    # PTX ISA 6.0 for sm_70 JITs on Volta and every GPU after; sm_50 before
+    ptx = FAULT_PTX % ("sm_70" if major.value >= 7 else "sm_50")
+    ck(cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx.encode())), "cuModuleLoadData (the PTX)")
+    ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"fault"), "cuModuleGetFunction")
+    def fire():
+        ck(cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, None, None, None), "cuLaunchKernel")
+        ck(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    return "a PTX kernel through libcuda.so.1 (ctypes)", fire
+if mode == "faultprobe":
+    try:
+        how, _ = faulter()
+    except Exception as e:  # what it lacks is the SKIP's reason
+        sys.exit(f"neither CuPy nor the driver's API: {e}")
+    print(how)
+    sys.exit(0)
+if mode == "mpsfault":
+    seconds, n, after, size = args[0], args[1], float(args[2]), args[3]
+    if inst == n:
+        how, fire = faulter()
+        print(f"instance {inst}: a client; faulting in {after:.0f} s ({how})", flush=True)
+        time.sleep(after)
+        print(f"instance {inst}: faulting now", flush=True)
+        try:
+            fire()
+        except Exception as e:
+            print(f"instance {inst}: CUDA error: {e}", flush=True)
+            sys.exit(1)
+        print("gpu-check: the write to 0x10 did not fault", flush=True)
+        sys.exit(3)
+    mode, args = "busy", [seconds, "1", size]
 backend = os.environ["GC_BACKEND"]
 if backend == "torch":
     import torch

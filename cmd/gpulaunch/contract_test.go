@@ -44,6 +44,9 @@ import (
 //	bad.joblog  a file that is no joblog (--resume)
 //	node.json   a node file of one fake GPU (--node-file)
 //	topo.json   a topology file (--simulate FILE)
+//	cuda13.json, pascal.json
+//	            topology files of one GPU: a Hopper of a CUDA 13.1 driver,
+//	            a Pascal (the MPS client limit's 60 and 16)
 //	run.json    a run report (gpulaunch report FILE)
 //	dir/        a directory
 //	ro/         a directory nobody may write (immutable when the test runs as root),
@@ -560,6 +563,15 @@ var contract = []contractRow{
 	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE naming a signal gpulaunch does not pass on", "TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGALRM -n 2 -G 0 --ddp -- ./app"),
 	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE naming USR1, which torchrun does not read", "TORCHELASTIC_SIGNALS_TO_HANDLE=USR1 -n 2 -G 0 --ddp -- ./app"),
 	badEnv("run", "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCHELASTIC_SIGNALS_TO_HANDLE empty", "TORCHELASTIC_SIGNALS_TO_HANDLE= -n 2 -G 0 --ddp -- ./app"),
+	// issue 37, lane I: MPS's client limit per GPU (mps.ClientLimit L1–L5),
+	// refused with the fix wherever a plan goes under MPS
+	bad("run", "mps", "more clients than a CUDA 13.1 GPU serves", "--simulate cuda13.json -n 61 -O --mps -- ./app"),
+	bad("run", "mps", "more clients than a pre-Volta GPU serves", "--simulate pascal.json -n 17 -O --mps -- ./app"),
+	bad("run", "mps", "more clients than a GPU serves at CUDA_DEVICE_MAX_CONNECTIONS=8", "CUDA_DEVICE_MAX_CONNECTIONS=8 --simulate dgx-h100 -n 104 --mps -- ./app"),
+	bad("plan", "mps", "more clients than a CUDA 13.1 GPU serves", "--simulate cuda13.json -n 61 -O --mps"),
+	bad("plan", "mps", "more clients than a GPU serves at CUDA_DEVICE_MAX_CONNECTIONS=8", "CUDA_DEVICE_MAX_CONNECTIONS=8 --simulate dgx-h100 -n 104 --mps"),
+	bad("scale", "mps", "more clients than a GPU serves at CUDA_DEVICE_MAX_CONNECTIONS=8", "CUDA_DEVICE_MAX_CONNECTIONS=8 --simulate dgx-h100 --per-gpu 1,13 --mps -- ./app"),
+	bad("scale", "mps", "more clients than a pre-Volta GPU serves", "--simulate pascal.json --per-gpu 1,17 --mps -- ./app"),
 }
 
 // TestCLIContractCoversEveryFlag: every flag every command registers has a
@@ -804,6 +816,10 @@ func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir str
 		"node.json":     `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
 		"topo.json": `{"name": "topo", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
 			"gpus": [{"pci": "0000:01:00.0", "numa": 0}, {"pci": "0000:02:00.0", "numa": 0}]}`,
+		"cuda13.json": `{"name": "cuda13", "cuda_version": "13.1", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
+			"gpus": [{"pci": "0000:01:00.0", "numa": 0, "compute_capability": "9.0"}]}`,
+		"pascal.json": `{"name": "pascal", "cuda_version": "12.4", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
+			"gpus": [{"pci": "0000:01:00.0", "numa": 0, "compute_capability": "6.0"}]}`,
 		"run.json": fmt.Sprintf(`{"schema_version": %d, "plan": {}, "instances": [], "monitor_interval_seconds": 2}`, report.SchemaVersion),
 	}
 	for _, d := range []string{"dir", "ro"} {

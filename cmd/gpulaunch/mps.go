@@ -5,9 +5,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpulaunch/gpulaunch/pkg/binding"
-	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/launcher"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
+	"github.com/gpulaunch/gpulaunch/pkg/sched"
 )
 
 // mpsFlags are --mps and its settings (run and plan: the flags with -n).
@@ -36,6 +36,15 @@ func (m mpsFlags) settings() mps.Settings {
 	return mps.Settings{On: m.on, Threads: m.threads, MemLimit: m.memLimit}
 }
 
+// mpsNode is what the node offers a run's MPS (mps.Prepare): its control
+// program and directories, and the driver's CUDA version, which the
+// client limit reads (mps.ClientLimit).
+func (a *app) mpsNode(alloc binding.Allocation) mps.Node {
+	n := mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid)
+	n.CUDAVersion = alloc.CUDAVersion
+	return n
+}
+
 // startMPS starts the run's daemons (none under the job's own MPS) and
 // tells each instance its GPU's. A signal to gpulaunch while they start
 // (wait's) gives the start up: the error wraps launcher.StoppedBy.
@@ -51,9 +60,10 @@ func startMPS(r *mps.Run, insts []launcher.Instance, log *zap.Logger, wait *laun
 }
 
 // planSharing is the sharing that `plan` and --dry-run show, refused as a
-// run under --mps would be (exit 2).
-func planSharing(p binding.Plan, vendor gpu.Vendor, m mpsFlags) (*mps.Sharing, error) {
-	s, err := mps.PlanSharing(p, vendor, m.settings())
+// run under --mps would be (exit 2): its client limit read from the
+// allocation's driver and the environment the instances inherit.
+func planSharing(p binding.Plan, alloc binding.Allocation, env sched.Env, m mpsFlags) (*mps.Sharing, error) {
+	s, err := mps.PlanSharing(p, alloc.Vendor, m.settings(), mps.Host{CUDAVersion: alloc.CUDAVersion, Env: env})
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -171,7 +171,7 @@ func (a *app) plan(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	sh, err := planSharing(plan, alloc.Vendor, p.mps)
+	sh, err := planSharing(plan, alloc, a.env, p.mps)
 	if err != nil {
 		return err
 	}

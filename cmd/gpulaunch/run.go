@@ -354,7 +354,7 @@ func (r runner) dryRun(tasks []job.Task) error {
 	if err := checkListen(o.flags.metricsListen); err != nil {
 		return err
 	}
-	sh, err := planSharing(l.plan, l.alloc.Vendor, o.shape.mps)
+	sh, err := planSharing(l.plan, l.alloc, a.env, o.shape.mps)
 	if err != nil {
 		return err
 	}
@@ -435,7 +435,7 @@ func (r runner) checkStart(tasks []job.Task, wait *launcher.Waiting, lock func()
 		ctx = wait.Context()
 	}
 	if o.shape.mps.on { // the run's MPS decided from its plan, or refused
-		c.mps, err = mps.Prepare(ctx, l.plan, l.alloc.Vendor, o.shape.mps.settings(), mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid))
+		c.mps, err = mps.Prepare(ctx, l.plan, l.alloc.Vendor, o.shape.mps.settings(), a.mpsNode(l.alloc))
 		err = asUsage(err)
 	}
 	if wait != nil {

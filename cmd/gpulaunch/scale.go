@@ -250,7 +250,9 @@ func (o *scaleOptions) decide(a *app, f found, path string, log *zap.Logger) ([]
 			if mode == scaling.MPS && size == 1 {
 				continue
 			}
-			if err := o.axis.Fits(size, scaling.Room{GPUs: gpus, Reason: f.alloc.GPUReason, ShareGPUs: o.shape.shareGPUs, MPS: o.mps}); err != nil {
+			room := scaling.Room{GPUs: gpus, Reason: f.alloc.GPUReason, ShareGPUs: o.shape.shareGPUs, MPS: o.mps,
+				MPSLimit: mps.NodeLimit(f.alloc.GPUs, mps.Host{CUDAVersion: f.alloc.CUDAVersion, Env: a.env})}
+			if err := o.axis.Fits(size, room); err != nil {
 				return nil, nil, nil, usageError{err}
 			}
 			ro, err := a.parseRun(o.axis.RunArgs(o.runFlags(), size, gpus, mode, o.argv))
@@ -269,7 +271,7 @@ func (o *scaleOptions) decide(a *app, f found, path string, log *zap.Logger) ([]
 				p.PerGPU, p.GPUMemTotal = size, study.GPUMemory(l.plan)
 			}
 			if mode == scaling.MPS {
-				if p.MPS, err = mps.Prepare(context.Background(), l.plan, l.alloc.Vendor, mps.Settings{On: true}, mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid)); err != nil {
+				if p.MPS, err = mps.Prepare(context.Background(), l.plan, l.alloc.Vendor, mps.Settings{On: true}, a.mpsNode(l.alloc)); err != nil {
 					return nil, nil, nil, usageError{o.axis.Refused(size, mode, err)}
 				}
 			}

@@ -30,6 +30,8 @@ type Allocation struct {
 	Hostname string `json:"hostname,omitempty"`
 	Backend  string `json:"gpu_backend"`
 	Driver   string `json:"driver,omitempty"`
+	// CUDAVersion is the node's (gpu.Node.CUDAVersion): "" when unknown.
+	CUDAVersion string `json:"cuda_version,omitempty"`
 	// GPUs are this process's GPUs in the order CUDA numbers them.
 	GPUs []gpu.GPU `json:"gpus"`
 	// Vendor made the GPUs; "" when there is none.
@@ -101,7 +103,7 @@ type Allocation struct {
 // A GPU with MIG mode on stands for its MIG devices, an Intel GPU for its
 // tiles (ZE_FLAT_DEVICE_HIERARCHY's FLAT, Level Zero's default).
 func Reconcile(w World) (Allocation, error) {
-	a := Allocation{Hostname: w.Hostname, Backend: w.Node.Backend, Vendor: w.Node.Vendor, Driver: w.Node.Driver, Topology: w.Topology}
+	a := Allocation{Hostname: w.Hostname, Backend: w.Node.Backend, Vendor: w.Node.Vendor, Driver: w.Node.Driver, CUDAVersion: w.Node.CUDAVersion, Topology: w.Topology}
 	a.Warnings = append(a.Warnings, w.Node.Warnings...)
 	job, warn := sched.Detect(w.Env)
 	a.Sched = job

@@ -28,6 +28,11 @@ type Node struct {
 	Vendor Vendor `json:"vendor,omitempty"`
 	// Driver is the driver's version, "" when unknown.
 	Driver string `json:"driver,omitempty"`
+	// CUDAVersion is the newest CUDA the driver runs, "13.1" (NVML's
+	// nvmlSystemGetCudaDriverVersion; a description's cuda_version); ""
+	// when unknown: the driver's files do not say (the sysfs backend).
+	// MPS serves more clients per GPU from CUDA 13.1 (mps.ClientLimit).
+	CUDAVersion string `json:"cuda_version,omitempty"`
 	// GPUs are the GPUs the backend can see, in PCI bus order.
 	GPUs []GPU `json:"gpus"`
 	// CPUs is the CPU layout when the backend describes it (simulated and
@@ -66,6 +71,11 @@ type GPU struct {
 	// /dev/nvidia<Minor> unless set; an AMD or Intel GPU's render node.
 	Device string `json:"device,omitempty"`
 	Name   string `json:"name,omitempty"`
+	// ComputeCapability is an NVIDIA GPU's architecture, "9.0" (NVML's
+	// nvmlDeviceGetCudaComputeCapability; a description's
+	// compute_capability); "" when unknown. MPS serves fewer clients
+	// before Volta (7.0: mps.ClientLimit).
+	ComputeCapability string `json:"compute_capability,omitempty"`
 	// MemoryBytes is the GPU's own memory.
 	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
 	// NUMANode is the CPU-side NUMA node the GPU is attached to, -1 when

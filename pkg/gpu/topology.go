@@ -24,6 +24,9 @@ type Topology struct {
 	// Vendor made the node's GPUs: nvidia (the default), amd or intel.
 	Vendor Vendor `json:"vendor,omitempty"`
 	Driver string `json:"driver,omitempty"`
+	// CUDAVersion is the newest CUDA the driver runs, "13.1" (nvidia-smi's
+	// "CUDA Version"); "" when not given.
+	CUDAVersion string `json:"cuda_version,omitempty"`
 	// ReservedCPUs are kept for the system and given to no job (LUMI's
 	// first core of every CCD, Aurora's cores 0 and 52), in the kernel's
 	// list format.
@@ -53,13 +56,15 @@ type CPULayout struct {
 
 // TopologyGPU is one GPU of a described node.
 type TopologyGPU struct {
-	Name      string `json:"name,omitempty"`
-	UUID      string `json:"uuid,omitempty"` // default: derived from the node name and position
-	PCI       string `json:"pci"`
-	NUMA      *int   `json:"numa"`                 // null or -1: unknown
-	LocalCPUs string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
-	MemoryMiB uint64 `json:"memory_mib,omitempty"`
-	Minor     *int   `json:"minor,omitempty"` // default: position
+	Name string `json:"name,omitempty"`
+	UUID string `json:"uuid,omitempty"` // default: derived from the node name and position
+	// ComputeCapability is an NVIDIA GPU's, "9.0"; "" when not given.
+	ComputeCapability string `json:"compute_capability,omitempty"`
+	PCI               string `json:"pci"`
+	NUMA              *int   `json:"numa"`                 // null or -1: unknown
+	LocalCPUs         string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
+	MemoryMiB         uint64 `json:"memory_mib,omitempty"`
+	Minor             *int   `json:"minor,omitempty"` // default: position
 	// Device is the GPU's device file (default /dev/nvidia<minor>, and an
 	// AMD or Intel GPU's render node /dev/dri/renderD<128+minor>); node
 	// files probe it to learn whether a device cgroup hides the GPU.
@@ -182,7 +187,7 @@ func (t Topology) Node(backend string) Node {
 	cpus, _ := t.cpus()
 	gpus, _ := t.gpus()
 	reserved, _ := cpuset.Parse(t.ReservedCPUs)
-	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved, Described: true}
+	n := Node{Backend: backend, Vendor: t.vendor(), Driver: t.Driver, CUDAVersion: t.CUDAVersion, GPUs: gpus, CPUs: cpus, ReservedCPUs: reserved, Described: true}
 	if len(gpus) == 0 {
 		n.Vendor = ""
 	}
@@ -267,6 +272,11 @@ func (t Topology) gpus() ([]GPU, error) {
 	if _, err := cpuset.Parse(t.ReservedCPUs); err != nil {
 		return nil, fmt.Errorf("reserved_cpus: %w", err)
 	}
+	if t.CUDAVersion != "" {
+		if _, err := ParseVersion(t.CUDAVersion, "cuda_version"); err != nil {
+			return nil, err
+		}
+	}
 	// A node file has no CPUs; its NUMA ids are checked against sysfs later.
 	described := t.Layout != nil || t.CPUList != nil
 	var cpus []CPU
@@ -289,7 +299,12 @@ func (t Topology) gpus() ([]GPU, error) {
 		}
 		g := GPU{
 			Vendor: t.vendor(), UUID: tg.UUID, BusID: bus, Index: i, Minor: i, Name: tg.Name,
-			MemoryBytes: tg.MemoryMiB << 20, NUMANode: -1,
+			MemoryBytes: tg.MemoryMiB << 20, NUMANode: -1, ComputeCapability: tg.ComputeCapability,
+		}
+		if tg.ComputeCapability != "" {
+			if _, err := ParseVersion(tg.ComputeCapability, "compute_capability"); err != nil {
+				return nil, fmt.Errorf("gpu %d: %w", i, err)
+			}
 		}
 		if tg.Minor != nil {
 			g.Minor = *tg.Minor
@@ -322,7 +337,7 @@ func (t Topology) gpus() ([]GPU, error) {
 				return nil, fmt.Errorf("gpu %d mig %d: uuid %q does not start with MIG-", i, j, m.UUID)
 			}
 			g.MIG = append(g.MIG, GPU{UUID: m.UUID, BusID: bus, Index: i, Minor: g.Minor, Name: m.Name,
-				MemoryBytes: m.MemoryMiB << 20, NUMANode: g.NUMANode, LocalCPUs: g.LocalCPUs, Parent: g.UUID})
+				MemoryBytes: m.MemoryMiB << 20, NUMANode: g.NUMANode, LocalCPUs: g.LocalCPUs, Parent: g.UUID, ComputeCapability: g.ComputeCapability})
 		}
 		for _, id := range append([]string{g.UUID, g.BusID}, migUUIDs(g)...) {
 			if id == g.BusID && backendOf(g.Vendor).sharedBus {

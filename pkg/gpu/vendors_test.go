@@ -290,6 +290,8 @@ func TestNodeFileVendors(t *testing.T) {
 		`{"vendor": "intel", "gpus": [{"pci": "1:00.0", "mig": [{}]}]}`:   "MIG devices are NVIDIA's",
 		`{"reserved_cpus": "x", "gpus": []}`:                              "reserved_cpus",
 		`{"vendor": "amd", "gpus": [{"pci": "1:00.0", "uuid": "12345"}]}`: "GPU-",
+		`{"cuda_version": "13", "gpus": []}`:                              `cuda_version "13": give it as major.minor (e.g. 13.1)`,
+		`{"gpus": [{"pci": "1:00.0", "compute_capability": "sm_90"}]}`:    `gpu 0: compute_capability "sm_90": give it as major.minor`,
 	} {
 		if _, err := ParseNodeFile([]byte(doc), "n.json"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", doc, err, want)

@@ -32,10 +32,11 @@ type SharedGPU struct {
 }
 
 // PlanSharing is the sharing that `plan` and --dry-run show, the plan
-// refused as a run would refuse it under --mps (Check).
-func PlanSharing(p binding.Plan, vendor gpu.Vendor, s Settings) (*Sharing, error) {
+// refused as a run would refuse it under --mps (Check, its client limit
+// read from h).
+func PlanSharing(p binding.Plan, vendor gpu.Vendor, s Settings, h Host) (*Sharing, error) {
 	if s.On {
-		if err := Check(p, vendor); err != nil {
+		if err := Check(p, vendor, h); err != nil {
 			return nil, err
 		}
 	}

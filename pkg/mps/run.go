@@ -130,4 +130,10 @@ type Node struct {
 	// is made in, and UID its owner's.
 	Parent string
 	UID    int
+	// CUDAVersion is the driver's (gpu.Node.CUDAVersion), for the client
+	// limit (ClientLimit); "" when unknown.
+	CUDAVersion string
 }
+
+// Host is what the client limit reads of the node (ClientLimit).
+func (n Node) Host() Host { return Host{CUDAVersion: n.CUDAVersion, Env: n.Env} }

@@ -69,7 +69,7 @@ type Run struct {
 //
 // Each refusal says why, with the fix, and that nothing was started.
 func Prepare(ctx context.Context, p binding.Plan, vendor gpu.Vendor, s Settings, n Node) (*Run, error) {
-	if err := Check(p, vendor); err != nil {
+	if err := Check(p, vendor, n.Host()); err != nil {
 		return nil, fmt.Errorf("%v; nothing was started", err)
 	}
 	r := &Run{Settings: s, Shares: Shares(p), env: n.BaseEnv}

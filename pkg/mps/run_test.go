@@ -151,10 +151,10 @@ func TestSharingOf(t *testing.T) {
 			t.Errorf("%s: Write:\n%s", tc.name, b.String())
 		}
 	}
-	if _, err := PlanSharing(plan(4, 4, 2), gpu.NVIDIA, Settings{On: true}); err == nil || !strings.Contains(err.Error(), "give -G 1") {
+	if _, err := PlanSharing(plan(4, 4, 2), gpu.NVIDIA, Settings{On: true}, Host{}); err == nil || !strings.Contains(err.Error(), "give -G 1") {
 		t.Errorf("PlanSharing under --mps does not refuse what a run refuses (M2): %v", err)
 	}
-	if sh, err := PlanSharing(plan(4, 4, 1), gpu.NVIDIA, Settings{}); err != nil || sh != nil {
+	if sh, err := PlanSharing(plan(4, 4, 1), gpu.NVIDIA, Settings{}, Host{}); err != nil || sh != nil {
 		t.Errorf("PlanSharing without --mps: %v, %v", sh, err)
 	}
 }

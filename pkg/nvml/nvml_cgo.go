@@ -81,6 +81,9 @@ func (l *library) Inventory() (gpu.Node, error) {
 	if v, ret := l.lib.SystemGetDriverVersion(); ret == gonvml.SUCCESS {
 		node.Driver = v
 	}
+	if v, ret := l.lib.SystemGetCudaDriverVersion(); ret == gonvml.SUCCESS {
+		node.CUDAVersion = cudaVersion(v)
+	}
 	count, ret := l.lib.DeviceGetCount()
 	if ret != gonvml.SUCCESS {
 		return gpu.Node{}, fmt.Errorf("NVML device count: %w", ret)
@@ -108,6 +111,23 @@ func (l *library) Inventory() (gpu.Node, error) {
 	return node, nil
 }
 
+// cudaVersion is NVML's CUDA driver version, 1000 × major + 10 × minor
+// (13010), as "13.1" (cuda.h's CUDA_VERSION encoding; nvidia-smi prints
+// the same).
+func cudaVersion(v int) string {
+	return gpu.Version{Major: v / 1000, Minor: v % 1000 / 10}.String()
+}
+
+// cudaDriverVersion is cudaVersion's inverse, for a simulated node's
+// description; ok is false where it gives none.
+func cudaDriverVersion(s string) (int, bool) {
+	v, err := gpu.ParseVersion(s, "cuda_version")
+	if err != nil {
+		return 0, false
+	}
+	return v.Major*1000 + v.Minor*10, true
+}
+
 func (l *library) describe(dev gonvml.Device, index int) (gpu.GPU, error) {
 	uuid, ret := dev.GetUUID()
 	if ret != gonvml.SUCCESS {
@@ -124,6 +144,9 @@ func (l *library) describe(dev gonvml.Device, index int) (gpu.GPU, error) {
 	g := gpu.GPU{Vendor: gpu.NVIDIA, UUID: uuid, BusID: bus, Index: index, Minor: -1, NUMANode: -1}
 	if name, ret := dev.GetName(); ret == gonvml.SUCCESS {
 		g.Name = name
+	}
+	if major, minor, ret := dev.GetCudaComputeCapability(); ret == gonvml.SUCCESS {
+		g.ComputeCapability = gpu.Version{Major: major, Minor: minor}.String()
 	}
 	if minor, ret := dev.GetMinorNumber(); ret == gonvml.SUCCESS {
 		g.Minor = minor
@@ -174,7 +197,7 @@ func (l *library) migDevices(dev gonvml.Device, parent gpu.GPU, warnings []strin
 			continue
 		}
 		m := gpu.GPU{Vendor: gpu.NVIDIA, UUID: uuid, BusID: parent.BusID, Index: parent.Index, Minor: parent.Minor,
-			NUMANode: parent.NUMANode, LocalCPUs: parent.LocalCPUs, Parent: parent.UUID}
+			NUMANode: parent.NUMANode, LocalCPUs: parent.LocalCPUs, Parent: parent.UUID, ComputeCapability: parent.ComputeCapability}
 		if name, ret := mig.GetName(); ret == gonvml.SUCCESS {
 			m.Name = name
 		}

@@ -182,3 +182,48 @@ func TestProcessUtilRules(t *testing.T) {
 		})
 	}
 }
+
+// The driver's CUDA version, NVML's 1000 × major + 10 × minor, reaches
+// the inventory as "13.1"; a driver that does not answer leaves it ""
+// (unknown: mps.ClientLimit's L3). A GPU's compute capability likewise.
+func TestInventoryCUDAVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		ret     gonvml.Return
+		want    string
+	}{
+		{"CUDA 13.1", 13010, gonvml.SUCCESS, "13.1"},
+		{"CUDA 12.4", 12040, gonvml.SUCCESS, "12.4"},
+		{"CUDA 13.0", 13000, gonvml.SUCCESS, "13.0"},
+		{"not answered", 0, gonvml.ERROR_FUNCTION_NOT_FOUND, ""},
+	} {
+		dev := &mock.Device{
+			GetUUIDFunc: func() (string, gonvml.Return) { return "GPU-a", gonvml.SUCCESS },
+			GetPciInfoFunc: func() (gonvml.PciInfo, gonvml.Return) {
+				var p gonvml.PciInfo
+				for k, c := range "00000000:01:00.0" {
+					p.BusId[k] = int8(c)
+				}
+				return p, gonvml.SUCCESS
+			},
+			GetCudaComputeCapabilityFunc:  func() (int, int, gonvml.Return) { return 7, 0, gonvml.SUCCESS },
+			GetNameFunc:                   func() (string, gonvml.Return) { return "", gonvml.ERROR_NOT_SUPPORTED },
+			GetMinorNumberFunc:            func() (int, gonvml.Return) { return 0, gonvml.SUCCESS },
+			GetMemoryInfoFunc:             func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{}, gonvml.SUCCESS },
+			GetMemoryAffinityFunc:         func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) { return []uint{1}, gonvml.SUCCESS },
+			GetCpuAffinityWithinScopeFunc: func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) { return []uint{1}, gonvml.SUCCESS },
+			GetMigModeFunc:                func() (int, int, gonvml.Return) { return 0, 0, gonvml.ERROR_NOT_SUPPORTED },
+		}
+		lib := &mock.Interface{
+			SystemGetDriverVersionFunc:     func() (string, gonvml.Return) { return "590.44.01", gonvml.SUCCESS },
+			SystemGetCudaDriverVersionFunc: func() (int, gonvml.Return) { return tc.version, tc.ret },
+			DeviceGetCountFunc:             func() (int, gonvml.Return) { return 1, gonvml.SUCCESS },
+			DeviceGetHandleByIndexFunc:     func(int) (gonvml.Device, gonvml.Return) { return dev, gonvml.SUCCESS },
+		}
+		node, err := newLibrary(lib, "test", nil, 1).Inventory()
+		if err != nil || node.CUDAVersion != tc.want || len(node.GPUs) != 1 || node.GPUs[0].ComputeCapability != "7.0" {
+			t.Errorf("%s: Inventory = %+v, %v; want CUDA %q, compute capability 7.0", tc.name, node, err, tc.want)
+		}
+	}
+}

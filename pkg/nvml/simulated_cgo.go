@@ -72,7 +72,15 @@ func simulatedSource(t gpu.Topology, usageDir string) (gpu.Source, error) {
 		InitFunc:                   func() gonvml.Return { return gonvml.SUCCESS },
 		ShutdownFunc:               func() gonvml.Return { return gonvml.SUCCESS },
 		SystemGetDriverVersionFunc: func() (string, gonvml.Return) { return t.Driver, gonvml.SUCCESS },
-		DeviceGetCountFunc:         func() (int, gonvml.Return) { return len(devices), gonvml.SUCCESS },
+		// A description without a CUDA version is a driver that does not
+		// say: NVML's answer for a function it lacks.
+		SystemGetCudaDriverVersionFunc: func() (int, gonvml.Return) {
+			if v, ok := cudaDriverVersion(t.CUDAVersion); ok {
+				return v, gonvml.SUCCESS
+			}
+			return 0, gonvml.ERROR_FUNCTION_NOT_FOUND
+		},
+		DeviceGetCountFunc: func() (int, gonvml.Return) { return len(devices), gonvml.SUCCESS },
 		DeviceGetHandleByIndexFunc: func(i int) (gonvml.Device, gonvml.Return) {
 			if i < 0 || i >= len(devices) {
 				return nil, gonvml.ERROR_INVALID_ARGUMENT
@@ -99,6 +107,13 @@ func simulatedDevice(g gpu.GPU, model mockModel, usageDir string) *mock.Device {
 		GetUUIDFunc:        func() (string, gonvml.Return) { return g.UUID, gonvml.SUCCESS },
 		GetNameFunc:        func() (string, gonvml.Return) { return model.name, gonvml.SUCCESS },
 		GetMinorNumberFunc: func() (int, gonvml.Return) { return g.Index, gonvml.SUCCESS },
+		GetCudaComputeCapabilityFunc: func() (int, int, gonvml.Return) {
+			v, err := gpu.ParseVersion(g.ComputeCapability, "compute_capability")
+			if err != nil {
+				return 0, 0, gonvml.ERROR_NOT_SUPPORTED
+			}
+			return v.Major, v.Minor, gonvml.SUCCESS
+		},
 		GetPciInfoFunc: func() (gonvml.PciInfo, gonvml.Return) {
 			var p gonvml.PciInfo
 			nvmlForm := "0000" + strings.ToUpper(g.BusID) // NVML's 8-digit domain

@@ -60,6 +60,9 @@ type Room struct {
 	Reason    string
 	ShareGPUs bool
 	MPS       bool
+	// MPSLimit is the most clients each GPU's MPS serves, under MPS: the
+	// least of the node's GPUs' (mps.NodeLimit, rules L1–L5).
+	MPSLimit mps.Limit
 }
 
 // RunArgs is the run command line of one size: the run flags the study
@@ -97,7 +100,8 @@ func (x Axis) RunArgs(runFlags []string, size, gpus int, mode Mode, command []st
 //	F6. k per GPU on G GPUs is k × G instances: at most a node's
 //	    (binding.MaxInstances).
 //	F7. Under MPS, k is at most the clients one GPU's daemon serves
-//	    (mps.ClientLimit).
+//	    (Room.MPSLimit: mps.ClientLimit's rule, the one a run's plan
+//	    is refused by).
 //	F8. Otherwise any k fits: each GPU's k instances take turns on it.
 func (x Axis) Fits(size int, r Room) error {
 	if x == ByPerGPU {
@@ -126,9 +130,13 @@ func fitsPerGPU(k int, r Room) error {
 	case k*r.GPUs > binding.MaxInstances:
 		return fmt.Errorf("--per-gpu %d: %d per GPU on %d GPUs is %d instances, and one node runs at most %d: give sizes up to %d; nothing was started",
 			k, k, r.GPUs, k*r.GPUs, binding.MaxInstances, binding.MaxInstances/r.GPUs)
-	case r.MPS && k > mps.ClientLimit:
-		return fmt.Errorf("--per-gpu %d --mps: MPS serves at most %d clients per GPU (NVIDIA's MPS documentation, Volta and later): give sizes up to %d, or drop --mps to study taking turns alone; nothing was started",
-			k, mps.ClientLimit, mps.ClientLimit)
+	case r.MPS && k > r.MPSLimit.Clients:
+		fix := ""
+		if r.MPSLimit.Connections > 0 {
+			fix = ", or lower " + mps.MaxConnectionsEnv
+		}
+		return fmt.Errorf("--per-gpu %d --mps: MPS serves at most %d clients per GPU here (%s; NVIDIA's MPS documentation): give sizes up to %d, or drop --mps to study taking turns alone%s; nothing was started",
+			k, r.MPSLimit.Clients, r.MPSLimit.Why, r.MPSLimit.Clients, fix)
 	}
 	return nil
 }

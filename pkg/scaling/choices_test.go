@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 )
 
 // C1–C8: what a study refuses, each by a command line that breaks it.
@@ -129,10 +131,20 @@ func TestAxisFits(t *testing.T) {
 		{"F6: --per-gpu past a node's instances", ByPerGPU, 4096, 4, false, "--per-gpu 4096: 4096 per GPU on 4 GPUs is 16384 instances, and one node runs at most 8192: give sizes up to 2048", false},
 		{"F7: --per-gpu --mps past MPS's clients", ByPerGPU, 64, 4, false, "--per-gpu 64 --mps: MPS serves at most 48 clients per GPU", true},
 		{"F7: 48 under MPS", ByPerGPU, 48, 4, false, "", true},
+		{"F7: 49 under MPS, the limit the room says", ByPerGPU, 49, 4, false, "MPS serves at most 48 clients per GPU here (CUDA 12.4, Volta or later; NVIDIA's MPS documentation): give sizes up to 48, or drop --mps to study taking turns alone; nothing was started", true},
 		{"F8: --per-gpu 64 taking turns", ByPerGPU, 64, 4, false, "", false},
 		{"F8: --per-gpu 8 on one GPU, --share-gpus or not", ByPerGPU, 8, 1, true, "", false},
 	} {
-		err := tc.axis.Fits(tc.size, Room{GPUs: tc.gpus, Reason: "slurm", ShareGPUs: tc.share, MPS: tc.mps})
+		// under MPS, what mps.NodeLimit says of a Hopper node of CUDA 12.4
+		room := Room{GPUs: tc.gpus, Reason: "slurm", ShareGPUs: tc.share, MPS: tc.mps, MPSLimit: mps.Limit{Clients: 48, Why: "CUDA 12.4, Volta or later"}}
+		err := tc.axis.Fits(tc.size, room)
+		if err == nil && tc.mps && tc.size > 12 {
+			// the same room with CSCS's 8 connections per client (mps's L5)
+			room.MPSLimit = mps.Limit{Clients: 12, Why: "CUDA 12.4, Volta or later, and CUDA_DEVICE_MAX_CONNECTIONS=8", Connections: 8}
+			if err := tc.axis.Fits(tc.size, room); err == nil || !strings.Contains(err.Error(), "give sizes up to 12, or drop --mps to study taking turns alone, or lower CUDA_DEVICE_MAX_CONNECTIONS; nothing was started") {
+				t.Errorf("%s, at 8 connections: Fits = %v, want the lower limit and its fix", tc.name, err)
+			}
+		}
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Fits = %v, want %q", tc.name, err, tc.want)
 		}
