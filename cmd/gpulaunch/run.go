@@ -537,6 +537,7 @@ func (r *runner) start(tasks []job.Task, con *summary.Console) error {
 		if daemons != nil {
 			parts.spare = daemons.Keepers()
 		}
+		parts.fates = c.mps.Fates(daemons)
 	}
 	if o.policy.DDP {
 		if parts.errs, err = launcher.MakeErrorDir(a.tmpRoot, a.env["TMPDIR"]); err != nil {
@@ -650,6 +651,9 @@ type runParts struct {
 	// spare are the keepers of the run's MPS daemons, which the run's end
 	// leaves alone with what is below them (they are stopped after it).
 	spare []int
+	// fates are the GPUs whose instances share a fate under the run's
+	// MPS daemons (launcher.Spec.Fates); nil without.
+	fates []mps.Fate
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
 	metrics *metrics.Exporter
 	// wait holds gpulaunch's signals until the supervisor takes them.
@@ -729,7 +733,7 @@ func (r runner) supervise(st runParts) error {
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: l.group.LabelHost(), Log: log, GPUs: l.src,
 			WatchGPUs: l.watched(), Stdout: con.Stdout, Stderr: con.Stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Signals: sigs,
+			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Fates: st.fates, Signals: sigs,
 		})
 		rq.Close(log) // what the run said last reaches the other nodes
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -61,6 +62,9 @@ type supervisor struct {
 	devnull *os.File             // every process's stdin
 	reaper  *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
 	begun   time.Time            // when the run started
+	// fateOf is each slot's place in spec.Fates, -1: none; nil without
+	// GPUs shared under MPS.
+	fateOf []int
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -171,6 +175,11 @@ func Run(spec Spec) (Result, error) {
 	if f := s.traits.failure(); f != nil {
 		rc := *f
 		rc.readErrorFile()
+		if rc.MPS != nil {
+			m := *rc.MPS
+			m.Said = lastLine(s.board.Output(rc.Instance))
+			rc.MPS = &m
+		}
 		res.RootCause = &rc
 	}
 	return res, nil
@@ -206,6 +215,19 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		s.board = NewBoard(RunInfo{}, spec.Instances)
 	}
 	s.mode, s.traits = modeOf(spec, s.policy)
+	if s.traits.fate != nil { // a mode that keeps the GPUs' fates (modeOf)
+		s.fateOf = make([]int, n)
+		for i := range s.fateOf {
+			s.fateOf[i] = -1
+		}
+		for g, f := range spec.Fates {
+			for _, k := range f.Slots {
+				if k >= 0 && k < n {
+					s.fateOf[k] = g
+				}
+			}
+		}
+	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].gpus = inst, telemetry.NewGPUWatch(inst.GPUUUIDs, inst.Env)
 		s.slots[i].tl.Begun = s.begun
@@ -377,8 +399,8 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 	switch {
 	case s.stopping:
 		s.terminate(i, s.stopWhy)
-	case s.traits.endingNow() != job.EndedItself:
-		s.terminate(i, s.traits.endingNow())
+	case s.traits.endingNow(i) != job.EndedItself:
+		s.terminate(i, s.traits.endingNow(i))
 	}
 	s.publish(i)
 	s.noteStart(i)
@@ -390,11 +412,13 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 // starts one at once, is forked here too and returned.
 func (s *supervisor) handleExit(i, pid int, end process.Reaped, fork process.SpawnFunc) *process.Process {
 	s.awaitStop(i, end)
+	fault := s.awaitFault(i, end)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[i]
 	s.running--
 	e := s.runFacts(sl.ended(end, time.Now()))
+	e.Fault = fault
 	s.noteExit(i, pid, e)
 	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)
 	s.publish(i)
@@ -530,13 +554,18 @@ func (s *supervisor) effects(i int, v job.Verdict) {
 	}
 	if v.EndOthers != "" {
 		for k := range s.slots {
-			s.terminate(k, v.EndOthers)
+			if v.Among == nil || slices.Contains(v.Among, k) {
+				s.terminate(k, v.EndOthers)
+			}
 		}
 	}
 	if v.Wake {
 		s.wakeWaiting()
 	}
-	if v.WakeIn > 0 {
+	switch {
+	case v.Recovery != nil:
+		go s.awaitRecovery(*v.Recovery, v.WakeIn)
+	case v.WakeIn > 0:
 		time.AfterFunc(v.WakeIn, func() { deliver(s.ctx, s.wakeC, struct{}{}) })
 	}
 }
@@ -792,7 +821,9 @@ func (s *supervisor) outputLost(where string, err error) {
 // the one place that does, so that `gpulaunch status`, the summary and
 // the report (from outcome) cannot disagree.
 func (s *supervisor) publish(i int) {
-	s.board.update(i, func(row *InstanceStatus) { s.slots[i].row(i, row) })
+	sl := &s.slots[i]
+	sl.fate, sl.withServer = s.traits.fateOf(i)
+	s.board.update(i, func(row *InstanceStatus) { sl.row(i, row) })
 }
 
 // publishCounts gives a queue's counts to the board and the progress line.
