@@ -31,8 +31,10 @@ import (
 //	    server not handled before begins the GPU's fault, unless the run
 //	    stops: every other instance of the GPU that runs (or waits out a
 //	    restart's backoff) is ended (EndOthers among the GPU's slots),
-//	    for the server recovers only once every client has exited; those
-//	    done before the fault stay done.
+//	    for the server recovers only once every client has exited — but
+//	    the cause (F3), when its exit is still to come: the faulting
+//	    client fails by itself, and its status is the run's; those done
+//	    before the fault stay done.
 //	F2. While the GPU's fault is handled, every exit of its instances
 //	    waits — failed with the sticky error, ended by F1, or a success;
 //	    the last (no instance of the GPU runs) waits for the server's
@@ -236,9 +238,12 @@ func (m *fateMode) beginFault(g, slot int, j job.Job, e job.Exit) job.Verdict {
 	}
 	var others []int
 	for _, s := range f.fate.Slots {
-		if s != slot && m.live[s] {
+		if s == slot || !m.live[s] {
+			continue
+		}
+		f.down = append(f.down, s)
+		if s != f.cause { // the faulting client ends by itself, with its own status
 			others = append(others, s)
-			f.down = append(f.down, s)
 		}
 	}
 	f.restart = m.queue != nil || f.restarts < m.policy.Restarts

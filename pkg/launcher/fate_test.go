@@ -79,7 +79,7 @@ func TestFateSequence(t *testing.T) {
 			{"role 3", exit{}, "failed with GPU 0's MPS server (instance 0's fault), not on its own with"},
 		}},
 		{"F2b, F3: without --restarts the GPU's instances are done; the cause is the one listed first, whichever exit came first", Policy{}, []step{
-			{"exit 1", failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,2,3"},
+			{"exit 1", failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3"},
 			{"exit 2", failedExit.fault(0, 2), "wait"},
 			{"exit 0", failedExit.fault(0, 2), "wait"},
 			{"exit 3", ended, "done wake"},
@@ -272,7 +272,7 @@ func TestFateQueue(t *testing.T) {
 		exit exit
 		want string
 	}{
-		{1, failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,2,3"},
+		{1, failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3"},
 		{3, killedExit.endedBy(job.EndedMPSFault), "wait"},
 		{2, failedExit.fault(0, 2), "wait"},
 		{0, killedExit.endedBy(job.EndedMPSFault), "wait recovery=0"},
