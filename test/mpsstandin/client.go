@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,10 +19,11 @@ import (
 // with one line (replyOK, or a word and the error to print).
 const (
 	clientHello = "client"
-	callPoll    = "poll"  // a CUDA call: is the sticky error set?
-	callFault   = "fault" // this client's fatal fault
-	callExit    = "exit"  // a clean exit (the context torn down)
-	callLost    = "lost"  // leaving after an error, as a process that dies
+	callPoll    = "poll"    // a CUDA call: is the sticky error set?
+	callFault   = "fault"   // this client's fatal fault
+	callExit    = "exit"    // a clean exit (the context torn down)
+	callLost    = "lost"    // leaving after an error, as a process that dies
+	callClients = "clients" // how many clients the server has: "ok N"
 )
 
 // PollInterval is how often a running client calls its server.
@@ -30,6 +32,11 @@ const PollInterval = 20 * time.Millisecond
 // FaultOnceEnv names the file that makes `fault` fault once: the first
 // client to create it faults, every later one runs.
 const FaultOnceEnv = "MPSCLIENT_FAULT_ONCE"
+
+// FaultClientsEnv, a number N: `fault` faults only once its server has N
+// clients (itself included), working on until then, so that a test
+// knows which clients the fault reaches without timing the starts.
+const FaultClientsEnv = "MPSCLIENT_FAULT_CLIENTS"
 
 // Program is the stand-in's program that argv0 names (a test binary
 // linked under these names runs them), or nil.
@@ -53,6 +60,9 @@ func Program(argv0 string) func(args []string) int {
 // and exits 1; bad arguments exit 2.
 func ClientMain(args []string) int {
 	mode, d, err := clientArgs(args)
+	if err == nil {
+		err = faultClientsArg()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mpsclient: %v\nusage: mpsclient run DURATION | mpsclient fault AFTER\n", err)
 		return 2
@@ -80,6 +90,9 @@ func ClientMain(args []string) int {
 			return 1
 		}
 		if once {
+			if reply := sv.waitClients(); reply != replyOK {
+				return sv.fail(reply)
+			}
 			if reply := sv.call(callFault); reply != replyOK {
 				return sv.fail(reply)
 			}
@@ -104,6 +117,15 @@ func clientArgs(args []string) (mode string, d time.Duration, err error) {
 		return "", 0, fmt.Errorf("%q is not a duration (e.g. 500ms, 2s)", args[1])
 	}
 	return args[0], d, nil
+}
+
+// faultClientsArg checks FaultClientsEnv: unset, or a number from 1.
+func faultClientsArg() error {
+	v := os.Getenv(FaultClientsEnv)
+	if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 1) {
+		return fmt.Errorf("%s=%q is not a number of clients (1 or more)", FaultClientsEnv, v)
+	}
+	return nil
 }
 
 // faultNow says whether `fault` faults: always, or with FaultOnceEnv
@@ -177,6 +199,25 @@ func (sv *serverConn) work(d time.Duration) string {
 			return replyOK
 		}
 		time.Sleep(min(left, PollInterval))
+	}
+}
+
+// waitClients works on until the server has FaultClientsEnv's clients.
+func (sv *serverConn) waitClients() string {
+	want, _ := strconv.Atoi(os.Getenv(FaultClientsEnv))
+	for {
+		if reply := sv.call(callPoll); reply != replyOK {
+			return reply
+		}
+		reply := sv.call(callClients)
+		word, n, _ := strings.Cut(reply, " ")
+		if word != replyOK {
+			return reply
+		}
+		if have, _ := strconv.Atoi(n); have >= want {
+			return replyOK
+		}
+		time.Sleep(PollInterval)
 	}
 }
 

@@ -98,6 +98,13 @@ func (s *mpsServer) poll(pid int) string {
 	return replyOK
 }
 
+// count is how many clients the server has.
+func (s *mpsServer) count() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%s %d", replyOK, len(s.clients))
+}
+
 // fault is client pid's fatal fault: the server writes the sticky list,
 // the faulting pid first and then every other client's, newest first (as
 // the H200's server listed them), and sets the error on every client. A

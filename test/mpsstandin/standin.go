@@ -54,6 +54,10 @@
 //   - MPSCLIENT_FAULT_ONCE=FILE: `fault` faults only where FILE is not
 //     there yet (it creates FILE as it goes to fault), else it ends as
 //     `run` does: a restarted group succeeds;
+//   - MPSCLIENT_FAULT_CLIENTS=N: `fault` faults only once its server has
+//     N clients (itself included), working on past AFTER until then: a
+//     test knows which clients the fault reaches without timing their
+//     starts (not in issue 37's protocol: an addition to it);
 //   - a client with the sticky error set prints ErrSticky at its next
 //     call (its exit included) and exits 1; one that connects while the
 //     server has it set is refused: ErrNotReady, exit 1; bad arguments
@@ -345,6 +349,8 @@ func (s *state) serveClient(c net.Conn, r *bufio.Reader, pid int) {
 			fmt.Fprintln(c, s.mps.poll(pid))
 		case callFault:
 			fmt.Fprintln(c, s.mps.fault(pid))
+		case callClients:
+			fmt.Fprintln(c, s.mps.count())
 		case callExit:
 			reply := s.mps.exit(pid)
 			fmt.Fprintln(c, reply)

@@ -321,6 +321,24 @@ func TestFaultOnce(t *testing.T) {
 	}
 }
 
+// MPSCLIENT_FAULT_CLIENTS: the client told to fault first, its
+// neighbours after it, started at once; it faults only once all are its
+// server's clients, and the fault reaches every one.
+func TestFaultWaitsForClients(t *testing.T) {
+	b := newBed(t)
+	b.start(t)
+	f := b.client(t, []string{"MPSCLIENT_FAULT_CLIENTS=3"}, "fault", "0s")
+	r1 := b.client(t, nil, "run", "1m")
+	r2 := b.client(t, nil, "run", "1m")
+	f.wait(t, 1, ErrFault+"\n")
+	r1.wait(t, 1, ErrSticky+"\n")
+	r2.wait(t, 1, ErrSticky+"\n")
+	st := b.stickies(t)
+	if len(st) != 1 || len(st[0].PIDs) != 3 || st[0].PIDs[0] != f.pid() || !slices.Contains(st[0].PIDs, r1.pid()) || !slices.Contains(st[0].PIDs, r2.pid()) {
+		t.Fatalf("stickies %+v; want one listing %d first, then %d and %d", st, f.pid(), r1.pid(), r2.pid())
+	}
+}
+
 // Without a daemon CUDA gives a process a context of its own: its fault
 // is its own, as on the H200 under --share-gpus.
 func TestNoDaemonOwnContext(t *testing.T) {
@@ -357,6 +375,7 @@ func TestClientArgs(t *testing.T) {
 		}
 	}
 	b := newBed(t)
-	c := b.client(t, nil, "run")
-	c.wait(t, 2, "mpsclient: want two arguments: run DURATION or fault AFTER\nusage: mpsclient run DURATION | mpsclient fault AFTER\n")
+	usage := "usage: mpsclient run DURATION | mpsclient fault AFTER\n"
+	b.client(t, nil, "run").wait(t, 2, "mpsclient: want two arguments: run DURATION or fault AFTER\n"+usage)
+	b.client(t, []string{"MPSCLIENT_FAULT_CLIENTS=0"}, "fault", "0s").wait(t, 2, "mpsclient: MPSCLIENT_FAULT_CLIENTS=\"0\" is not a number of clients (1 or more)\n"+usage)
 }
