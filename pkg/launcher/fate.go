@@ -337,7 +337,7 @@ func (m *fateMode) fateOver(g, slot int, e job.Exit) job.Verdict {
 	v := job.Verdict{Then: job.Done, Wake: true}
 	if m.failed == nil && f.cause >= 0 && !m.stopped {
 		m.failed = &Failure{Instance: f.cause, Rank: m.ranks[f.cause], Attempt: f.restarts, Code: f.causeEnd.Code, Signal: f.causeEnd.Signal,
-			MPS: &MPSFault{GPU: f.fate.Index, Line: strings.TrimSpace(f.fault.Line), PIDs: f.fault.PIDs, Listed: f.listed, With: slices.Clone(f.with)}}
+			MPS: &MPSFault{GPU: f.fate.Index, Line: strings.TrimSpace(f.fault.Line), PIDs: f.fault.PIDs, Listed: f.listed, With: slices.Sorted(slices.Values(f.with))}}
 	}
 	if m.policy.KillOnBadExit && !e.Stopping && !m.stopped {
 		v.Say(zap.InfoLevel, "GPU %d's MPS fault ended its instances: ending the others (--kill-on-bad-exit)", f.fate.Index)

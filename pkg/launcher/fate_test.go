@@ -86,14 +86,14 @@ func TestFateSequence(t *testing.T) {
 			{"resume 0", exit{}, "done"},
 			{"role 2", exit{}, "the first to fail of GPU 0's MPS clients: the fault's cause"},
 			{"role 1", exit{}, "failed with GPU 0's MPS server (instance 2's fault), not on its own with"},
-			{"cause", exit{}, "instance 2 exit 3 listed with=1,0,3"},
+			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
 		}},
 		{"F3: where the list's first is no process gpulaunch saw, the first failed exit handled is the cause", Policy{}, []step{
 			{"exit 3", failedExit.fault(0, -1), "wait end-others=MPS server fault among=0,1,2"},
 			{"exit 1", failedExit.fault(0, -1), "wait"},
 			{"exit 0", failedExit.fault(0, -1), "wait"},
 			{"exit 2", failedExit.fault(0, -1), "done wake"},
-			{"cause", exit{}, "instance 3 exit 3 with=1,0,2"},
+			{"cause", exit{}, "instance 3 exit 3 with=0,1,2"},
 		}},
 		{"F2b: -K ends the run once the GPU's instances are done", Policy{KillOnBadExit: true}, []step{
 			{"exit 2", sticky.running(0), "wait end-others=MPS server fault among=0,1,3"},
