@@ -99,6 +99,10 @@ type Verdict struct {
 	// Among, when set, limits EndOthers to these slots (the instances of
 	// one GPU whose MPS server went sticky); nil: every other slot.
 	Among []int
+	// EndIn, when set, ends EndOthers' processes that long from now, if
+	// they still run then, rather than at once: a GPU's MPS clients fail
+	// by themselves at their next CUDA call, with their own error line.
+	EndIn time.Duration
 	// StartWait starts -W's clock.
 	StartWait bool
 	// Wake asks every waiting slot again (the mode's resume): at once, or

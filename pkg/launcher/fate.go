@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -30,11 +31,12 @@ import (
 //	F1. An instance of a shared GPU that failed with a fault of its
 //	    server not handled before begins the GPU's fault, unless the run
 //	    stops: every other instance of the GPU that runs (or waits out a
-//	    restart's backoff) is ended (EndOthers among the GPU's slots),
-//	    for the server recovers only once every client has exited — but
-//	    the cause (F3), when its exit is still to come: the faulting
-//	    client fails by itself, and its status is the run's; those done
-//	    before the fault stay done.
+//	    restart's backoff) and has not failed by itself stickyGrace
+//	    later is ended (EndOthers among the GPU's slots, EndIn), for the
+//	    server recovers only once every client has exited — but the
+//	    cause (F3), when its exit is still to come: the faulting client
+//	    fails by itself, and its status is the run's; those done before
+//	    the fault stay done.
 //	F2. While the GPU's fault is handled, every exit of its instances
 //	    waits — failed with the sticky error, ended by F1, or a success;
 //	    the last (no instance of the GPU runs) waits for the server's
@@ -120,6 +122,13 @@ type fateState struct {
 }
 
 type fatePhase int
+
+// stickyGrace is how long a GPU's clients have to fail by themselves
+// after its server's fault, at their next CUDA call and with their own
+// error line, before gpulaunch ends them: on the H200 all 4 had failed
+// within 0.45 s; a client between two calls (a long CPU phase) would
+// hold the server, and its neighbours' restart, for as long.
+const stickyGrace = 2 * time.Second
 
 const (
 	fateRuns       fatePhase = iota // its instances run as they will
@@ -249,7 +258,7 @@ func (m *fateMode) beginFault(g, slot int, j job.Job, e job.Exit) job.Verdict {
 	f.restart = m.queue != nil || f.restarts < m.policy.Restarts
 	v := m.downed(g, slot, j, e)
 	if len(others) > 0 {
-		v.EndOthers, v.Among = job.EndedMPSFault, others
+		v.EndOthers, v.Among, v.EndIn = job.EndedMPSFault, others, stickyGrace
 	}
 	then := "they are done (no --restarts left)"
 	switch {

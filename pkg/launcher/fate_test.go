@@ -36,7 +36,7 @@ func TestFateSequence(t *testing.T) {
 		steps  []step
 	}{
 		{"F1, F2a: the fault ends the GPU's others; the last exit waits for the recovery and the backoff; all restart, one restart each", Policy{Restarts: 1}, []step{
-			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"ending 0", exit{}, "MPS server fault"},
 			{"ending 4", exit{}, ""},
 			{"exit 0", ended, "wait"},
@@ -50,7 +50,7 @@ func TestFateSequence(t *testing.T) {
 			{"exit 0", okExit, "done"},
 		}},
 		{"F2a: the neighbours' failure costs no instance its own restart: each may still restart once on its own", Policy{Restarts: 1}, []step{
-			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"exit 0", ended, "wait"},
 			{"exit 1", ended, "wait"},
 			{"exit 3", ended, "wait wake-in=250ms recovery=0"},
@@ -62,7 +62,7 @@ func TestFateSequence(t *testing.T) {
 			{"exit 1", failedExit, "done"},
 		}},
 		{"F2a: the GPU's restarts are its own: a second fault with none left ends its instances", Policy{Restarts: 1}, []step{
-			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"exit 0", ended, "wait"},
 			{"exit 1", ended, "wait"},
 			{"exit 3", ended, "wait wake-in=250ms recovery=0"},
@@ -70,7 +70,7 @@ func TestFateSequence(t *testing.T) {
 			{"resume 1", exit{}, "now try=1"},
 			{"resume 2", exit{}, "now try=1"},
 			{"resume 3", exit{}, "now try=1"},
-			{"exit 0", failedExit.fault(1, 0), "wait end-others=MPS server fault among=1,2,3"},
+			{"exit 0", failedExit.fault(1, 0), "wait end-others=MPS server fault among=1,2,3 in=2s"},
 			{"exit 1", ended, "wait"},
 			{"exit 2", ended, "wait"},
 			{"exit 3", ended, "done wake"},
@@ -79,7 +79,7 @@ func TestFateSequence(t *testing.T) {
 			{"role 3", exit{}, "failed with GPU 0's MPS server (instance 0's fault), not on its own with"},
 		}},
 		{"F2b, F3: without --restarts the GPU's instances are done; the cause is the one listed first, whichever exit came first", Policy{}, []step{
-			{"exit 1", failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3"},
+			{"exit 1", failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3 in=2s"},
 			{"exit 2", failedExit.fault(0, 2), "wait"},
 			{"exit 0", failedExit.fault(0, 2), "wait"},
 			{"exit 3", ended, "done wake"},
@@ -89,21 +89,21 @@ func TestFateSequence(t *testing.T) {
 			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
 		}},
 		{"F3: where the list's first is no process gpulaunch saw, the first failed exit handled is the cause", Policy{}, []step{
-			{"exit 3", failedExit.fault(0, -1), "wait end-others=MPS server fault among=0,1,2"},
+			{"exit 3", failedExit.fault(0, -1), "wait end-others=MPS server fault among=0,1,2 in=2s"},
 			{"exit 1", failedExit.fault(0, -1), "wait"},
 			{"exit 0", failedExit.fault(0, -1), "wait"},
 			{"exit 2", failedExit.fault(0, -1), "done wake"},
 			{"cause", exit{}, "instance 3 exit 3 with=0,1,2"},
 		}},
 		{"F2b: -K ends the run once the GPU's instances are done", Policy{KillOnBadExit: true}, []step{
-			{"exit 2", sticky.running(0), "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky.running(0), "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"exit 0", ended, "wait"},
 			{"exit 1", ended, "wait"},
 			{"exit 3", ended, "done stop-all=kill-on-bad-exit wake"},
 		}},
 		{"F1: those done before the fault stay done and are not ended", Policy{Restarts: 1}, []step{
 			{"exit 0", okExit, "done"},
-			{"exit 2", sticky, "wait end-others=MPS server fault among=1,3"},
+			{"exit 2", sticky, "wait end-others=MPS server fault among=1,3 in=2s"},
 			{"exit 1", ended, "wait"},
 			{"exit 3", ended, "wait wake-in=250ms recovery=0"},
 			{"resume 0", exit{}, "done"},
@@ -115,7 +115,7 @@ func TestFateSequence(t *testing.T) {
 			{"exit 4", failedExit, "later try=1 delay=250ms"},
 		}},
 		{"F4: a fault already handled is an earlier one: the exit is its own", Policy{Restarts: 2}, []step{
-			{"exit 2", sticky.running(0), "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky.running(0), "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"exit 0", ended, "wait"},
 			{"exit 1", ended, "wait"},
 			{"exit 3", ended, "wait wake-in=250ms recovery=0"},
@@ -124,14 +124,14 @@ func TestFateSequence(t *testing.T) {
 		}},
 		{"F1: a fault's restart pending its backoff is ended with the others", Policy{Restarts: 1}, []step{
 			{"exit 0", failedExit, "later try=1 delay=250ms"},
-			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"exit 1", ended, "wait"},
 			{"exit 3", ended, "wait"},
 			{"ending 0", exit{}, "MPS server fault"},
 			{"exit 0", ended, "wait wake-in=250ms recovery=0"},
 		}},
 		{"F5: a stop while the GPU's fault is handled: the exits are done, the waiting too", Policy{Restarts: 1}, []step{
-			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3"},
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
 			{"stop", exit{}, ""},
 			{"exit 0", ended.whileStopping(), "wait"},
 			{"exit 1", ended.whileStopping(), "wait"},
@@ -211,6 +211,9 @@ func fateAnswer(v job.Verdict) string {
 	}
 	if v.EndOthers != "" {
 		w = append(w, "end-others="+string(v.EndOthers), "among="+ints(v.Among))
+		if v.EndIn > 0 {
+			w = append(w, "in="+v.EndIn.String())
+		}
 	}
 	if v.Wake {
 		w = append(w, "wake")
@@ -272,7 +275,7 @@ func TestFateQueue(t *testing.T) {
 		exit exit
 		want string
 	}{
-		{1, failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3"},
+		{1, failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3 in=2s"},
 		{3, killedExit.endedBy(job.EndedMPSFault), "wait"},
 		{2, failedExit.fault(0, 2), "wait"},
 		{0, killedExit.endedBy(job.EndedMPSFault), "wait recovery=0"},

@@ -98,6 +98,7 @@ type supervisor struct {
 	killAllC  chan struct{}  // the kill wait after the first stop ran out
 	waitOverC chan struct{}  // -W ran out
 	wakeC     chan struct{}  // a verdict's WakeIn ran out: waiting slots are asked again
+	endC      chan ending    // a verdict's EndIn ran out: a process still running is ended
 	signalC   chan os.Signal // signals to gpulaunch
 	// link carries a queue's messages to and from other nodes; nodeC
 	// is its incoming side, nil (never ready) without one.
@@ -108,6 +109,12 @@ type supervisor struct {
 // deadline is a timer's message about slot's process pid: it applies only
 // if that process still runs.
 type deadline struct{ slot, pid int }
+
+// ending is a verdict's EndIn come: the process ends for why.
+type ending struct {
+	deadline
+	why job.Ended
+}
 
 // Run starts every instance and supervises them until each has exited
 // and everything they left behind is process.Reaped, and says how they ended.
@@ -195,7 +202,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		spec: spec, policy: spec.Policy, log: spec.Log, board: spec.Board, devnull: devnull, reaper: process.NewReaper(), begun: time.Now(),
 		slots: make([]slot, n),
 		idleC: make(chan struct{}, 1), restartC: make(chan int, n), timeoutC: make(chan deadline, n), killC: make(chan deadline, n),
-		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), wakeC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
+		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), wakeC: make(chan struct{}, 1), endC: make(chan ending, n), signalC: make(chan os.Signal, 16),
 		stopped: make(chan struct{}),
 	}
 	if spec.Signals != nil {
@@ -252,6 +259,8 @@ func (s *supervisor) run(ctx context.Context) error {
 			s.timedOut(d)
 		case d := <-s.killC:
 			s.killLate(d)
+		case e := <-s.endC:
+			s.endLate(e)
 		case <-s.killAllC:
 			s.killAll()
 		case <-s.waitOverC:
@@ -554,7 +563,12 @@ func (s *supervisor) effects(i int, v job.Verdict) {
 	}
 	if v.EndOthers != "" {
 		for k := range s.slots {
-			if v.Among == nil || slices.Contains(v.Among, k) {
+			switch {
+			case v.Among != nil && !slices.Contains(v.Among, k):
+			case v.EndIn > 0:
+				d, why := deadline{k, s.slots[k].pid}, v.EndOthers
+				time.AfterFunc(v.EndIn, func() { deliver(s.ctx, s.endC, ending{d, why}) })
+			default:
 				s.terminate(k, v.EndOthers)
 			}
 		}
@@ -774,6 +788,15 @@ func (s *supervisor) timedOut(d deadline) {
 	if s.slots[d.slot].pid == d.pid {
 		s.log.Info(fmt.Sprintf("instance %d ran past --timeout %s: ending it", d.slot, s.policy.Timeout))
 		s.terminate(d.slot, job.EndedTimeout)
+	}
+}
+
+// endLate ends a process a verdict's EndIn gave time to end by itself.
+func (s *supervisor) endLate(e ending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots[e.slot].pid == e.pid && e.pid > 0 {
+		s.terminate(e.slot, e.why)
 	}
 }
 
