@@ -84,7 +84,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
 	fs.BoolVarP(&r.policy.KillOnBadExit, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
 	fs.StringVarP(&r.policy.Wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
-	fs.IntVar(&r.policy.Restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
+	fs.IntVar(&r.policy.Restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff (--ddp: the group; --mps: a GPU whose MPS server faulted restarts its instances together, N times for the GPU)")
 	fs.StringVar(&r.policy.Timeout, "timeout", "", "end an instance that runs longer than this (e.g. 90s, 2h)")
 	fs.StringVar(&r.policy.KillWait, "kill-wait", "10s", "grace between TERM and KILL")
 	fs.StringVar(&r.policy.MemPerTask, "mem-per-task", "", "end an instance whose process tree uses more resident memory (e.g. 16G; plain numbers are MiB, as in Slurm; 0 is Slurm's --mem=0, all the memory: no cap)")
