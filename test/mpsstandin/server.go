@@ -51,22 +51,28 @@ type mpsServer struct {
 	mu      sync.Mutex
 	logDir  string
 	control func(format string, a ...any) // control.log's lines
+	dead    func(pid int) bool            // the process has ended (processGone)
 	pid     int                           // the server's, as its log names it
 	started bool                          // control.log said "Starting new server"
 	log     *os.File                      // server.log, from the first client on
-	clients []int                         // attached clients' pids, oldest first
+	clients []*mpsClient                  // attached, oldest first
 	sticky  bool                          // a client faulted: every client has the error set
 }
 
+// mpsClient is one attached client (its pid may be reused once it left).
+type mpsClient struct{ pid int }
+
 // attach registers client pid. The rules, in order:
-//  1. A server with a sticky error set refuses every new client
-//     (ErrNotReady) until all its clients have exited.
+//  1. A server with a sticky error set first notices its clients that
+//     have ended (lost: their connection may not be read yet when a
+//     launcher that saw them exit starts the next), then refuses every
+//     new client (ErrNotReady) while one of them lives.
 //  2. The first client of a server without a context creates it
 //     ("Creating server context on device 0").
 //  3. Every client is logged in control.log as the control daemon logs
 //     it ("NEW CLIENT pid from user uid: …"), the first one of the
 //     daemon starting the server.
-func (s *mpsServer) attach(pid int) string {
+func (s *mpsServer) attach(pid int) (string, *mpsClient) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.started {
@@ -77,19 +83,27 @@ func (s *mpsServer) attach(pid int) string {
 		s.control("NEW CLIENT %d from user %d: Server already exists", pid, os.Getuid())
 	}
 	if s.sticky {
-		return replyRefused + " " + ErrNotReady
+		for _, c := range slices.Clone(s.clients) {
+			if s.dead(c.pid) {
+				s.leaveLocked(c, true)
+			}
+		}
+	}
+	if s.sticky {
+		return replyRefused + " " + ErrNotReady, nil
 	}
 	if len(s.clients) == 0 {
 		if err := s.logf("%s", createContext); err != nil {
-			return replyRefused + " " + err.Error()
+			return replyRefused + " " + err.Error(), nil
 		}
 	}
-	s.clients = append(s.clients, pid)
-	return replyOK
+	c := &mpsClient{pid: pid}
+	s.clients = append(s.clients, c)
+	return replyOK, c
 }
 
 // poll is a client's next call: the sticky error once one is set.
-func (s *mpsServer) poll(pid int) string {
+func (s *mpsServer) poll(c *mpsClient) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sticky {
@@ -105,21 +119,21 @@ func (s *mpsServer) count() string {
 	return fmt.Sprintf("%s %d", replyOK, len(s.clients))
 }
 
-// fault is client pid's fatal fault: the server writes the sticky list,
+// fault is client c's fatal fault: the server writes the sticky list,
 // the faulting pid first and then every other client's, newest first (as
 // the H200's server listed them), and sets the error on every client. A
 // client that faults after a neighbour did meets the neighbour's error.
-func (s *mpsServer) fault(pid int) string {
+func (s *mpsServer) fault(c *mpsClient) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sticky {
 		return replySticky + " " + ErrSticky
 	}
 	s.logf("%s", stickyHeader)
-	s.logf("%d", pid)
-	for _, c := range slices.Backward(s.clients) {
-		if c != pid {
-			s.logf("%d", c)
+	s.logf("%d", c.pid)
+	for _, o := range slices.Backward(s.clients) {
+		if o != c {
+			s.logf("%d", o.pid)
 		}
 	}
 	s.sticky = true
@@ -128,40 +142,40 @@ func (s *mpsServer) fault(pid int) string {
 
 // exit is a client's clean end; with the sticky error set its teardown
 // fails as its calls do, and it stays a client until it leaves.
-func (s *mpsServer) exit(pid int) string {
+func (s *mpsServer) exit(c *mpsClient) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sticky {
 		return replySticky + " " + ErrSticky
 	}
-	s.leaveLocked(pid, false)
+	s.leaveLocked(c, false)
 	return replyOK
 }
 
 // lost is a client that ended without a clean exit: one that failed, or
 // whose connection closed (its process died).
-func (s *mpsServer) lost(pid int) {
+func (s *mpsServer) lost(c *mpsClient) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.leaveLocked(pid, true)
+	s.leaveLocked(c, true)
 }
 
-// leaveLocked removes client pid. The rules:
+// leaveLocked removes client c. The rules:
 //  1. A client lost is logged as the server notices a dead client
 //     (clientLost), then as every client that leaves (clientExiting, with
-//     the clients left).
+//     the clients left); one that has left already leaves nothing.
 //  2. The last client's leaving destroys the context, which ends a sticky
 //     error: the next client creates a new context and is served.
-func (s *mpsServer) leaveLocked(pid int, lost bool) {
-	i := slices.Index(s.clients, pid)
+func (s *mpsServer) leaveLocked(c *mpsClient, lost bool) {
+	i := slices.Index(s.clients, c)
 	if i < 0 {
 		return
 	}
 	if lost {
-		s.logf(clientLost, pid)
+		s.logf(clientLost, c.pid)
 	}
 	s.clients = slices.Delete(s.clients, i, i+1)
-	s.logf(clientExiting, pid, len(s.clients))
+	s.logf(clientExiting, c.pid, len(s.clients))
 	if len(s.clients) == 0 {
 		s.logf("%s", destroyContext)
 		s.sticky = false

@@ -86,8 +86,12 @@
 //
 // Every line is written before the client that caused it, or waits on
 // it, is answered: once a client has exited, the log says why, and
-// tests need no sleeps (only a client killed is noticed after its death,
-// as the real server notices it).
+// tests need no sleeps. A client killed is noticed after its death, as
+// the real server notices it, with one exception that keeps restarts
+// free of timing: a sticky server, before it refuses a new client,
+// first notices those of its clients that have ended (reaped, or
+// zombies), so a launcher that saw all of a GPU's instances exit and
+// starts them again is served.
 package mpsstandin
 
 import (
@@ -218,7 +222,7 @@ func daemon(pipe, logDir string) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
-	s.mps = &mpsServer{logDir: logDir, control: s.logf, pid: os.Getpid()}
+	s.mps = &mpsServer{logDir: logDir, control: s.logf, dead: processGone, pid: os.Getpid()}
 	if s.server != nil { // the server forked at once is the one clients get
 		s.mps.pid, s.mps.started = s.server.Process.Pid, true
 	}
@@ -333,7 +337,7 @@ func (s *state) serve(c net.Conn) {
 // without the client's "exit" or "lost" is a client that died, noticed as
 // the real server notices it.
 func (s *state) serveClient(c net.Conn, r *bufio.Reader, pid int) {
-	reply := s.mps.attach(pid)
+	reply, cl := s.mps.attach(pid)
 	fmt.Fprintln(c, reply)
 	if reply != replyOK {
 		return
@@ -341,24 +345,24 @@ func (s *state) serveClient(c net.Conn, r *bufio.Reader, pid int) {
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			s.mps.lost(pid)
+			s.mps.lost(cl)
 			return
 		}
 		switch strings.TrimSpace(line) {
 		case callPoll:
-			fmt.Fprintln(c, s.mps.poll(pid))
+			fmt.Fprintln(c, s.mps.poll(cl))
 		case callFault:
-			fmt.Fprintln(c, s.mps.fault(pid))
+			fmt.Fprintln(c, s.mps.fault(cl))
 		case callClients:
 			fmt.Fprintln(c, s.mps.count())
 		case callExit:
-			reply := s.mps.exit(pid)
+			reply := s.mps.exit(cl)
 			fmt.Fprintln(c, reply)
 			if reply == replyOK {
 				return
 			}
 		case callLost:
-			s.mps.lost(pid)
+			s.mps.lost(cl)
 			fmt.Fprintln(c, replyOK)
 			return
 		default:

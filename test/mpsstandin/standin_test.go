@@ -283,9 +283,11 @@ func TestStickyServerRefusesNewClientsUntilAllExited(t *testing.T) {
 	}
 }
 
-// A client killed is noticed as the real server notices it (its
-// connection closed), and a sticky server recovers once the killed one
-// was its last client.
+// A client killed is noticed as the real server notices it: its
+// connection closed. A sticky server whose last client was killed serves
+// the next client as soon as the killed one has exited (a launcher that
+// saw its instances exit restarts them at once); otherwise the server
+// notices the death after it (the one wait in these tests).
 func TestKilledClientIsNoticed(t *testing.T) {
 	b := newBed(t)
 	b.start(t)
@@ -296,16 +298,26 @@ func TestKilledClientIsNoticed(t *testing.T) {
 	f.wait(t, 1, ErrFault+"\n")
 	_ = r.cmd.Process.Kill()
 	<-r.done
+	n := b.client(t, nil, "run", "1m")
+	b.attached(t, n)
 	lost := fmt.Sprintf("Server failed to recevie command with status 806, assuming client {PID: %d, Context ID: 1} exit", r.pid())
-	// the server notices a death after it: the one wait in these tests
-	waitFor(t, "the killed client noticed", func() bool {
-		st := b.stickies(t)
-		return len(st) == 1 && st[0].Recovered
-	})
+	if st := b.stickies(t); len(st) != 1 || !st[0].Recovered {
+		t.Errorf("the sticky server's last client killed: stickies %+v; want one, recovered", st)
+	}
 	if msgs := b.messages(t); !slices.Contains(msgs, lost) {
 		t.Errorf("server.log has no %q:\n%s", lost, strings.Join(msgs, "\n"))
 	}
-	b.client(t, nil, "run", "10ms").wait(t, 0, "")
+	_ = n.cmd.Process.Kill()
+	<-n.done
+	waitFor(t, "the killed client noticed", func() bool {
+		log := b.read(t, "server.log")
+		return strings.Contains(log, fmt.Sprintf("Client {PID: %d, Context ID: 1} exiting. Number of active client contexts is 0.", n.pid())) &&
+			strings.HasSuffix(log, "] Destroy server context on device 0 (MPS stand-in)\n")
+	})
+	if msgs := b.messages(t); msgs[len(msgs)-3] != fmt.Sprintf("Server failed to recevie command with status 806, assuming client {PID: %d, Context ID: 1} exit", n.pid()) ||
+		msgs[len(msgs)-1] != "Destroy server context on device 0 (MPS stand-in)" {
+		t.Errorf("server.log ends:\n%s", strings.Join(msgs, "\n"))
+	}
 }
 
 // MPSCLIENT_FAULT_ONCE: the first fault creates the file and faults, the
@@ -321,14 +333,19 @@ func TestFaultOnce(t *testing.T) {
 	}
 }
 
-// MPSCLIENT_FAULT_CLIENTS: the client told to fault first, its
-// neighbours after it, started at once; it faults only once all are its
-// server's clients, and the fault reaches every one.
+// MPSCLIENT_FAULT_CLIENTS: the client told to fault starts first, its
+// neighbours after it; it faults only once all are its server's clients
+// (not with two of three), and the fault reaches every one.
 func TestFaultWaitsForClients(t *testing.T) {
 	b := newBed(t)
 	b.start(t)
 	f := b.client(t, []string{"MPSCLIENT_FAULT_CLIENTS=3"}, "fault", "0s")
+	b.attached(t, f)
 	r1 := b.client(t, nil, "run", "1m")
+	b.attached(t, r1)
+	if log := b.read(t, "server.log"); strings.Contains(log, "sticky") {
+		t.Fatalf("a fault with 2 clients of 3:\n%s", log)
+	}
 	r2 := b.client(t, nil, "run", "1m")
 	f.wait(t, 1, ErrFault+"\n")
 	r1.wait(t, 1, ErrSticky+"\n")
