@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
@@ -149,5 +150,42 @@ func TestMPSFaultInAQueue(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "failed with its GPU's MPS server") {
 		t.Errorf("no task was given back:\n%s", out)
+	}
+}
+
+// status says it while the run goes on: GPU 0's instances (0 and 2) fail
+// with instance 2's fault, GPU 1's (1 and 3) run on; `status --json` and
+// `status` name instance 2 as the cause and instance 0 as failed with its
+// GPU's MPS server, and GPU 1's instances as untouched.
+func TestMPSFaultInStatus(t *testing.T) {
+	b := newMPSBed(t)
+	cmd := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=2"}, "-n", "4", "-O", "--node-file", nodeFile(t, 2), "--mps", "--monitor-interval", "0",
+		"--", "sh", "-c", `if [ "$GPULAUNCH_INSTANCE" = 2 ]; then exec mpsclient fault 200ms; fi; exec mpsclient run 1m`)
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() }()
+	var snap struct {
+		Instances []struct {
+			Instance int    `json:"instance"`
+			MPSFault string `json:"mps_fault"`
+		} `json:"instances"`
+	}
+	waitFor(t, "status to name the cause", func() bool {
+		got, err := b.cmd(t, nil, "status", "--json").Output()
+		if err != nil || json.Unmarshal(got, &snap) != nil || len(snap.Instances) != 4 {
+			return false
+		}
+		validateAgainstSchema(t, "status", got)
+		return strings.Contains(snap.Instances[2].MPSFault, "the fault's cause") && snap.Instances[0].MPSFault != ""
+	})
+	if !strings.Contains(snap.Instances[0].MPSFault, "failed with GPU 0's MPS server (instance 2's fault)") || snap.Instances[1].MPSFault != "" || snap.Instances[3].MPSFault != "" {
+		t.Errorf("status --json: %+v\n%s", snap.Instances, errb.String())
+	}
+	text, _ := b.cmd(t, nil, "status").Output()
+	if !strings.Contains(string(text), "MPS: instance 2: the first to fail of GPU 0's MPS clients: the fault's cause") {
+		t.Errorf("status:\n%s", text)
 	}
 }
