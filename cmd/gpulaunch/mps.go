@@ -18,7 +18,7 @@ type mpsFlags struct {
 }
 
 func (m *mpsFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&m.on, "mps", false, "share GPUs through NVIDIA MPS: one control daemon per shared GPU for the run (or the job's own MPS); implies --share-gpus")
+	fs.BoolVar(&m.on, "mps", false, "share GPUs through NVIDIA MPS: one control daemon per shared GPU for the run (or the job's own MPS); implies --share-gpus; one client's fault fails its GPU's clients: gpulaunch names the cause")
 	fs.IntVar(&m.threads, "mps-threads", 0, "--mps: each instance's active thread percentage of its GPU, 1..100 (default: an even share, rounded up)")
 	fs.StringVar(&m.memLimit, "mps-mem-limit", "", "--mps: the device memory each instance may pin, 512M or 10G (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT)")
 }

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// mpsBed is one test's world for --mps: the stand-in control program on
-// PATH (the test binary by that name: TestMain), its lifecycle events
+// mpsBed is one test's world for --mps: the stand-in control program and
+// its client mpsclient on PATH (the test binary by those names:
+// TestMain), its lifecycle events
 // file, a private runtime directory, and the instances' files.
 type mpsBed struct {
 	dir, events, runtime, bin string
@@ -34,8 +35,12 @@ func newMPSBed(t *testing.T) mpsBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(self, filepath.Join(b.bin, "nvidia-cuda-mps-control")); err != nil {
-		t.Fatal(err)
+	// the stand-in's control program and its CUDA client (an instance's
+	// app: `mpsclient run 1s`, `mpsclient fault 100ms`): this binary
+	for _, name := range []string{"nvidia-cuda-mps-control", "mpsclient"} {
+		if err := os.Symlink(self, filepath.Join(b.bin, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return b
 }

@@ -84,7 +84,7 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.openMode, "open-mode", "", "truncate (the default) or append to the -o/-e files; a --resume appends to the files tasks share (append: to every task's own file too)")
 	fs.BoolVarP(&r.policy.KillOnBadExit, "kill-on-bad-exit", "K", false, "when one instance fails, end the others (TERM, grace, KILL)")
 	fs.StringVarP(&r.policy.Wait, "wait", "W", "", "end the other instances this long after the first exits (seconds or a duration)")
-	fs.IntVar(&r.policy.Restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff")
+	fs.IntVar(&r.policy.Restarts, "restarts", 0, "restart a failing instance up to N times, with exponential backoff (--ddp: the group; --mps: a GPU whose MPS server faulted restarts its instances together, N times for the GPU)")
 	fs.StringVar(&r.policy.Timeout, "timeout", "", "end an instance that runs longer than this (e.g. 90s, 2h)")
 	fs.StringVar(&r.policy.KillWait, "kill-wait", "10s", "grace between TERM and KILL")
 	fs.StringVar(&r.policy.MemPerTask, "mem-per-task", "", "end an instance whose process tree uses more resident memory (e.g. 16G; plain numbers are MiB, as in Slurm; 0 is Slurm's --mem=0, all the memory: no cap)")
@@ -537,6 +537,7 @@ func (r *runner) start(tasks []job.Task, con *summary.Console) error {
 		if daemons != nil {
 			parts.spare = daemons.Keepers()
 		}
+		parts.fates = c.mps.Fates(daemons)
 	}
 	if o.policy.DDP {
 		if parts.errs, err = launcher.MakeErrorDir(a.tmpRoot, a.env["TMPDIR"]); err != nil {
@@ -650,6 +651,9 @@ type runParts struct {
 	// spare are the keepers of the run's MPS daemons, which the run's end
 	// leaves alone with what is below them (they are stopped after it).
 	spare []int
+	// fates are the GPUs whose instances share a fate under the run's
+	// MPS daemons (launcher.Spec.Fates); nil without.
+	fates []mps.Fate
 	// metrics are --metrics-file's and --metrics-listen's; nil without.
 	metrics *metrics.Exporter
 	// wait holds gpulaunch's signals until the supervisor takes them.
@@ -729,7 +733,7 @@ func (r runner) supervise(st runParts) error {
 		res, err = launcher.Run(launcher.Spec{
 			Instances: insts, Policy: st.policy, Label: o.flags.label, LabelHost: l.group.LabelHost(), Log: log, GPUs: l.src,
 			WatchGPUs: l.watched(), Stdout: con.Stdout, Stderr: con.Stderr, OpenMode: o.openMode(), Board: board,
-			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Signals: sigs,
+			Work: rq.work(), Link: rq.Link(), Spare: st.spare, Fates: st.fates, Signals: sigs,
 		})
 		rq.Close(log) // what the run said last reaches the other nodes
 		return err

@@ -36,8 +36,8 @@ func TestMain(m *testing.M) {
 	if process.IsKeeper() { // as main
 		os.Exit(process.Keep())
 	}
-	if filepath.Base(os.Args[0]) == "nvidia-cuda-mps-control" { // mps_test.go's stand-in
-		os.Exit(mpsstandin.Main(os.Args[1:]))
+	if main := mpsstandin.Program(os.Args[0]); main != nil { // mps_test.go's stand-in and its client
+		os.Exit(main(os.Args[1:]))
 	}
 	if len(os.Args) > 2 && os.Args[1] == "gltest-helper" {
 		os.Exit(helper(os.Args[2], os.Args[3:]))

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpulaunch/gpulaunch/test/mpsstandin"
 	"github.com/gpulaunch/gpulaunch/test/procs"
 )
 
@@ -358,11 +359,18 @@ type sigExpect struct {
 //     with it: 128 + that signal for a run of instances (mps), 255 for a
 //     node of a queue (join). USR1 reaches no instance, for none runs:
 //     dropped. With no stop the wait runs out: 1.
+//  9. An MPS GPU's instances restarting together after its server's
+//     fault (mpsfault: the wait for every client's exit, the server's
+//     recovery and the backoff): as rule 2, the first INT, TERM, HUP or
+//     QUIT stops the run, 128 + that signal; nothing restarts.
 //
 // A signal after gpulaunch's run is over changes nothing (Run drops it).
 func sigOracle(q sigSequence) sigExpect {
-	if q.phase == "mps" || q.phase == "join" {
+	switch q.phase {
+	case "mps", "join":
 		return waitOracle(q)
+	case "mpsfault":
+		return faultOracle(q)
 	}
 	queue := q.phase == "queue" || q.phase == "nodes"
 	stop, hup, usr1 := -1, -1, -1
@@ -441,6 +449,23 @@ func sigOracle(q sigSequence) sigExpect {
 	}
 	if q.phase == "nodes" { // rule 7
 		e.node1 = []int{0, 255}
+	}
+	return e
+}
+
+// faultOracle is sigOracle's rule 9: a run of instances whose MPS GPU's
+// server faulted, its instances restarting together (--restarts 1, the
+// fault every time, scripted only: the instances are the stand-in's
+// clients, whose signals are their own): the first INT, TERM, HUP or
+// QUIT during the restart stops it, 128 + that signal (rule 2); with no
+// stop the second fault ends it, with the faulting instance's 1.
+func faultOracle(q sigSequence) sigExpect {
+	e := sigExpect{stopAt: -1, after: sigKillWait, natural: 20 * time.Second, statuses: []int{1}}
+	for i, s := range q.signals {
+		if s != syscall.SIGUSR1 {
+			e.stopAt, e.statuses = i, []int{128 + int(s)}
+			break
+		}
 	}
 	return e
 }
@@ -562,6 +587,17 @@ func runSequence(q sigSequence, dir string) string {
 			events, _ := os.ReadFile(filepath.Join(dir, "events"))
 			return strings.Contains(out, "MPS: waiting up to") && strings.Contains(string(events), "server ")
 		}
+	case "mpsfault":
+		runtime, err := mpsWaitWorld(dir)
+		if err != nil {
+			return err.Error()
+		}
+		defer os.RemoveAll(runtime)
+		env = append(env, "XDG_RUNTIME_DIR="+runtime, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "MPS_STANDIN_EVENTS="+filepath.Join(dir, "events"),
+			mpsstandin.FaultClientsEnv+"=2")
+		args = []string{"-n", "2", "-O", "--node-file", filepath.Join(dir, "node.json"), "--mps", "--restarts", "1", "--monitor-interval", "0",
+			"--kill-wait", sigKillWait.String(), "--", "sh", "-c", `if [ "$GPULAUNCH_INSTANCE" = 1 ]; then exec mpsclient fault 200ms; fi; exec mpsclient run ` + sigLifetime.String()}
+		waiting = func(out string) bool { return strings.Contains(out, "they restart together once all have exited") }
 	case "join":
 		args = append(append(flags, "--master-addr", "127.0.0.1", "--each-line", lines(sigTasks)), app(sigLifetime, 0)...)
 		waiting = func(out string) bool { return strings.Contains(out, "node 1 of 2: waiting up to") }
@@ -670,16 +706,19 @@ func runSequence(q sigSequence, dir string) string {
 	return strings.Join(problems, "; ") + "\n" + gl.out.String()
 }
 
-// mpsWaitWorld makes the mps phase's world in dir: the MPS stand-in on
-// bin (the test binary by the control program's name), a node file of one
+// mpsWaitWorld makes the mps phases' world in dir: the MPS stand-in on
+// bin (the test binary by the control program's name, and by its
+// client's, mpsclient), a node file of one
 // GPU, and a runtime directory under /tmp (MPS's sockets must fit 108
 // bytes), which it returns.
 func mpsWaitWorld(dir string) (string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		return "", err
 	}
-	if err := os.Symlink(os.Args[0], filepath.Join(dir, "bin", "nvidia-cuda-mps-control")); err != nil {
-		return "", err
+	for _, name := range []string{"nvidia-cuda-mps-control", "mpsclient"} {
+		if err := os.Symlink(os.Args[0], filepath.Join(dir, "bin", name)); err != nil {
+			return "", err
+		}
 	}
 	node := `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`
 	if err := os.WriteFile(filepath.Join(dir, "node.json"), []byte(node), 0o644); err != nil {
@@ -714,6 +753,13 @@ var scriptedSequences = []sigSequence{
 	{phase: "mps", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, gaps: []time.Duration{0, 0}},
 	// USR1 dropped, then scancel's TERM, while a node waits for its holder
 	{phase: "join", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM}, gaps: []time.Duration{0, 300 * time.Millisecond}},
+	// issue 37's: scancel's TERM, and Ctrl-C twice, while an MPS GPU's
+	// instances restart together after its server's fault
+	{phase: "mpsfault", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGTERM}, gaps: []time.Duration{0}},
+	{phase: "mpsfault", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, gaps: []time.Duration{100 * time.Millisecond, 0}},
+	{phase: "mpsfault", behaviour: "ignore", signals: []syscall.Signal{syscall.SIGHUP}, gaps: []time.Duration{200 * time.Millisecond}},
+	// and none: the restart, the fault again, the run's 1, nothing left
+	{phase: "mpsfault", behaviour: "ignore"},
 }
 
 // TestSignalSequences sends scripted and seeded-random sequences of 1 to 4
@@ -727,7 +773,9 @@ var scriptedSequences = []sigSequence{
 // GPULAUNCH_STRESS_SEQUENCES: how many random sequences (20; `make
 // stress` 500); GPULAUNCH_STRESS_PARALLEL: how many at once (5);
 // GPULAUNCH_STRESS_SEED: the first seed (default: the clock's, printed),
-// or, with GPULAUNCH_STRESS_SEQUENCES=1, the one sequence to replay.
+// or, with GPULAUNCH_STRESS_SEQUENCES=1, the one sequence to replay;
+// GPULAUNCH_STRESS_PHASE: only the sequences of that phase (the scripted
+// ones, and the random ones that drew it), to try one phase alone.
 func TestSignalSequences(t *testing.T) {
 	n, parallel := envInt("GPULAUNCH_STRESS_SEQUENCES", 20), envInt("GPULAUNCH_STRESS_PARALLEL", 5)
 	seed := uint64(time.Now().UnixNano() % 1e9)
@@ -744,6 +792,9 @@ func TestSignalSequences(t *testing.T) {
 	}
 	for i := range n {
 		seqs = append(seqs, randomSequence(seed+uint64(i)))
+	}
+	if phase := os.Getenv("GPULAUNCH_STRESS_PHASE"); phase != "" {
+		seqs = slices.DeleteFunc(seqs, func(q sigSequence) bool { return q.phase != phase })
 	}
 	t.Logf("%d sequences (%d random from seed %d), %d at a time; replay one: GPULAUNCH_STRESS_SEQUENCES=1 GPULAUNCH_STRESS_SEED=<seed>", len(seqs), n, seed, parallel)
 	base := t.TempDir()
@@ -805,6 +856,8 @@ func TestSignalOracle(t *testing.T) {
 		{"8: a stop ends the MPS wait at once", seq("mps", "ignore", USR1, QUIT, INT), []int{131}, 1},
 		{"8: a node's wait stopped: 255, HUP too", seq("join", "die", HUP, TERM), []int{255}, 0},
 		{"8: USR1 is dropped: the wait runs out", seq("mps", "catch", USR1, USR1), []int{1}, -1},
+		{"9: a stop while an MPS GPU's instances restart together", seq("mpsfault", "ignore", TERM, INT), []int{143}, 0},
+		{"9: no stop: the second fault, the faulting instance's 1", seq("mpsfault", "ignore"), []int{1}, -1},
 	} {
 		e := sigOracle(tc.q)
 		if !slices.Equal(e.statuses, tc.want) || e.stopAt != tc.stop {

@@ -22,6 +22,35 @@ type Exit struct {
 	// one, after this exit: 0 when it was the last (a group's restart
 	// waits for that).
 	Running int
+	// Fault is the MPS server's fault the process failed with: it was a
+	// client of its GPU's server when one client's fault set a sticky
+	// error on every client (read from the server's log); nil: none.
+	Fault *ServerFault
+}
+
+// ServerFault is one fault of an MPS server, as a fact of an exit: the
+// server's log lists every client it set the sticky error on, the
+// faulting one among them, and does not say which one faulted.
+type ServerFault struct {
+	// GPU is the shared GPU's place among the run's shared GPUs (the
+	// launcher's Spec.Fates), N the fault's place in its server's log,
+	// from 0: together they name the fault.
+	GPU, N int
+	// Line is the server's line that starts the list, as written (its
+	// time and the server's pid); PIDs the clients it lists, in its
+	// order.
+	Line string
+	PIDs []int
+	// Listed is where the process's pid is in PIDs; -1: not there (a
+	// child of the instance that gpulaunch did not see).
+	Listed int
+	// FirstSlot is the slot whose process PIDs names first: on the H200
+	// and in the project's stand-in, the client that faulted (NVIDIA
+	// does not document the order); -1: no process gpulaunch saw.
+	FirstSlot int
+	// Cause: the rules of a shared GPU's fate named this exit's slot the
+	// fault's cause (set by them before a queue's rules read the exit).
+	Cause bool
 }
 
 // ExitOf reads a wait status.
@@ -60,6 +89,10 @@ const (
 	EndedSignalled Ended = "signal to gpulaunch"
 	EndedHalt      Ended = "halt"
 	EndedGroup     Ended = "group restart"
+	// EndedMPSFault: its GPU's MPS server set a sticky error on every
+	// client (one client's fault); the server recovers only once every
+	// client has exited, so gpulaunch ends those that have not yet.
+	EndedMPSFault Ended = "MPS server fault"
 	// A queue over several nodes, on a node that is not its holder: the
 	// holder stopped the queue now (a signal or --halt there), or the
 	// holder is gone.

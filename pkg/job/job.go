@@ -96,12 +96,25 @@ type Verdict struct {
 	// reason, and any that starts before the mode says otherwise
 	// (Mode.ending), without stopping the run (a group restart).
 	EndOthers Ended
+	// Among, when set, limits EndOthers to these slots (the instances of
+	// one GPU whose MPS server went sticky); nil: every other slot.
+	Among []int
+	// EndIn, when set, ends EndOthers' processes that long from now, if
+	// they still run then, rather than at once: a GPU's MPS clients fail
+	// by themselves at their next CUDA call, with their own error line.
+	EndIn time.Duration
 	// StartWait starts -W's clock.
 	StartWait bool
 	// Wake asks every waiting slot again (the mode's resume): at once, or
 	// WakeIn from now when WakeIn > 0 (a group restart's backoff).
 	Wake   bool
 	WakeIn time.Duration
+	// Recovery, with WakeIn, wakes the waiting slots once the fault's
+	// MPS server has recovered — its log says it destroyed its context,
+	// once every client had exited — and WakeIn has passed, whichever
+	// is later; within a bound, so that a server that does not log its
+	// recovery does not hold the run.
+	Recovery *ServerFault
 	// Notes are what to tell the user, in order.
 	Notes []Note
 }

@@ -103,6 +103,9 @@ type InstanceStatus struct {
 	// the first, and without GPU telemetry.
 	GPUSamples []telemetry.GPUSample `json:"gpu_samples,omitempty"`
 	Warnings   []string              `json:"warnings"`
+	// MPSFault says what a fault of its GPU's MPS server was to the
+	// instance: its cause, or failed with it (Outcome's); absent: none.
+	MPSFault string `json:"mps_fault,omitempty"`
 	// OutputBytes is how much output the instance has written so far.
 	OutputBytes int64 `json:"output_bytes"`
 	// Task and Command are the task a queue slot runs (Restarts then

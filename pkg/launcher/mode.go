@@ -50,10 +50,11 @@ type modeTraits struct {
 	// starts and exits are logged at debug level, and the run gets
 	// spare Ps for the slot threads (Run).
 	manyStarts bool
-	// ending is why a process that starts now must be ended at once (a
-	// group restart under way: the others are being ended); nil: never,
-	// a process that starts ends by itself.
-	ending func() job.Ended
+	// ending is why a process that starts now in a slot must be ended at
+	// once (a group restart under way: the others are being ended; its
+	// GPU's MPS server's fault); nil: never, a process that starts ends
+	// by itself.
+	ending func(slot int) job.Ended
 	// counts are a queue's figures for the board and the progress line;
 	// nil for a run of instances.
 	counts counter
@@ -61,9 +62,13 @@ type modeTraits struct {
 	// (taskqueue's nodes.go, feed.go); nil: a mode with no other nodes.
 	nodes nodeSide
 	// firstFailure is the failure that ended a group (--ddp), whose
-	// error file holds the root cause; nil for other modes (and it
-	// returns nil for a group that did not fail).
+	// error file holds the root cause, or a shared GPU's instances
+	// (--mps: the cause of its MPS server's fault); nil for other modes
+	// (and it returns nil while none did).
 	firstFailure func() *Failure
+	// fate is what a fault of slot's GPU's MPS server was to it, for
+	// its row and outcome (fateMode.role); nil: no GPU shared under MPS.
+	fate func(slot int) (role string, withServer bool)
 	// joblog is the joblog finished tasks are recorded in (nil: none
 	// here), and progress who is told the queue's counts at every change
 	// (nil: nobody).
@@ -89,12 +94,20 @@ type nodeSide interface {
 	awaitsNodes() bool
 }
 
-// endingNow is traits' ending: job.EndedItself without one.
-func (t modeTraits) endingNow() job.Ended {
+// endingNow is traits' ending for slot: job.EndedItself without one.
+func (t modeTraits) endingNow(slot int) job.Ended {
 	if t.ending == nil {
 		return job.EndedItself
 	}
-	return t.ending()
+	return t.ending(slot)
+}
+
+// fateOf is fate's; nothing without one.
+func (t modeTraits) fateOf(slot int) (string, bool) {
+	if t.fate == nil {
+		return "", false
+	}
+	return t.fate(slot)
 }
 
 // awaitsNodes is nodes' awaitsNodes; false without other nodes.
@@ -160,16 +173,34 @@ func (w FeedTasks) mode() (runMode, modeTraits) {
 }
 
 // modeOf is the mode that runs spec's work, with policy (spec.Policy, its
-// defaults filled in), and its traits.
+// defaults filled in), and its traits. The instances of a GPU shared
+// under MPS share a fate (spec.Fates): a run of instances or a queue on
+// one node is wrapped in fateMode; a --ddp group restarts whole anyway,
+// and a node of a queue over several is fed by its holder.
 func modeOf(spec Spec, policy Policy) (runMode, modeTraits) {
 	switch {
 	case spec.Work != nil:
-		return spec.Work.mode()
+		m, t := spec.Work.mode()
+		if w, ok := spec.Work.(QueueTasks); ok && len(spec.Fates) > 0 {
+			return withFates(m, t, spec, policy, w.Queue)
+		}
+		return m, t
 	case policy.DDP:
 		m := newGroupMode(spec.Instances, policy)
-		return m, modeTraits{ending: m.ending, firstFailure: m.firstFailure}
+		return m, modeTraits{ending: func(int) job.Ended { return m.ending() }, firstFailure: m.firstFailure}
 	}
-	return &instanceMode{insts: spec.Instances, policy: policy}, modeTraits{}
+	m := &instanceMode{insts: spec.Instances, policy: policy}
+	if len(spec.Fates) > 0 {
+		return withFates(m, modeTraits{}, spec, policy, nil)
+	}
+	return m, modeTraits{}
+}
+
+// withFates wraps mode m, of traits t, in fateMode.
+func withFates(m runMode, t modeTraits, spec Spec, policy Policy, q *taskqueue.Queue) (runMode, modeTraits) {
+	fm := newFateMode(m, spec.Fates, spec.Instances, policy, q)
+	t.ending, t.firstFailure, t.fate = fm.ending, fm.firstFailure, fm.role
+	return fm, t
 }
 
 // instanceJob is the job of instance inst.
@@ -201,10 +232,7 @@ func (m *instanceMode) stop(string, bool) bool { return false }
 // to the other nodes too (nodes.go).
 type queueMode struct{ q *taskqueue.Queue }
 
-func (m queueMode) first(slot int) (job.Job, job.Then) {
-	t, then := m.q.Take(slot)
-	return job.OfTask(t), then
-}
+func (m queueMode) first(slot int) (job.Job, job.Then) { return m.q.TakeJob(slot) }
 
 func (m queueMode) resume(slot int) (job.Job, job.Then) { return m.first(slot) }
 

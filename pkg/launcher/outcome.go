@@ -36,6 +36,11 @@ type Outcome struct {
 	GPUMemPeak uint64 `json:"gpu_mem_peak_bytes"`
 	// Warnings are launch verification's findings.
 	Warnings []string `json:"warnings"`
+	// MPSFault says what a fault of its GPU's MPS server was to the
+	// instance: its cause, or failed with it; "" none (fateMode).
+	// WithServer: it failed with its GPU's server, not on its own.
+	MPSFault   string `json:"mps_fault,omitempty"`
+	WithServer bool   `json:"-"`
 	// Tasks and TasksFailed count what a slot of a task queue ran.
 	Tasks       int `json:"tasks,omitempty"`
 	TasksFailed int `json:"tasks_failed,omitempty"`
@@ -59,7 +64,9 @@ func (o Outcome) Status() string {
 // highest exit code of all tasks run or the highest signal (… 128 +
 // signal) of any task that exited with a signal"). The rules, in order:
 //  1. Instances that gpulaunch ended because another failed (-K, --ddp's
-//     group) do not count: the run's code is the failure that caused it.
+//     group, their GPU's MPS server's fault), or that failed with their
+//     GPU's MPS server (WithServer), do not count: the run's code is the
+//     failure that caused it.
 //  2. An instance that gpulaunch ended for -W, --timeout or
 //     --mem-per-task counts as killed by the TERM it was sent, whatever
 //     it did then — exited 0 on it, or outlived the kill wait and was
@@ -69,8 +76,11 @@ func (o Outcome) Status() string {
 func ExitCode(outs []Outcome) int {
 	sig, code := 0, 0
 	for _, o := range outs {
+		if o.WithServer {
+			continue
+		}
 		switch o.EndedBy {
-		case job.EndedBadExit, job.EndedGroup:
+		case job.EndedBadExit, job.EndedGroup, job.EndedMPSFault:
 			continue
 		case job.EndedWait, job.EndedTimeout, job.EndedMemory:
 			o.Signal = syscall.SIGTERM
@@ -95,7 +105,8 @@ type Result struct {
 	// HUP, QUIT); 0 when none did.
 	Signal syscall.Signal
 	// RootCause is the failure that ended a distributed group (--ddp)
-	// and what its rank reported; nil when no group failed.
+	// and what its rank reported, or the cause of the MPS server's fault
+	// that ended a shared GPU's instances (--mps); nil when neither.
 	RootCause *Failure
 }
 

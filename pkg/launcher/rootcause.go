@@ -16,7 +16,9 @@ import (
 // Failure is the failure that ended a distributed group (--ddp): the
 // first of its ranks that failed by itself in the group's last attempt,
 // and what that rank reported in its error file — torchrun's "Root
-// Cause (first observed failure)".
+// Cause (first observed failure)". Under --mps it is the cause of a
+// fault of a GPU's MPS server that ended the GPU's instances (MPS;
+// fateMode's F2b, F3).
 type Failure struct {
 	Instance, Rank int
 	// Attempt is the group's restart count when it failed.
@@ -36,6 +38,31 @@ type Failure struct {
 	Error *instance.TorchError
 	// NoError says why Error is nil, as the summary writes it.
 	NoError string
+	// MPS is the fault of the instance's GPU's MPS server that failed
+	// its neighbours too; nil for a --ddp group's failure.
+	MPS *MPSFault
+}
+
+// MPSFault is what gpulaunch knows of a GPU's MPS server's fault: the
+// server's log names every client it set the sticky error on, not which
+// one faulted.
+type MPSFault struct {
+	// GPU is the GPU's number in the plan.
+	GPU int
+	// Line is the server's log line that starts its list (its time and
+	// pid), PIDs the clients it lists, in its order.
+	Line string
+	PIDs []int
+	// Listed: the cause was named by the list's order (its client first,
+	// as the H200's server listed the faulting one); otherwise it was the
+	// first of the GPU's instances whose failure gpulaunch handled.
+	Listed bool
+	// With are the instances that failed with the server, not on their
+	// own.
+	With []int
+	// Said is the cause's last line of output: its CUDA error, as a
+	// rule ("CUDA error: an illegal memory access was encountered").
+	Said string
 }
 
 // Status is the rank's end as srun writes it: "1", "SIGSEGV".

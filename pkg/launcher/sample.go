@@ -38,6 +38,9 @@ func (s *supervisor) fold(now time.Time, procs *process.ProcTable, usage []gpu.U
 			continue
 		}
 		tree := procs.Tree(sl.pid)
+		if s.fateOf != nil && s.fateOf[i] >= 0 {
+			sl.seenPIDs(tree.PIDs)
+		}
 		sl.sampled(now, tree.CPU(procs), tree.RSS(procs))
 		if sm.GPUs() {
 			for _, w := range sl.gpus.Observe(i, usage, tree.PIDs, sm.Owner, now.Sub(sl.started)) {

@@ -55,6 +55,15 @@ type slot struct {
 	sampledCPU float64
 	gpus       *telemetry.GPUWatch // the slot's GPUs across samples
 
+	// clientPIDs are the pids of the current or last process's tree
+	// that gpulaunch saw: its own, and those of the sampler's scans. An
+	// MPS server's fault lists its clients by pid (awaitFault).
+	clientPIDs []int
+	// fate is what its GPU's MPS server's last fault was to the slot,
+	// withServer whether it failed with it (fateMode.role).
+	fate       string
+	withServer bool
+
 	// readers counts the output streams still being copied: the slot's
 	// output ring ends when the slot is done and they are.
 	readers sync.WaitGroup
@@ -82,6 +91,7 @@ func (s *slot) began(p *process.Process, now time.Time) {
 		s.first = now
 	}
 	s.out.PID = p.PID
+	s.clientPIDs = append(s.clientPIDs[:0], p.PID)
 	s.rss, s.cpuPercent, s.sampledAt, s.sampledCPU, s.cpuNow = 0, 0, time.Time{}, 0, 0
 }
 
@@ -151,6 +161,7 @@ func (s *slot) outcome(index int) Outcome {
 	}
 	o.GPUUtilMean, o.GPUUtilPeak, o.GPUUtilSource, o.GPUMemPeak = s.gpus.MeanUtil(), s.gpus.UtilPeak, s.gpus.Source, s.gpus.MemPeak
 	o.Warnings = append([]string{}, s.gpus.Warnings...)
+	o.MPSFault, o.WithServer = s.fate, s.withServer
 	return o
 }
 
@@ -173,4 +184,5 @@ func (s *slot) row(index int, r *InstanceStatus) {
 	r.GPUSamples = append(r.GPUSamples[:0], s.gpus.PerGPU...)
 	r.Warnings = append(r.Warnings[:0], o.Warnings...)
 	r.Task, r.Command = s.job.Task.Seq, s.job.Task.Command
+	r.MPSFault = o.MPSFault
 }

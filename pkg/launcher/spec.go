@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 	"github.com/gpulaunch/gpulaunch/pkg/telemetry"
@@ -100,6 +101,11 @@ type Spec struct {
 	// whatever the instances left behind, leaves them and their children
 	// alone.
 	Spare []int
+	// Fates are the GPUs whose instances share a fate under MPS (one
+	// daemon of the run's per shared GPU, with its log directory): a
+	// fault of one client fails every client of its GPU's server
+	// (fateMode); nil: none.
+	Fates []mps.Fate
 	// Signals are gpulaunch's signals, from a Waiting's hand-over: those
 	// that came while gpulaunch waited before the run, and were not read,
 	// are the run's first. Nil: Run catches its own from its start.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -61,6 +62,9 @@ type supervisor struct {
 	devnull *os.File             // every process's stdin
 	reaper  *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
 	begun   time.Time            // when the run started
+	// fateOf is each slot's place in spec.Fates, -1: none; nil without
+	// GPUs shared under MPS.
+	fateOf []int
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -94,6 +98,7 @@ type supervisor struct {
 	killAllC  chan struct{}  // the kill wait after the first stop ran out
 	waitOverC chan struct{}  // -W ran out
 	wakeC     chan struct{}  // a verdict's WakeIn ran out: waiting slots are asked again
+	endC      chan ending    // a verdict's EndIn ran out: a process still running is ended
 	signalC   chan os.Signal // signals to gpulaunch
 	// link carries a queue's messages to and from other nodes; nodeC
 	// is its incoming side, nil (never ready) without one.
@@ -104,6 +109,12 @@ type supervisor struct {
 // deadline is a timer's message about slot's process pid: it applies only
 // if that process still runs.
 type deadline struct{ slot, pid int }
+
+// ending is a verdict's EndIn come: the process ends for why.
+type ending struct {
+	deadline
+	why job.Ended
+}
 
 // Run starts every instance and supervises them until each has exited
 // and everything they left behind is process.Reaped, and says how they ended.
@@ -171,6 +182,11 @@ func Run(spec Spec) (Result, error) {
 	if f := s.traits.failure(); f != nil {
 		rc := *f
 		rc.readErrorFile()
+		if rc.MPS != nil {
+			m := *rc.MPS
+			m.Said = lastLine(s.board.Output(rc.Instance))
+			rc.MPS = &m
+		}
 		res.RootCause = &rc
 	}
 	return res, nil
@@ -186,7 +202,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		spec: spec, policy: spec.Policy, log: spec.Log, board: spec.Board, devnull: devnull, reaper: process.NewReaper(), begun: time.Now(),
 		slots: make([]slot, n),
 		idleC: make(chan struct{}, 1), restartC: make(chan int, n), timeoutC: make(chan deadline, n), killC: make(chan deadline, n),
-		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), wakeC: make(chan struct{}, 1), signalC: make(chan os.Signal, 16),
+		killAllC: make(chan struct{}, 1), waitOverC: make(chan struct{}, 1), wakeC: make(chan struct{}, 1), endC: make(chan ending, n), signalC: make(chan os.Signal, 16),
 		stopped: make(chan struct{}),
 	}
 	if spec.Signals != nil {
@@ -206,6 +222,19 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 		s.board = NewBoard(RunInfo{}, spec.Instances)
 	}
 	s.mode, s.traits = modeOf(spec, s.policy)
+	if s.traits.fate != nil { // a mode that keeps the GPUs' fates (modeOf)
+		s.fateOf = make([]int, n)
+		for i := range s.fateOf {
+			s.fateOf[i] = -1
+		}
+		for g, f := range spec.Fates {
+			for _, k := range f.Slots {
+				if k >= 0 && k < n {
+					s.fateOf[k] = g
+				}
+			}
+		}
+	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].gpus = inst, telemetry.NewGPUWatch(inst.GPUUUIDs, inst.Env)
 		s.slots[i].tl.Begun = s.begun
@@ -230,6 +259,8 @@ func (s *supervisor) run(ctx context.Context) error {
 			s.timedOut(d)
 		case d := <-s.killC:
 			s.killLate(d)
+		case e := <-s.endC:
+			s.endLate(e)
 		case <-s.killAllC:
 			s.killAll()
 		case <-s.waitOverC:
@@ -377,8 +408,8 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 	switch {
 	case s.stopping:
 		s.terminate(i, s.stopWhy)
-	case s.traits.endingNow() != job.EndedItself:
-		s.terminate(i, s.traits.endingNow())
+	case s.traits.endingNow(i) != job.EndedItself:
+		s.terminate(i, s.traits.endingNow(i))
 	}
 	s.publish(i)
 	s.noteStart(i)
@@ -390,11 +421,13 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 // starts one at once, is forked here too and returned.
 func (s *supervisor) handleExit(i, pid int, end process.Reaped, fork process.SpawnFunc) *process.Process {
 	s.awaitStop(i, end)
+	fault := s.awaitFault(i, end)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[i]
 	s.running--
 	e := s.runFacts(sl.ended(end, time.Now()))
+	e.Fault = fault
 	s.noteExit(i, pid, e)
 	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)
 	s.publish(i)
@@ -530,13 +563,23 @@ func (s *supervisor) effects(i int, v job.Verdict) {
 	}
 	if v.EndOthers != "" {
 		for k := range s.slots {
-			s.terminate(k, v.EndOthers)
+			switch {
+			case v.Among != nil && !slices.Contains(v.Among, k):
+			case v.EndIn > 0:
+				d, why := deadline{k, s.slots[k].pid}, v.EndOthers
+				time.AfterFunc(v.EndIn, func() { deliver(s.ctx, s.endC, ending{d, why}) })
+			default:
+				s.terminate(k, v.EndOthers)
+			}
 		}
 	}
 	if v.Wake {
 		s.wakeWaiting()
 	}
-	if v.WakeIn > 0 {
+	switch {
+	case v.Recovery != nil:
+		go s.awaitRecovery(*v.Recovery, v.WakeIn)
+	case v.WakeIn > 0:
 		time.AfterFunc(v.WakeIn, func() { deliver(s.ctx, s.wakeC, struct{}{}) })
 	}
 }
@@ -748,6 +791,15 @@ func (s *supervisor) timedOut(d deadline) {
 	}
 }
 
+// endLate ends a process a verdict's EndIn gave time to end by itself.
+func (s *supervisor) endLate(e ending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots[e.slot].pid == e.pid && e.pid > 0 {
+		s.terminate(e.slot, e.why)
+	}
+}
+
 // killLate KILLs a process that outlived the kill wait after its TERM.
 func (s *supervisor) killLate(d deadline) {
 	s.mu.Lock()
@@ -792,7 +844,9 @@ func (s *supervisor) outputLost(where string, err error) {
 // the one place that does, so that `gpulaunch status`, the summary and
 // the report (from outcome) cannot disagree.
 func (s *supervisor) publish(i int) {
-	s.board.update(i, func(row *InstanceStatus) { s.slots[i].row(i, row) })
+	sl := &s.slots[i]
+	sl.fate, sl.withServer = s.traits.fateOf(i)
+	s.board.update(i, func(row *InstanceStatus) { sl.row(i, row) })
 }
 
 // publishCounts gives a queue's counts to the board and the progress line.

@@ -75,6 +75,9 @@ func (s *Sharing) Write(w io.Writer) {
 	if s != nil {
 		fmt.Fprintln(w, "Sharing:   "+s.figures())
 	}
+	if line := FateLine(s); line != "" {
+		fmt.Fprintln(w, "Sharing:   "+line)
+	}
 }
 
 // figures says what a shared GPU's figures mean, by how it is shared.

@@ -57,6 +57,24 @@ type RootCause struct {
 	Traceback string     `json:"traceback,omitempty"`
 	Time      *time.Time `json:"time,omitempty"`
 	NoError   string     `json:"no_error,omitempty"`
+	// MPS is the GPU's MPS server's fault the instance caused (--mps);
+	// absent for a --ddp group's failure.
+	MPS *MPSCause `json:"mps,omitempty"`
+}
+
+// MPSCause is launcher.MPSFault in the report.
+type MPSCause struct {
+	GPU int `json:"gpu"`
+	// ServerLog is the server's line that starts its list, PIDs the
+	// clients it lists, in its order.
+	ServerLog string `json:"server_log"`
+	PIDs      []int  `json:"pids"`
+	// NamedBy says how the cause was named: "list_order" (its client
+	// listed first) or "first_exit" (the log lists every client, not
+	// which faulted).
+	NamedBy    string `json:"named_by"`
+	FailedWith []int  `json:"failed_with"`
+	Said       string `json:"said,omitempty"`
 }
 
 func rootCauseOf(f *launcher.Failure) *RootCause {
@@ -69,6 +87,12 @@ func rootCauseOf(f *launcher.Failure) *RootCause {
 	}
 	if f.Signal != 0 {
 		r.Signal = f.Status()
+	}
+	if m := f.MPS; m != nil {
+		r.MPS = &MPSCause{GPU: m.GPU, ServerLog: m.Line, PIDs: m.PIDs, NamedBy: "first_exit", FailedWith: append([]int{}, m.With...), Said: m.Said}
+		if m.Listed {
+			r.MPS.NamedBy = "list_order"
+		}
 	}
 	if e := f.Error; e != nil {
 		r.Type, r.Message, r.Where, r.Traceback = e.Type, e.Message, e.Where(), e.Traceback
@@ -113,7 +137,10 @@ type Instance struct {
 	GPUUtilSource string   `json:"gpu_util_source"`
 	// MPSClient: the instance was an MPS client, whose use the driver
 	// gives to the MPS server (why its GPU% is its GPU's).
-	MPSClient  bool     `json:"mps_client,omitempty"`
+	MPSClient bool `json:"mps_client,omitempty"`
+	// MPSFault says what a fault of its GPU's MPS server was to the
+	// instance: its cause, or failed with it; absent: none.
+	MPSFault   string   `json:"mps_fault,omitempty"`
 	GPUMemPeak uint64   `json:"gpu_mem_peak_bytes"`
 	RSSPeak    uint64   `json:"rss_peak_bytes"`
 	CPUSeconds float64  `json:"cpu_seconds"`
@@ -159,7 +186,7 @@ func Build(f Facts) Run {
 		ir := Instance{
 			Instance: o.Index, Rank: in.Rank, Host: f.Host, PID: o.PID, GPUs: append([]string{}, in.GPUUUIDs...), CPUs: in.CPUs,
 			WallSeconds: o.Wall.Seconds(), ExitCode: o.Code, Signal: signalString(o), EndedBy: string(o.EndedBy),
-			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, MPSClient: telemetry.MPSClient(in.Env), GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
+			Restarts: o.Restarts, GPUUtilPeak: o.GPUUtilPeak, MPSClient: telemetry.MPSClient(in.Env), MPSFault: o.MPSFault, GPUMemPeak: o.GPUMemPeak, RSSPeak: o.PeakRSS,
 			CPUSeconds: o.CPUSeconds, Warnings: append([]string{}, o.Warnings...),
 			Series: o.Series, Events: o.Events, EventsDropped: o.EventsDropped,
 		}

@@ -51,7 +51,18 @@ func Write(w io.Writer, insts []launcher.Instance, outs []launcher.Outcome, pain
 		fmt.Fprintln(w, "WALL: from an instance's first start to its last exit, its restarts and their back-off included")
 	}
 	writeSourceNote(w, insts, outs)
+	writeFates(w, outs)
 	writeWarnings(w, warnings, paint)
+}
+
+// writeFates prints, for each instance a fault of its GPU's MPS server
+// touched, what it was to it: the cause, or failed with the server.
+func writeFates(w io.Writer, outs []launcher.Outcome) {
+	for _, o := range outs {
+		if o.MPSFault != "" {
+			fmt.Fprintf(w, "MPS: instance %d: %s\n", o.Index, o.MPSFault)
+		}
+	}
 }
 
 // writeSourceNote prints the line that says which instances' GPU% is

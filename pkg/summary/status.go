@@ -41,6 +41,11 @@ func WriteStatus(w io.Writer, s launcher.Snapshot, width int, paint Paint) {
 		fmt.Fprintln(w, table.CutLine(note, width))
 	}
 	for _, r := range s.Instances {
+		if r.MPSFault != "" {
+			fmt.Fprintln(w, table.CutLine(fmt.Sprintf("MPS: instance %d: %s", r.Index, r.MPSFault), width))
+		}
+	}
+	for _, r := range s.Instances {
 		for _, m := range r.Warnings {
 			rest := 0 // the room after "warning: "; 0: no limit
 			if width > 0 {

@@ -79,7 +79,7 @@ func (f *Feed) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	f.running--
 	end, v := judgeTask(j, e, f.Tries, f.Host, "given back to the queue's holder")
 	switch end {
-	case givenBack:
+	case givenBack, withServer:
 		f.send(NodeMessage{Kind: MsgReturned, Seqs: []int{j.Task.Seq}})
 	case triedAgain:
 		f.running++
@@ -91,7 +91,7 @@ func (f *Feed) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
 		}
 		f.send(NodeMessage{Kind: MsgDone, Record: v.Record, Running: f.running})
 	}
-	return takeNext(v, e.Stopping, slot, f.Take)
+	return takeNext(v, e.Stopping, slot, taking(f.Take))
 }
 
 // FromNode applies a message from the holder.

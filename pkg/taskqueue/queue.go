@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,7 +30,11 @@ type Queue struct {
 	// ended: the other nodes were told the queue is over.
 	ended bool
 
-	next              int // the next task to hand out; the tasks before it were started
+	next int // the next task to hand out; the tasks before it were started
+	// again are tasks given back on this node to run again before the
+	// next (task.go's rule 1: they failed with their GPU's MPS server),
+	// each with its tries so far.
+	again             []job.Job
 	failed, succeeded int
 	failedSeqs        []int
 	halted            string // why no new task starts
@@ -104,6 +109,36 @@ func (q *Queue) nextTask() (job.Task, bool) {
 	return job.Task{}, false
 }
 
+// TakeJob is what slot runs next: a task given back here (again, its
+// tries kept), else Take's.
+func (q *Queue) TakeJob(slot int) (job.Job, job.Then) {
+	if q.halted == "" && len(q.again) > 0 {
+		j := q.again[0]
+		q.again = q.again[1:]
+		j.Task = q.Slots.Complete(q.original(j.Task), slot)
+		j.Label = j.Task.Seq
+		return j, job.Now
+	}
+	t, then := q.Take(slot)
+	return job.OfTask(t), then
+}
+
+// GiveBack puts job j, taken and not run (or to run again: task.go's
+// rule 1), at the front of the tasks to run here, its tries kept.
+func (q *Queue) GiveBack(j job.Job) {
+	q.again = append([]job.Job{j}, q.again...)
+}
+
+// original is task t as the input gave it, before a slot completed it
+// ({%}, its files): a task given back may run in another slot.
+func (q *Queue) original(t job.Task) job.Task {
+	k := sort.Search(len(q.Tasks), func(k int) bool { return q.Tasks[k].Seq >= t.Seq })
+	if k < len(q.Tasks) && q.Tasks[k].Seq == t.Seq {
+		return q.Tasks[k]
+	}
+	return t
+}
+
 // Take is what slot runs next: a task, or nothing yet while another node
 // holds tasks that a loss would hand back (nodes.go, rule 6), or nothing.
 func (q *Queue) Take(slot int) (job.Task, job.Then) {
@@ -137,6 +172,8 @@ func (q *Queue) Stop(why string, now bool) bool {
 func (q *Queue) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	end, v := judgeTask(j, e, q.Tries, q.Host, "not in the joblog, so --resume runs it again")
 	switch end {
+	case withServer:
+		q.GiveBack(j)
 	case triedAgain:
 		return v
 	case finished:
@@ -145,7 +182,7 @@ func (q *Queue) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
 			v.Notes = append(v.Notes, halt)
 		}
 	}
-	return takeNext(v, e.Stopping || v.StopAll != "", slot, q.Take)
+	return takeNext(v, e.Stopping || v.StopAll != "", slot, q.TakeJob)
 }
 
 // finishedNotes counts a finished task (finished) and says what a halt
@@ -226,6 +263,7 @@ func (q *Queue) Halted() string { return q.halted }
 func (q *Queue) Counts(running int, elapsed time.Duration) QueueStatus {
 	s := QueueStatus{Total: q.Total, Skipped: q.Skipped, Done: q.failed + q.succeeded, Failed: q.failed, Running: running + q.nodes.running(),
 		Remaining: len(q.Tasks) - q.next, Halted: q.halted}
+	s.Remaining += len(q.again)
 	if q.nodes != nil {
 		s.Remaining += len(q.nodes.again)
 	}

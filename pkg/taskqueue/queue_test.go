@@ -181,6 +181,13 @@ type exit job.Exit
 func (e exit) endedBy(by job.Ended) exit { e.By = by; return e }
 func (e exit) whileStopping() exit       { e.Stopping = true; return e }
 
+// fault: the task was a client of its GPU's MPS server when a client's
+// fault set a sticky error on every client; cause: its own.
+func (e exit) fault(cause bool) exit {
+	e.Fault = &job.ServerFault{PIDs: []int{1}, Listed: 0, FirstSlot: -1, Cause: cause}
+	return e
+}
+
 // What follows a task's end, rule by rule (Queue.AfterTaskExit).
 func TestAfterTaskExit(t *testing.T) {
 	type want struct {
@@ -201,21 +208,26 @@ func TestAfterTaskExit(t *testing.T) {
 	}{
 		{"success: recorded, the next task", 0, "never", "", 0, okExit, want{then: job.Now, seq: 2, recorded: true}},
 		{"failure: recorded, the next task", 0, "never", "", 0, failedExit, want{then: job.Now, seq: 2, recorded: true}},
-		{"rule 1: ended by --halt now: not recorded, done", 0, "never", "", 0, killedExit.endedBy(job.EndedHalt).whileStopping(), want{then: job.Done}},
-		{"rule 1: ended by a signal to gpulaunch: not recorded, done", 0, "never", "", 0, killedExit.endedBy(job.EndedSignalled).whileStopping(), want{then: job.Done}},
-		{"rule 2: a second try in the same slot", 2, "never", "", 0, failedExit, want{then: job.Now, seq: 1, try: 1}},
-		{"rule 2: --retries 1 is one try", 1, "never", "", 0, failedExit, want{then: job.Now, seq: 2, recorded: true}},
-		{"rule 2: a signal is tried again too", 2, "never", "", 0, killedExit, want{then: job.Now, seq: 1, try: 1}},
-		{"rule 2: a timeout is tried again too", 2, "never", "", 0, killedExit.endedBy(job.EndedTimeout), want{then: job.Now, seq: 1, try: 1}},
-		{"rule 2: no try left: recorded", 3, "never", "", 2, failedExit, want{then: job.Now, seq: 2, recorded: true}},
-		{"rule 2: success needs no other try", 3, "never", "", 0, okExit, want{then: job.Now, seq: 2, recorded: true}},
-		{"rule 2: no other try while stopping", 3, "never", "", 0, failedExit.whileStopping(), want{then: job.Done, recorded: true}},
-		{"rule 3: now,fail=1 ends the others", 0, "now,fail=1", "", 0, failedExit, want{then: job.Done, recorded: true, stopAll: job.EndedHalt, halted: true}},
-		{"rule 3: soon,fail=1 starts no more", 0, "soon,fail=1", "", 0, failedExit, want{then: job.Done, recorded: true, halted: true}},
-		{"rule 3: now,success=1 at a success", 0, "now,success=1", "", 0, okExit, want{then: job.Done, recorded: true, stopAll: job.EndedHalt, halted: true}},
-		{"rule 3: done=1 at any end", 0, "soon,done=1", "", 0, failedExit, want{then: job.Done, recorded: true, halted: true}},
-		{"rule 3: the halt waits for the last try", 2, "now,fail=1", "", 0, failedExit, want{then: job.Now, seq: 1, try: 1}},
-		{"rule 4: a drained queue starts no more", 0, "never", "SIGHUP", 0, okExit, want{then: job.Done, recorded: true, halted: true}},
+		{"rule 2: ended by --halt now: not recorded, done", 0, "never", "", 0, killedExit.endedBy(job.EndedHalt).whileStopping(), want{then: job.Done}},
+		{"rule 2: ended by a signal to gpulaunch: not recorded, done", 0, "never", "", 0, killedExit.endedBy(job.EndedSignalled).whileStopping(), want{then: job.Done}},
+		{"rule 3: a second try in the same slot", 2, "never", "", 0, failedExit, want{then: job.Now, seq: 1, try: 1}},
+		{"rule 3: --retries 1 is one try", 1, "never", "", 0, failedExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 3: a signal is tried again too", 2, "never", "", 0, killedExit, want{then: job.Now, seq: 1, try: 1}},
+		{"rule 3: a timeout is tried again too", 2, "never", "", 0, killedExit.endedBy(job.EndedTimeout), want{then: job.Now, seq: 1, try: 1}},
+		{"rule 3: no try left: recorded", 3, "never", "", 2, failedExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 3: success needs no other try", 3, "never", "", 0, okExit, want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 3: no other try while stopping", 3, "never", "", 0, failedExit.whileStopping(), want{then: job.Done, recorded: true}},
+		{"rule 4: now,fail=1 ends the others", 0, "now,fail=1", "", 0, failedExit, want{then: job.Done, recorded: true, stopAll: job.EndedHalt, halted: true}},
+		{"rule 4: soon,fail=1 starts no more", 0, "soon,fail=1", "", 0, failedExit, want{then: job.Done, recorded: true, halted: true}},
+		{"rule 4: now,success=1 at a success", 0, "now,success=1", "", 0, okExit, want{then: job.Done, recorded: true, stopAll: job.EndedHalt, halted: true}},
+		{"rule 4: done=1 at any end", 0, "soon,done=1", "", 0, failedExit, want{then: job.Done, recorded: true, halted: true}},
+		{"rule 4: the halt waits for the last try", 2, "now,fail=1", "", 0, failedExit, want{then: job.Now, seq: 1, try: 1}},
+		{"rule 5: a drained queue starts no more", 0, "never", "SIGHUP", 0, okExit, want{then: job.Done, recorded: true, halted: true}},
+		{"rule 1: failed with its GPU's MPS server: given back, not a try, not recorded; it runs next", 2, "never", "", 1, failedExit.fault(false), want{then: job.Now, seq: 1, try: 1}},
+		{"rule 1: ended by gpulaunch for its GPU's MPS fault: given back likewise", 0, "never", "", 0, killedExit.endedBy(job.EndedMPSFault), want{then: job.Now, seq: 1}},
+		{"rule 1: the fault's cause failed on its own: its next try", 2, "never", "", 0, failedExit.fault(true), want{then: job.Now, seq: 1, try: 1}},
+		{"rule 1: the fault's cause with no try left: recorded", 0, "never", "", 0, failedExit.fault(true), want{then: job.Now, seq: 2, recorded: true}},
+		{"rule 1: given back while stopping: not recorded, done (--resume runs it)", 0, "never", "", 0, failedExit.fault(false).whileStopping(), want{then: job.Done}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

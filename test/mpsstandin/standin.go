@@ -37,6 +37,61 @@
 //     (one stuck, as a daemon whose server waits on a GPU may be);
 //   - MPS_STANDIN_EVENTS=FILE appends "start PID PIPEDIR GPUS", "server
 //     PID", "server-exit PID" and "quit PID" lines to FILE.
+//
+// Its CUDA client, mpsclient (ClientMain; the program in mpsclient/), is
+// what an instance runs to be a client of its GPU's server, and plays
+// one client's fatal fault as a real server spread it on an H200
+// (../shared/research/gpu-h200.md, "One faulting MPS client fails every
+// client of its GPU"):
+//
+//   - `mpsclient run DURATION` connects to the daemon of
+//     CUDA_MPS_PIPE_DIRECTORY, registers its pid as a client of the
+//     GPU's server, calls the server every PollInterval (20 ms) for
+//     DURATION and once more at its end, and exits 0;
+//   - `mpsclient fault AFTER` runs as `run` for AFTER, then faults: the
+//     server writes the sticky list to server.log, sets the sticky error
+//     on every client, and this one prints ErrFault and exits 1;
+//   - MPSCLIENT_FAULT_ONCE=FILE: `fault` faults only where FILE is not
+//     there yet (it creates FILE as it goes to fault), else it ends as
+//     `run` does: a restarted group succeeds;
+//   - MPSCLIENT_FAULT_CLIENTS=N: `fault` faults only once its server has
+//     N clients (itself included), working on past AFTER until then: a
+//     test knows which clients the fault reaches without timing their
+//     starts (not in issue 37's protocol: an addition to it);
+//   - a client with the sticky error set prints ErrSticky at its next
+//     call (its exit included) and exits 1; one that connects while the
+//     server has it set is refused: ErrNotReady, exit 1; bad arguments
+//     exit 2; without a daemon to connect to it has a context of its own
+//     (as CUDA without MPS): its fault fails only itself.
+//
+// The daemon's server (mpsServer; in the daemon's process, its pid the
+// daemon's unless MPS_STANDIN_SERVER forked one) writes
+// CUDA_MPS_LOG_DIRECTORY/server.log as NVIDIA's does, each line
+// "[YYYY-MM-DD HH:MM:SS.mmm Server   PID] …": "Creating server context on
+// device 0 (MPS stand-in)" for the first client; at a fault "The
+// following client process have a sticky error set:" and one pid a line,
+// the faulting one first, then the other clients newest first; "Server
+// failed to recevie command with status 806, assuming client {PID: N,
+// Context ID: 1} exit" for a client that failed or whose connection
+// closed (a process killed); "Client {PID: N, Context ID: 1} exiting.
+// Number of active client contexts is K." for each that leaves; and,
+// when the last one has left, "Destroy server context on device 0 (MPS
+// stand-in)": the sticky error is gone and new clients are served.
+// control.log logs each client as the control daemon does: "NEW CLIENT
+// PID from user UID: Server already exists", the first one "…: Server is
+// not ready, push client to pending list" and "Starting new server PID
+// for user UID". What this stand-in chooses where NVIDIA says nothing: a
+// context is destroyed whenever its last client leaves (sticky or not);
+// a refused client leaves no line in server.log.
+//
+// Every line is written before the client that caused it, or waits on
+// it, is answered: once a client has exited, the log says why, and
+// tests need no sleeps. A client killed is noticed after its death, as
+// the real server notices it, with one exception that keeps restarts
+// free of timing: a sticky server, before it refuses a new client,
+// first notices those of its clients that have ended (reaped, or
+// zombies), so a launcher that saw all of a GPU's instances exit and
+// starts them again is served.
 package mpsstandin
 
 import (
@@ -50,6 +105,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -120,11 +176,14 @@ func client(pipe string, in io.Reader, out, errw io.Writer) int {
 
 // state is what one daemon holds.
 type state struct {
-	threads string
-	pinned  map[string]string
-	log     *os.File
-	quit    chan struct{}
-	server  *exec.Cmd // MPS_STANDIN_SERVER's; nil without
+	mu       sync.Mutex // the settings below, for connections are served at once
+	threads  string
+	pinned   map[string]string
+	log      *os.File
+	quit     chan struct{}
+	quitOnce sync.Once
+	server   *exec.Cmd  // MPS_STANDIN_SERVER's; nil without
+	mps      *mpsServer // the GPU's server: its clients (mpsclient)
 }
 
 func daemon(pipe, logDir string) int {
@@ -163,13 +222,17 @@ func daemon(pipe, logDir string) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
+	s.mps = &mpsServer{logDir: logDir, control: s.logf, dead: processGone, pid: os.Getpid()}
+	if s.server != nil { // the server forked at once is the one clients get
+		s.mps.pid, s.mps.started = s.server.Process.Pid, true
+	}
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			s.serve(c)
+			go s.serve(c) // a client holds its connection while it runs
 		}
 	}()
 	for stop := false; !stop; {
@@ -229,17 +292,26 @@ func server() int {
 
 func (s *state) serve(c net.Conn) {
 	defer c.Close()
-	line, _ := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	line, _ := r.ReadString('\n')
 	f := strings.Fields(line)
 	if len(f) == 0 {
 		return
 	}
+	if f[0] == clientHello && len(f) == 2 {
+		if pid, err := strconv.Atoi(f[1]); err == nil {
+			s.serveClient(c, r, pid)
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.logf("Command %s", strings.Join(f, " "))
 	switch {
 	case f[0] == "quit" && os.Getenv("MPS_STANDIN_QUIT") == "ignore":
 		s.logf("Quit ignored")
 	case f[0] == "quit":
-		close(s.quit)
+		s.quitOnce.Do(func() { close(s.quit) })
 	case f[0] == "get_server_list":
 	case f[0] == "set_default_active_thread_percentage" && len(f) == 2:
 		p, err := strconv.ParseFloat(f[1], 64)
@@ -260,8 +332,49 @@ func (s *state) serve(c net.Conn) {
 	}
 }
 
+// serveClient serves one mpsclient for as long as it runs: its calls,
+// one line each, answered by the GPU's server; a connection that closes
+// without the client's "exit" or "lost" is a client that died, noticed as
+// the real server notices it.
+func (s *state) serveClient(c net.Conn, r *bufio.Reader, pid int) {
+	reply, cl := s.mps.attach(pid)
+	fmt.Fprintln(c, reply)
+	if reply != replyOK {
+		return
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			s.mps.lost(cl)
+			return
+		}
+		switch strings.TrimSpace(line) {
+		case callPoll:
+			fmt.Fprintln(c, s.mps.poll(cl))
+		case callFault:
+			fmt.Fprintln(c, s.mps.fault(cl))
+		case callClients:
+			fmt.Fprintln(c, s.mps.count())
+		case callExit:
+			reply := s.mps.exit(cl)
+			fmt.Fprintln(c, reply)
+			if reply == replyOK {
+				return
+			}
+		case callLost:
+			s.mps.lost(cl)
+			fmt.Fprintln(c, replyOK)
+			return
+		default:
+			fmt.Fprintf(c, "unknown call %q\n", strings.TrimSpace(line))
+		}
+	}
+}
+
+// logf appends one line to control.log: "[2026-11-27 01:38:32.611 Control
+// 489] message", as the real daemon's.
 func (s *state) logf(format string, a ...any) {
-	fmt.Fprintf(s.log, "[%s] %s\n", time.Now().Format("2006-01-02 15:04:05.000"), fmt.Sprintf(format, a...))
+	fmt.Fprintf(s.log, "[%s Control %d] %s\n", time.Now().Format(logTime), os.Getpid(), fmt.Sprintf(format, a...))
 }
 
 // event appends one lifecycle line to MPS_STANDIN_EVENTS, for tests.

@@ -1,0 +1,140 @@
+//go:build linux
+
+package launcher
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
+	"github.com/gpulaunch/gpulaunch/pkg/process"
+)
+
+// The supervisor's part in a shared GPU's fate under MPS (fateMode's
+// rules): what the GPU's server's log says of an exit, read before the
+// exit is handed to the mode, and the wait for the server's recovery.
+
+// Bounds of the waits on a server's log. The server writes its sticky
+// list when the fault happens, before it tells any client, so a client's
+// exit nearly always finds it written; the bound is for a log that is
+// late on a loaded node, and is what an instance's own failure costs
+// before it is handled (a restart, -K). A server that recovers destroys
+// its context once its last client has exited (the H200: within 0.5 s
+// of the fault).
+const (
+	faultWait   = 2 * time.Second
+	recoverWait = 10 * time.Second
+	logPoll     = 20 * time.Millisecond
+)
+
+// awaitFault says which fault of its GPU's MPS server slot i's process
+// failed with (mps.FaultOf: C1–C3), on the slot's thread and without mu:
+// nil for a slot of no shared GPU, a success, a process gpulaunch ended
+// or one that ends as the run stops. It never depends on the order of
+// the GPU's exits and the log's lines: it reads the log until the fault
+// is there, for faultWait at most, and a stop of the run ends the wait.
+func (s *supervisor) awaitFault(i int, end process.Reaped) *job.ServerFault {
+	if s.fateOf == nil || s.fateOf[i] < 0 || (end.Status.Exited() && end.Status.ExitStatus() == 0) {
+		return nil
+	}
+	g := s.fateOf[i]
+	s.mu.Lock()
+	sl := &s.slots[i]
+	ours := sl.endedBy != job.EndedItself || s.stopping
+	pids, started := slices.Clone(sl.clientPIDs), sl.started
+	s.mu.Unlock()
+	if ours {
+		return nil
+	}
+	deadline := time.NewTimer(faultWait)
+	defer deadline.Stop()
+	for {
+		stickies, _ := mps.ReadStickies(s.spec.Fates[g].LogDir)
+		if b, ok := mps.FaultOf(stickies, pids, started); ok {
+			return s.faultFact(g, b)
+		}
+		select {
+		case <-s.stopped:
+			return nil
+		case <-deadline.C:
+			return nil
+		case <-time.After(logPoll):
+		}
+	}
+}
+
+// faultFact is fault b of GPU g's server as an exit's fact: with the
+// slot whose process its list names first (fateMode's F3).
+func (s *supervisor) faultFact(g int, b mps.Blame) *job.ServerFault {
+	f := &job.ServerFault{GPU: g, N: b.N, Line: b.Sticky.Line, PIDs: b.Sticky.PIDs, Listed: b.Listed, FirstSlot: -1}
+	if len(b.Sticky.PIDs) == 0 {
+		return f
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.spec.Fates[g].Slots {
+		if slices.Contains(s.slots[k].clientPIDs, b.Sticky.PIDs[0]) {
+			f.FirstSlot = k
+		}
+	}
+	return f
+}
+
+// awaitRecovery wakes the waiting slots once fault f's server has
+// recovered (its log's "Destroy server context" after the fault:
+// Sticky.Recovered), recoverWait at most, and after at least delay; the
+// run's end ends the wait. It runs on a goroutine of its own, as a
+// timer would.
+func (s *supervisor) awaitRecovery(f job.ServerFault, delay time.Duration) {
+	begun := time.Now()
+	bound := time.NewTimer(recoverWait)
+	defer bound.Stop()
+	dir := s.spec.Fates[f.GPU].LogDir
+wait:
+	for {
+		if st, _ := mps.ReadStickies(dir); f.N < len(st) && st[f.N].Recovered {
+			break
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-bound.C:
+			s.log.Warn(fmt.Sprintf("GPU %d's MPS server logged no recovery from its fault within %s: its instances start again anyway", s.spec.Fates[f.GPU].Index, recoverWait))
+			break wait
+		case <-time.After(logPoll):
+		}
+	}
+	if left := delay - time.Since(begun); left > 0 {
+		select {
+		case <-time.After(left):
+		case <-s.ctx.Done():
+			return
+		}
+	}
+	deliver(s.ctx, s.wakeC, struct{}{})
+}
+
+// seenPIDs adds the pids of slot i's current process tree to those its
+// process is known by (a fault's list names its clients by pid).
+func (sl *slot) seenPIDs(tree map[int]bool) {
+	for pid := range tree {
+		if !slices.Contains(sl.clientPIDs, pid) {
+			sl.clientPIDs = append(sl.clientPIDs, pid)
+		}
+	}
+}
+
+// lastLine is the last line of output r holds: a faulting client's CUDA
+// error, as a rule; "" none.
+func lastLine(r *process.Ring) string {
+	if r == nil {
+		return ""
+	}
+	data, _, _, _, _ := r.Since(-1)
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	return strings.TrimSpace(string(lines[len(lines)-1]))
+}
