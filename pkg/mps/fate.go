@@ -25,23 +25,6 @@ type Fate struct {
 	LogDir string
 }
 
-// Fates are the run's GPUs whose instances share a fate: those of the
-// daemons the run started (d), one per shared GPU. Under the job's own
-// MPS (d nil) there are none: its servers' logs are the job's, and may
-// serve other runs' clients, so gpulaunch reads no fault of them.
-func (r *Run) Fates(d *Daemons) []Fate {
-	if d == nil {
-		return nil
-	}
-	var out []Fate
-	for _, s := range SharedGPUs(r.Shares) {
-		if dm := d.Of(s.GPU.UUID); dm != nil {
-			out = append(out, Fate{GPU: s.GPU.UUID, Index: s.GPU.Index, Slots: s.Slots, LogDir: dm.LogDir})
-		}
-	}
-	return out
-}
-
 // Blame is where a process's end stands among its server's faults.
 type Blame struct {
 	// N is the fault's place in the server's log (ReadStickies), from 0;

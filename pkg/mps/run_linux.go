@@ -249,3 +249,20 @@ func Describe(n Node) *Info {
 	}
 	return m
 }
+
+// Fates are the run's GPUs whose instances share a fate: those of the
+// daemons the run started (d), one per shared GPU. Under the job's own
+// MPS (d nil) there are none: its servers' logs are the job's, and may
+// serve other runs' clients, so gpulaunch reads no fault of them.
+func (r *Run) Fates(d *Daemons) []Fate {
+	if d == nil {
+		return nil
+	}
+	var out []Fate
+	for _, s := range SharedGPUs(r.Shares) {
+		if dm := d.Of(s.GPU.UUID); dm != nil {
+			out = append(out, Fate{GPU: s.GPU.UUID, Index: s.GPU.Index, Slots: s.Slots, LogDir: dm.LogDir})
+		}
+	}
+	return out
+}
