@@ -163,6 +163,19 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
     return copyString("580.159.04", version, length);
 }
 
+/* The H200's driver 580 is CUDA 13.0 (NVML's 1000 * major + 10 * minor). */
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *version) {
+    record("nvmlSystemGetCudaDriverVersion");
+    *version = 13000;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version) {
+    record("nvmlSystemGetCudaDriverVersion_v2");
+    *version = 13000;
+    return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     record("nvmlDeviceGetCount_v2");
     char uuid[96];
@@ -206,6 +219,17 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
         return NVML_ERROR_INVALID_ARGUMENT;
     }
     return copyString("NVIDIA H200", name, length);
+}
+
+/* An H200 is compute capability 9.0. */
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
+    record("nvmlDeviceGetCudaComputeCapability");
+    if (ofTheGPU(device) != NVML_SUCCESS) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *major = 9;
+    *minor = 0;
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor) {
