@@ -189,3 +189,63 @@ func TestMPSFaultInStatus(t *testing.T) {
 		t.Errorf("status:\n%s", text)
 	}
 }
+
+// wrappedFault is a faulting client that is a child of its instance, not
+// the instance itself: a wrapper run.sh that runs python without exec.
+// Its wrapper exits after its neighbours have (they fail at their next
+// call, within 20 ms), so the cause can be named only by knowing the
+// client's pid while it lived.
+const wrappedFault = `mpsclient fault 300ms; rc=$?; sleep 0.3; exit $rc`
+
+// Issue 37's sweep, item 1: the faulting client a child of its instance.
+// The report's root cause is instance 2, named by the server's list
+// (its client listed first), not the neighbour that exited first. Before,
+// the pids an instance was known by came only from the sampler's scans
+// (none with --monitor-interval 0), the list's first pid mapped to no
+// instance, and the first exit handled — a neighbour's — was named.
+func TestMPSFaultOfAWrappedClientNamesItsInstance(t *testing.T) {
+	b := newMPSBed(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	app := `if [ "$GPULAUNCH_INSTANCE" = 2 ]; then ` + wrappedFault + `; fi; exec mpsclient run 5s`
+	out, err := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=4"}, "-n", "4", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0",
+		"--report", report, "--", "sh", "-c", app).CombinedOutput()
+	if code := exitStatus(err); code != 1 {
+		t.Fatalf("exit %d, want 1 (instance 2's):\n%s", code, out)
+	}
+	rc := readFaultReport(t, report).RootCause
+	if rc == nil || rc.MPS == nil || rc.Instance != 2 || rc.MPS.NamedBy != "list_order" {
+		t.Fatalf("root cause %+v, want instance 2 named by the list's order:\n%s", rc, out)
+	}
+}
+
+// The same in a queue (the issue's case): task 3's client is a child of
+// its task's wrapper script; only task 3 fails, the tasks it took down
+// run again and succeed, one joblog record per task. Before, task 3 was
+// given back as collateral again and again, took every other task down
+// with it, and the run exited 8 with all 8 failed.
+func TestMPSFaultOfAWrappedTaskInAQueue(t *testing.T) {
+	b := newMPSBed(t)
+	joblog := filepath.Join(t.TempDir(), "joblog")
+	wrapper := filepath.Join(t.TempDir(), "taskw.sh")
+	script := "#!/bin/sh\nif [ \"$1\" = 3 ]; then " + wrappedFault + "; fi\nexec mpsclient run 1s\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=4"}, "-n", "4", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0",
+		"--joblog", joblog, "--each-line", seqInput(t, 8), "--", wrapper, "{}").CombinedOutput()
+	if code := exitStatus(err); code != 1 {
+		t.Fatalf("exit %d, want 1 (only task 3 failed):\n%s", code, out)
+	}
+	seen := map[int]int{}
+	for _, r := range joblogRecords(t, joblog) {
+		seen[r.seq]++
+		if (r.exit != 0) != (r.seq == 3) {
+			t.Errorf("task %d: exit %d; only task 3 fails\n%s", r.seq, r.exit, out)
+		}
+	}
+	for seq := 1; seq <= 8; seq++ {
+		if seen[seq] != 1 {
+			t.Errorf("task %d: %d joblog record(s), want 1\n%s", seq, seen[seq], out)
+		}
+	}
+}

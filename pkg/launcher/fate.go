@@ -50,8 +50,10 @@ import (
 //	       cause, F3), the others failed with their GPU's MPS server and
 //	       count in the exit status no more than -K's ended instances
 //	       (ExitCode's rule 1); -K then ends the run.
-//	F3. The fault's cause is the instance whose process the server's
-//	    list names first — on the H200 and in the stand-in the client
+//	F3. The fault's cause is the instance whose process tree holds the
+//	    client the server's list names first (a client is known by its
+//	    pid from its daemon's control.log while it lives, its instance
+//	    by its ancestry: followClients, mps.OwnerOf) — on the H200 and in the stand-in the client
 //	    that faulted, an order NVIDIA does not document — or, where that
 //	    pid is no process gpulaunch saw, the first instance of the GPU
 //	    whose failed exit was handled. The log lists every client with

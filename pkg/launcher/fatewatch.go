@@ -4,9 +4,11 @@ package launcher
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
@@ -35,17 +37,21 @@ const (
 // failed with (mps.FaultOf: C1–C3), on the slot's thread and without mu:
 // nil for a slot of no shared GPU, a success, a process gpulaunch ended
 // or one that ends as the run stops. It never depends on the order of
-// the GPU's exits and the log's lines: it reads the log until the fault
-// is there, for faultWait at most, and a stop of the run ends the wait.
+// the GPU's exits and the log's lines: what the log says now settles it
+// when it names a fault; a process that was never a client of the
+// server (its daemon logged none of its tree: followClients) failed on
+// its own, at once; a client's exit reads the log until the fault is
+// there, for faultWait at most, and a stop of the run ends the wait.
 func (s *supervisor) awaitFault(i int, end process.Reaped) *job.ServerFault {
 	if s.fateOf == nil || s.fateOf[i] < 0 || (end.Status.Exited() && end.Status.ExitStatus() == 0) {
 		return nil
 	}
 	g := s.fateOf[i]
+	s.catchUpClients() // a client logged since the last poll is the slot's too
 	s.mu.Lock()
 	sl := &s.slots[i]
 	ours := sl.endedBy != job.EndedItself || s.stopping
-	pids, started := slices.Clone(sl.clientPIDs), sl.started
+	pids, started, client := slices.Clone(sl.clientPIDs), sl.started, sl.mpsClient
 	s.mu.Unlock()
 	if ours {
 		return nil
@@ -56,6 +62,9 @@ func (s *supervisor) awaitFault(i int, end process.Reaped) *job.ServerFault {
 		stickies, _ := mps.ReadStickies(s.spec.Fates[g].LogDir)
 		if b, ok := mps.FaultOf(stickies, pids, started); ok {
 			return s.faultFact(g, b)
+		}
+		if !client {
+			return nil
 		}
 		select {
 		case <-s.stopped:
@@ -116,6 +125,85 @@ wait:
 		}
 	}
 	deliver(s.ctx, s.wakeC, struct{}{})
+}
+
+// clientPoll is how often each shared GPU's control.log is read for new
+// clients: a client's pid says whose it is only while it lives, and a
+// client lives at least from its connect to its first CUDA call's
+// answer.
+const clientPoll = 10 * time.Millisecond
+
+// clientWatch is the run's record of its MPS clients: each shared GPU's
+// control daemon logs every process that connects as a client (served
+// or refused), and a client may be any process of an instance's tree (a
+// wrapper script's python, run without exec), which the sampler's scans,
+// once per --monitor-interval or never, miss. mu is taken before the
+// supervisor's.
+type clientWatch struct {
+	mu   sync.Mutex
+	logs []*mps.ClientLog
+	// pending are, per GPU, the clients logged whose instance is not
+	// known yet (its process is being started: startOn lets go of the
+	// supervisor's mu while it forks); they are tried again while they
+	// live.
+	pending [][]int
+}
+
+func newClientWatch(fates []mps.Fate) *clientWatch {
+	w := &clientWatch{pending: make([][]int, len(fates))}
+	for _, f := range fates {
+		w.logs = append(w.logs, mps.NewClientLog(f.LogDir))
+	}
+	return w
+}
+
+// followClients gives each GPU's new clients to their slots until ctx
+// ends.
+func (s *supervisor) followClients(ctx context.Context) {
+	tick := time.NewTicker(clientPoll)
+	defer tick.Stop()
+	for {
+		s.catchUpClients()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// catchUpClients reads the clients each GPU's daemon logged since the
+// last call, and adds each to the pids of the slot whose process it
+// descends from (mps.OwnerOf: O1–O4).
+func (s *supervisor) catchUpClients() {
+	w := s.clients
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for g, f := range s.spec.Fates {
+		w.pending[g] = append(w.pending[g], w.logs[g].New()...)
+		if len(w.pending[g]) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		leaders := make([]int, len(f.Slots))
+		for k, i := range f.Slots {
+			leaders[k] = s.slots[i].pid
+		}
+		kept := w.pending[g][:0]
+		for _, pid := range w.pending[g] {
+			k, alive := mps.OwnerOf(pid, leaders, mps.ReadProcStat)
+			switch {
+			case k >= 0:
+				sl := &s.slots[f.Slots[k]]
+				sl.seenPIDs(map[int]bool{pid: true})
+				sl.mpsClient = true
+			case alive:
+				kept = append(kept, pid)
+			}
+		}
+		w.pending[g] = kept
+		s.mu.Unlock()
+	}
 }
 
 // seenPIDs adds the pids of slot i's current process tree to those its
