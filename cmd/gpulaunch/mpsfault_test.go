@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -246,6 +247,58 @@ func TestMPSFaultOfAWrappedTaskInAQueue(t *testing.T) {
 	for seq := 1; seq <= 8; seq++ {
 		if seen[seq] != 1 {
 			t.Errorf("task %d: %d joblog record(s), want 1\n%s", seq, seen[seq], out)
+		}
+	}
+}
+
+// Issue 37's sweep, item 2: under --mps an exit's time is taken when it
+// is reaped, not after gpulaunch has read the server's log, and a
+// process that was never an MPS client (its daemon logged none of its
+// tree) is handled at once. A queue's `sh -c "exit 3"` tasks have their
+// own runtime in the joblog (GNU parallel's JobRuntime); a client that
+// failed on its own (`mpsclient run 100ms; exit 3`) its own wall in the
+// report; -K ends the others without the log's wait. Before, each of
+// them took faultWait (2 s) more: JobRuntime 2.001, wall 2.1 s. (A
+// bound of 1.5 s: the wait was 2 s on top of the process's own time.)
+func TestMPSExitTimesAreTheirOwn(t *testing.T) {
+	b := newMPSBed(t)
+	joblog := filepath.Join(t.TempDir(), "joblog")
+	out, err := b.cmd(t, nil, "-n", "2", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0",
+		"--joblog", joblog, "--each-line", seqInput(t, 2), "--", "sh", "-c", "exit 3").CombinedOutput()
+	if code := exitStatus(err); code != 2 {
+		t.Fatalf("exit %d, want 2 (two tasks failed):\n%s", code, out)
+	}
+	data, _ := os.ReadFile(joblog)
+	for n, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		cols := strings.Split(line, "\t")
+		if rt, err := strconv.ParseFloat(strings.TrimSpace(cols[3]), 64); err != nil || rt >= 1.5 {
+			t.Errorf("record %d: JobRuntime %q, want the task's own (under 1.5 s)\n%s", n+1, cols[3], data)
+		}
+	}
+	for _, c := range []struct{ name, app string }{
+		{"a client that failed on its own", `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then mpsclient run 100ms; exit 3; fi; exec sleep 30`},
+		{"never a client, with -K", `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then exit 3; fi; exec sleep 30`},
+	} {
+		report := filepath.Join(t.TempDir(), "r.json")
+		out, err := b.cmd(t, nil, "-n", "2", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0", "-K",
+			"--report", report, "--", "sh", "-c", c.app).CombinedOutput()
+		if code := exitStatus(err); code != 3 {
+			t.Fatalf("%s: exit %d, want 3:\n%s", c.name, code, out)
+		}
+		var r struct {
+			Instances []struct {
+				Wall float64 `json:"wall_seconds"`
+			} `json:"instances"`
+		}
+		data, _ := os.ReadFile(report)
+		if err := json.Unmarshal(data, &r); err != nil || len(r.Instances) != 2 {
+			t.Fatalf("%s: report %v:\n%s", c.name, err, data)
+		}
+		if c.name == "never a client, with -K" && r.Instances[1].Wall >= 1.5 {
+			t.Errorf("%s: instance 1 ended by -K after %.2f s, want at once (under 1.5 s)\n%s", c.name, r.Instances[1].Wall, out)
+		}
+		if r.Instances[0].Wall >= 1.5 {
+			t.Errorf("%s: instance 0's wall %.2f s, want its own (under 1.5 s)\n%s", c.name, r.Instances[0].Wall, out)
 		}
 	}
 }

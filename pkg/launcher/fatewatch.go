@@ -23,8 +23,10 @@ import (
 // Bounds of the waits on a server's log. The server writes its sticky
 // list when the fault happens, before it tells any client, so a client's
 // exit nearly always finds it written; the bound is for a log that is
-// late on a loaded node, and is what an instance's own failure costs
-// before it is handled (a restart, -K). A server that recovers destroys
+// late on a loaded node (a real server may buffer its log), and is what
+// an MPS client's own failure costs before it is handled (a restart,
+// -K); not its recorded time, which is its reaping's, and nothing for a
+// process that was never a client. A server that recovers destroys
 // its context once its last client has exited (the H200: within 0.5 s
 // of the fault).
 const (
