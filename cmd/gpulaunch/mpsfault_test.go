@@ -302,3 +302,48 @@ func TestMPSExitTimesAreTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37's sweep, item 3: a run stopped (SIGTERM) while its GPU's
+// instances wait to restart together after the server's fault failed
+// with that fault: the report's root_cause names instance 2 and the
+// summary has its root-cause block, as when no restarts are left.
+// Instance 3 holds the wait (it ignores TERM, and exits once the test
+// has seen gpulaunch take the signal), so the stop comes during it
+// without timing. Before, root_cause was null.
+func TestMPSFaultStoppedDuringTheRestartKeepsTheCause(t *testing.T) {
+	b := newMPSBed(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	once := filepath.Join(t.TempDir(), "faulted")
+	goOn := filepath.Join(t.TempDir(), "go")
+	app := `case $GPULAUNCH_INSTANCE in
+2) exec mpsclient fault 300ms;;
+3) trap "" TERM; mpsclient run 5s; while [ ! -e "$GOON" ]; do sleep 0.05; done; exit 1;;
+esac
+exec mpsclient run 5s`
+	cmd := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=4", mpsstandin.FaultOnceEnv + "=" + once, "GOON=" + goOn}, "-n", "4", "-O", "--node-file", nodeFile(t, 1), "--mps",
+		"--monitor-interval", "0", "--restarts", "1", "--report", report, "--", "sh", "-c", app)
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the GPU's instances to wait to restart together", func() bool {
+		return strings.Contains(errb.String(), "they restart together once all have exited")
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "gpulaunch to take the SIGTERM", func() bool { return strings.Contains(errb.String(), "SIGTERM: passed to every instance") })
+	if err := os.WriteFile(goOn, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if exitStatus(err) == 0 {
+		t.Fatalf("a run stopped by SIGTERM exited 0:\n%s", errb.String())
+	}
+	rc := readFaultReport(t, report).RootCause
+	if rc == nil || rc.MPS == nil || rc.Instance != 2 {
+		t.Fatalf("root cause %+v, want instance 2's MPS fault:\n%s", rc, errb.String())
+	}
+	if !strings.Contains(errb.String(), "root cause (") {
+		t.Errorf("the summary has no root-cause block:\n%s", errb.String())
+	}
+}

@@ -62,7 +62,8 @@ import (
 //	    own failures count against its own --restarts, not its restarts
 //	    with its GPU.
 //	F5. A stop of the run: nothing restarts; a waiting instance is done
-//	    when woken.
+//	    when woken; the fault handled when the run stopped is its root
+//	    cause, as when no --restarts are left (F2b).
 //	F6. A process that starts on a GPU whose fault is handled is ended
 //	    at once (ending): it would be refused by the sticky server.
 //
@@ -91,6 +92,7 @@ type fateMode struct {
 	live          []bool
 	ranks         []int
 	stopped       bool
+	faults        int // the faults begun, of every GPU
 	// failed is the first fault that ended its instances (F2b): the
 	// run's root cause; nil while none did.
 	failed *Failure
@@ -118,6 +120,9 @@ type fateState struct {
 	with   []int
 	// causeEnd is the cause's exit, once it came.
 	causeEnd job.Exit
+	// begun orders the GPUs' faults: the run's faults so far when this
+	// one began.
+	begun int
 	// roles say, per slot of the GPU, what its last fault was to it, for
 	// status and the summary; with marks those that failed with it.
 	roles map[int]string
@@ -243,6 +248,8 @@ func (m *fateMode) track(slot int, v job.Verdict) job.Verdict {
 func (m *fateMode) beginFault(g, slot int, j job.Job, e job.Exit) job.Verdict {
 	f := &m.fates[g]
 	f.phase, f.fault, f.handled = fateEnding, e.Fault, e.Fault.N+1
+	m.faults++
+	f.begun = m.faults
 	f.cause, f.listed, f.with, f.down = -1, false, nil, []int{slot}
 	if first := e.Fault.FirstSlot; first >= 0 && m.of[first] == g { // F3
 		f.cause, f.listed = first, true
@@ -346,9 +353,8 @@ func (m *fateMode) fateOver(g, slot int, e job.Exit) job.Verdict {
 	f := &m.fates[g]
 	f.phase = fateOver
 	v := job.Verdict{Then: job.Done, Wake: true}
-	if m.failed == nil && f.cause >= 0 && !m.stopped {
-		m.failed = &Failure{Instance: f.cause, Rank: m.ranks[f.cause], Attempt: f.restarts, Code: f.causeEnd.Code, Signal: f.causeEnd.Signal,
-			MPS: &MPSFault{GPU: f.fate.Index, Line: strings.TrimSpace(f.fault.Line), PIDs: f.fault.PIDs, Listed: f.listed, With: slices.Sorted(slices.Values(f.with))}}
+	if m.failed == nil && f.cause >= 0 {
+		m.failed = m.causeFailure(g)
 	}
 	if m.policy.KillOnBadExit && !e.Stopping && !m.stopped {
 		v.Say(zap.InfoLevel, "GPU %d's MPS fault ended its instances: ending the others (--kill-on-bad-exit)", f.fate.Index)
@@ -424,8 +430,37 @@ func (m *fateMode) ending(slot int) job.Ended {
 	return job.EndedItself
 }
 
-// firstFailure is F2b's.
-func (m *fateMode) firstFailure() *Failure { return m.failed }
+// causeFailure is GPU g's fault's cause as the run's root cause.
+func (m *fateMode) causeFailure(g int) *Failure {
+	f := &m.fates[g]
+	attempt := f.restarts
+	if f.phase == fateRecovering && m.queue == nil {
+		attempt-- // counted for a restart that did not come
+	}
+	return &Failure{Instance: f.cause, Rank: m.ranks[f.cause], Attempt: attempt, Code: f.causeEnd.Code, Signal: f.causeEnd.Signal,
+		MPS: &MPSFault{GPU: f.fate.Index, Line: strings.TrimSpace(f.fault.Line), PIDs: f.fault.PIDs, Listed: f.listed, With: slices.Sorted(slices.Values(f.with))}}
+}
+
+// firstFailure is F2b's, or F5's: a run stopped while a GPU's fault was
+// handled (its instances ending, or waiting for the server's recovery
+// and their restart together) failed with that fault, as one whose
+// restarts ran out, whichever GPU's fault came first.
+func (m *fateMode) firstFailure() *Failure {
+	if m.failed != nil || !m.stopped || m.queue != nil {
+		return m.failed
+	}
+	first := -1
+	for g := range m.fates {
+		f := &m.fates[g]
+		if f.phase != fateRuns && f.cause >= 0 && (first < 0 || f.begun < m.fates[first].begun) {
+			first = g
+		}
+	}
+	if first >= 0 {
+		m.failed = m.causeFailure(first)
+	}
+	return m.failed
+}
 
 // slotList names slots for the log: "instances 1,3"; none when empty.
 func slotList(q *taskqueue.Queue, slots []int, none string) string {

@@ -137,6 +137,16 @@ func TestFateSequence(t *testing.T) {
 			{"exit 1", ended.whileStopping(), "wait"},
 			{"exit 3", ended.whileStopping(), "done wake"},
 			{"resume 2", exit{}, "done"},
+			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
+		}},
+		{"F5: a stop while the GPU waits for its server's recovery: the fault stays the run's root cause", Policy{Restarts: 1}, []step{
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
+			{"exit 0", ended, "wait"},
+			{"exit 1", ended, "wait"},
+			{"exit 3", ended, "wait wake-in=250ms recovery=0"},
+			{"stop", exit{}, ""},
+			{"resume 0", exit{}, "done"},
+			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
 		}},
 		{"F5: an exit with a fault while the run stops is its own end", Policy{Restarts: 1}, []step{
 			{"exit 2", sticky.whileStopping(), "done"},
