@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -65,7 +66,7 @@ type supervisor struct {
 	// fateOf is each slot's place in spec.Fates, -1: none; nil without
 	// GPUs shared under MPS; clients follows their daemons' clients.
 	fateOf  []int
-	clients *clientWatch
+	clients *mps.Clients
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -238,7 +239,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 				}
 			}
 		}
-		s.clients = newClientWatch(spec.Fates)
+		s.clients = mps.NewClients(spec.Fates)
 	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].gpus = inst, telemetry.NewGPUWatch(inst.GPUUUIDs, inst.Env)
