@@ -88,7 +88,7 @@ func TestMPSFaultNamesTheCause(t *testing.T) {
 			t.Errorf("instance %d: mps_fault %q, want %q", in.Instance, in.MPSFault, want)
 		}
 	}
-	for _, want := range []string{"root cause (first failure): instance 2, GPU 0's MPS client, exit 1\n", "  it said: " + mpsstandin.ErrFault + "\n",
+	for _, want := range []string{"root cause (listed first by the MPS server): instance 2, GPU 0's MPS client, exit 1\n", "  it said: " + mpsstandin.ErrFault + "\n",
 		"instance(s) 0,1,3 failed with the server, not on their own", "the server's log lists every client with the sticky error, not which one faulted",
 		"MPS: instance 1: failed with GPU 0's MPS server (instance 2's fault)", "instances 0,1,2,3 (GPU 0) share a fate"} {
 		if !strings.Contains(string(out), want) {
@@ -186,7 +186,7 @@ func TestMPSFaultInStatus(t *testing.T) {
 		t.Errorf("status --json: %+v\n%s", snap.Instances, errb.String())
 	}
 	text, _ := b.cmd(t, nil, "status").Output()
-	if !strings.Contains(string(text), "MPS: instance 2: the first to fail of GPU 0's MPS clients: the fault's cause") {
+	if !strings.Contains(string(text), "MPS: instance 2: its client listed first by GPU 0's MPS server (the faulting one where the server's order is the H200's): the fault's cause") {
 		t.Errorf("status:\n%s", text)
 	}
 }

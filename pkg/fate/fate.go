@@ -448,6 +448,8 @@ func (m *Machine) noteRoles(g int) {
 	f := &m.fates[g]
 	for _, s := range f.down {
 		switch {
+		case s == f.cause && f.listed:
+			f.roles[s] = fmt.Sprintf("its client listed first by GPU %d's MPS server (the faulting one where the server's order is the H200's): the fault's cause", f.fate.Index)
 		case s == f.cause:
 			f.roles[s] = fmt.Sprintf("the first to fail of GPU %d's MPS clients: the fault's cause", f.fate.Index)
 		case slices.Contains(f.with, s) && f.cause >= 0:

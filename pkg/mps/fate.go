@@ -90,6 +90,10 @@ func FateLine(s *Sharing) string {
 	if len(groups) == 0 {
 		return ""
 	}
-	return "under MPS one client's fault fails every client of its GPU's server: instances " + strings.Join(groups, "; ") +
+	line := "under MPS one client's fault fails every client of its GPU's server: instances " + strings.Join(groups, "; ") +
 		" share a fate (--share-gpus instead: each its own context, a fault fails only its instance)"
+	if s.GPUs[0].Threads == 0 { // the job's own MPS (ClientThreads, T2): its logs are not gpulaunch's
+		line += "; the job's own MPS: gpulaunch reads none of its servers' logs and names no fault's cause"
+	}
+	return line
 }
