@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,7 +88,7 @@ func TestMPSFaultNamesTheCause(t *testing.T) {
 			t.Errorf("instance %d: mps_fault %q, want %q", in.Instance, in.MPSFault, want)
 		}
 	}
-	for _, want := range []string{"root cause (first failure): instance 2, GPU 0's MPS client, exit 1\n", "  it said: " + mpsstandin.ErrFault + "\n",
+	for _, want := range []string{"root cause (listed first by the MPS server): instance 2, GPU 0's MPS client, exit 1\n", "  it said: " + mpsstandin.ErrFault + "\n",
 		"instance(s) 0,1,3 failed with the server, not on their own", "the server's log lists every client with the sticky error, not which one faulted",
 		"MPS: instance 1: failed with GPU 0's MPS server (instance 2's fault)", "instances 0,1,2,3 (GPU 0) share a fate"} {
 		if !strings.Contains(string(out), want) {
@@ -185,7 +186,164 @@ func TestMPSFaultInStatus(t *testing.T) {
 		t.Errorf("status --json: %+v\n%s", snap.Instances, errb.String())
 	}
 	text, _ := b.cmd(t, nil, "status").Output()
-	if !strings.Contains(string(text), "MPS: instance 2: the first to fail of GPU 0's MPS clients: the fault's cause") {
+	if !strings.Contains(string(text), "MPS: instance 2: its client listed first by GPU 0's MPS server (the faulting one where the server's order is the H200's): the fault's cause") {
 		t.Errorf("status:\n%s", text)
+	}
+}
+
+// wrappedFault is a faulting client that is a child of its instance, not
+// the instance itself: a wrapper run.sh that runs python without exec.
+// Its wrapper exits after its neighbours have (they fail at their next
+// call, within 20 ms), so the cause can be named only by knowing the
+// client's pid while it lived.
+const wrappedFault = `mpsclient fault 300ms; rc=$?; sleep 0.3; exit $rc`
+
+// Issue 37's sweep, item 1: the faulting client a child of its instance.
+// The report's root cause is instance 2, named by the server's list
+// (its client listed first), not the neighbour that exited first. Before,
+// the pids an instance was known by came only from the sampler's scans
+// (none with --monitor-interval 0), the list's first pid mapped to no
+// instance, and the first exit handled — a neighbour's — was named.
+func TestMPSFaultOfAWrappedClientNamesItsInstance(t *testing.T) {
+	b := newMPSBed(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	app := `if [ "$GPULAUNCH_INSTANCE" = 2 ]; then ` + wrappedFault + `; fi; exec mpsclient run 5s`
+	out, err := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=4"}, "-n", "4", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0",
+		"--report", report, "--", "sh", "-c", app).CombinedOutput()
+	if code := exitStatus(err); code != 1 {
+		t.Fatalf("exit %d, want 1 (instance 2's):\n%s", code, out)
+	}
+	rc := readFaultReport(t, report).RootCause
+	if rc == nil || rc.MPS == nil || rc.Instance != 2 || rc.MPS.NamedBy != "list_order" {
+		t.Fatalf("root cause %+v, want instance 2 named by the list's order:\n%s", rc, out)
+	}
+}
+
+// The same in a queue (the issue's case): task 3's client is a child of
+// its task's wrapper script; only task 3 fails, the tasks it took down
+// run again and succeed, one joblog record per task. Before, task 3 was
+// given back as collateral again and again, took every other task down
+// with it, and the run exited 8 with all 8 failed.
+func TestMPSFaultOfAWrappedTaskInAQueue(t *testing.T) {
+	b := newMPSBed(t)
+	joblog := filepath.Join(t.TempDir(), "joblog")
+	wrapper := filepath.Join(t.TempDir(), "taskw.sh")
+	script := "#!/bin/sh\nif [ \"$1\" = 3 ]; then " + wrappedFault + "; fi\nexec mpsclient run 1s\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=4"}, "-n", "4", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0",
+		"--joblog", joblog, "--each-line", seqInput(t, 8), "--", wrapper, "{}").CombinedOutput()
+	if code := exitStatus(err); code != 1 {
+		t.Fatalf("exit %d, want 1 (only task 3 failed):\n%s", code, out)
+	}
+	seen := map[int]int{}
+	for _, r := range joblogRecords(t, joblog) {
+		seen[r.seq]++
+		if (r.exit != 0) != (r.seq == 3) {
+			t.Errorf("task %d: exit %d; only task 3 fails\n%s", r.seq, r.exit, out)
+		}
+	}
+	for seq := 1; seq <= 8; seq++ {
+		if seen[seq] != 1 {
+			t.Errorf("task %d: %d joblog record(s), want 1\n%s", seq, seen[seq], out)
+		}
+	}
+}
+
+// Issue 37's sweep, item 2: under --mps an exit's time is taken when it
+// is reaped, not after gpulaunch has read the server's log, and a
+// process that was never an MPS client (its daemon logged none of its
+// tree) is handled at once. A queue's `sh -c "exit 3"` tasks have their
+// own runtime in the joblog (GNU parallel's JobRuntime); a client that
+// failed on its own (`mpsclient run 100ms; exit 3`) its own wall in the
+// report; -K ends the others without the log's wait. Before, each of
+// them took faultWait (2 s) more: JobRuntime 2.001, wall 2.1 s. (A
+// bound of 1.5 s: the wait was 2 s on top of the process's own time.)
+func TestMPSExitTimesAreTheirOwn(t *testing.T) {
+	b := newMPSBed(t)
+	joblog := filepath.Join(t.TempDir(), "joblog")
+	out, err := b.cmd(t, nil, "-n", "2", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0",
+		"--joblog", joblog, "--each-line", seqInput(t, 2), "--", "sh", "-c", "exit 3").CombinedOutput()
+	if code := exitStatus(err); code != 2 {
+		t.Fatalf("exit %d, want 2 (two tasks failed):\n%s", code, out)
+	}
+	data, _ := os.ReadFile(joblog)
+	for n, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		cols := strings.Split(line, "\t")
+		if rt, err := strconv.ParseFloat(strings.TrimSpace(cols[3]), 64); err != nil || rt >= 1.5 {
+			t.Errorf("record %d: JobRuntime %q, want the task's own (under 1.5 s)\n%s", n+1, cols[3], data)
+		}
+	}
+	for _, c := range []struct{ name, app string }{
+		{"a client that failed on its own", `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then mpsclient run 100ms; exit 3; fi; exec sleep 30`},
+		{"never a client, with -K", `if [ "$GPULAUNCH_INSTANCE" = 0 ]; then exit 3; fi; exec sleep 30`},
+	} {
+		report := filepath.Join(t.TempDir(), "r.json")
+		out, err := b.cmd(t, nil, "-n", "2", "-O", "--node-file", nodeFile(t, 1), "--mps", "--monitor-interval", "0", "-K",
+			"--report", report, "--", "sh", "-c", c.app).CombinedOutput()
+		if code := exitStatus(err); code != 3 {
+			t.Fatalf("%s: exit %d, want 3:\n%s", c.name, code, out)
+		}
+		var r struct {
+			Instances []struct {
+				Wall float64 `json:"wall_seconds"`
+			} `json:"instances"`
+		}
+		data, _ := os.ReadFile(report)
+		if err := json.Unmarshal(data, &r); err != nil || len(r.Instances) != 2 {
+			t.Fatalf("%s: report %v:\n%s", c.name, err, data)
+		}
+		if c.name == "never a client, with -K" && r.Instances[1].Wall >= 1.5 {
+			t.Errorf("%s: instance 1 ended by -K after %.2f s, want at once (under 1.5 s)\n%s", c.name, r.Instances[1].Wall, out)
+		}
+		if r.Instances[0].Wall >= 1.5 {
+			t.Errorf("%s: instance 0's wall %.2f s, want its own (under 1.5 s)\n%s", c.name, r.Instances[0].Wall, out)
+		}
+	}
+}
+
+// Issue 37's sweep, item 3: a run stopped (SIGTERM) while its GPU's
+// instances wait to restart together after the server's fault failed
+// with that fault: the report's root_cause names instance 2 and the
+// summary has its root-cause block, as when no restarts are left.
+// Instance 3 holds the wait (it ignores TERM, and exits once the test
+// has seen gpulaunch take the signal), so the stop comes during it
+// without timing. Before, root_cause was null.
+func TestMPSFaultStoppedDuringTheRestartKeepsTheCause(t *testing.T) {
+	b := newMPSBed(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	once := filepath.Join(t.TempDir(), "faulted")
+	goOn := filepath.Join(t.TempDir(), "go")
+	app := `case $GPULAUNCH_INSTANCE in
+2) exec mpsclient fault 300ms;;
+3) trap "" TERM; mpsclient run 5s; while [ ! -e "$GOON" ]; do sleep 0.05; done; exit 1;;
+esac
+exec mpsclient run 5s`
+	cmd := b.cmd(t, []string{mpsstandin.FaultClientsEnv + "=4", mpsstandin.FaultOnceEnv + "=" + once, "GOON=" + goOn}, "-n", "4", "-O", "--node-file", nodeFile(t, 1), "--mps",
+		"--monitor-interval", "0", "--restarts", "1", "--report", report, "--", "sh", "-c", app)
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the GPU's instances to wait to restart together", func() bool {
+		return strings.Contains(errb.String(), "they restart together once all have exited")
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "gpulaunch to take the SIGTERM", func() bool { return strings.Contains(errb.String(), "SIGTERM: passed to every instance") })
+	if err := os.WriteFile(goOn, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if exitStatus(err) == 0 {
+		t.Fatalf("a run stopped by SIGTERM exited 0:\n%s", errb.String())
+	}
+	rc := readFaultReport(t, report).RootCause
+	if rc == nil || rc.MPS == nil || rc.Instance != 2 {
+		t.Fatalf("root cause %+v, want instance 2's MPS fault:\n%s", rc, errb.String())
+	}
+	if !strings.Contains(errb.String(), "root cause (") {
+		t.Errorf("the summary has no root-cause block:\n%s", errb.String())
 	}
 }

@@ -75,7 +75,7 @@ func TestFateSequence(t *testing.T) {
 			{"exit 2", ended, "wait"},
 			{"exit 3", ended, "done wake"},
 			{"resume 1", exit{}, "done"},
-			{"role 0", exit{}, "the first to fail of GPU 0's MPS clients: the fault's cause"},
+			{"role 0", exit{}, "its client listed first by GPU 0's MPS server (the faulting one where the server's order is the H200's): the fault's cause"},
 			{"role 3", exit{}, "failed with GPU 0's MPS server (instance 0's fault), not on its own with"},
 		}},
 		{"F2b, F3: without --restarts the GPU's instances are done; the cause is the one listed first, whichever exit came first", Policy{}, []step{
@@ -84,7 +84,7 @@ func TestFateSequence(t *testing.T) {
 			{"exit 0", failedExit.fault(0, 2), "wait"},
 			{"exit 3", ended, "done wake"},
 			{"resume 0", exit{}, "done"},
-			{"role 2", exit{}, "the first to fail of GPU 0's MPS clients: the fault's cause"},
+			{"role 2", exit{}, "its client listed first by GPU 0's MPS server (the faulting one where the server's order is the H200's): the fault's cause"},
 			{"role 1", exit{}, "failed with GPU 0's MPS server (instance 2's fault), not on its own with"},
 			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
 		}},
@@ -94,6 +94,7 @@ func TestFateSequence(t *testing.T) {
 			{"exit 0", failedExit.fault(0, -1), "wait"},
 			{"exit 2", failedExit.fault(0, -1), "done wake"},
 			{"cause", exit{}, "instance 3 exit 3 with=0,1,2"},
+			{"role 3", exit{}, "the first to fail of GPU 0's MPS clients: the fault's cause"},
 		}},
 		{"F2b: -K ends the run once the GPU's instances are done", Policy{KillOnBadExit: true}, []step{
 			{"exit 2", sticky.running(0), "wait end-others=MPS server fault among=0,1,3 in=2s"},
@@ -137,6 +138,16 @@ func TestFateSequence(t *testing.T) {
 			{"exit 1", ended.whileStopping(), "wait"},
 			{"exit 3", ended.whileStopping(), "done wake"},
 			{"resume 2", exit{}, "done"},
+			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
+		}},
+		{"F5: a stop while the GPU waits for its server's recovery: the fault stays the run's root cause", Policy{Restarts: 1}, []step{
+			{"exit 2", sticky, "wait end-others=MPS server fault among=0,1,3 in=2s"},
+			{"exit 0", ended, "wait"},
+			{"exit 1", ended, "wait"},
+			{"exit 3", ended, "wait wake-in=250ms recovery=0"},
+			{"stop", exit{}, ""},
+			{"resume 0", exit{}, "done"},
+			{"cause", exit{}, "instance 2 exit 3 listed with=0,1,3"},
 		}},
 		{"F5: an exit with a fault while the run stops is its own end", Policy{Restarts: 1}, []step{
 			{"exit 2", sticky.whileStopping(), "done"},

@@ -4,6 +4,7 @@ package launcher
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,53 +19,28 @@ import (
 // rules): what the GPU's server's log says of an exit, read before the
 // exit is handed to the mode, and the wait for the server's recovery.
 
-// Bounds of the waits on a server's log. The server writes its sticky
-// list when the fault happens, before it tells any client, so a client's
-// exit nearly always finds it written; the bound is for a log that is
-// late on a loaded node, and is what an instance's own failure costs
-// before it is handled (a restart, -K). A server that recovers destroys
-// its context once its last client has exited (the H200: within 0.5 s
-// of the fault).
-const (
-	faultWait   = 2 * time.Second
-	recoverWait = 10 * time.Second
-	logPoll     = 20 * time.Millisecond
-)
-
 // awaitFault says which fault of its GPU's MPS server slot i's process
-// failed with (mps.FaultOf: C1–C3), on the slot's thread and without mu:
-// nil for a slot of no shared GPU, a success, a process gpulaunch ended
-// or one that ends as the run stops. It never depends on the order of
-// the GPU's exits and the log's lines: it reads the log until the fault
-// is there, for faultWait at most, and a stop of the run ends the wait.
+// failed with (mps.AwaitFault), on the slot's thread and without mu: nil
+// for a slot of no shared GPU, a success, a process gpulaunch ended or
+// one that ends as the run stops.
 func (s *supervisor) awaitFault(i int, end process.Reaped) *job.ServerFault {
 	if s.fateOf == nil || s.fateOf[i] < 0 || (end.Status.Exited() && end.Status.ExitStatus() == 0) {
 		return nil
 	}
 	g := s.fateOf[i]
+	s.catchUpClients() // a client logged since the last poll is the slot's too
 	s.mu.Lock()
 	sl := &s.slots[i]
 	ours := sl.endedBy != job.EndedItself || s.stopping
-	pids, started := slices.Clone(sl.clientPIDs), sl.started
+	pids, started, client := slices.Clone(sl.clientPIDs), sl.started, sl.mpsClient
 	s.mu.Unlock()
 	if ours {
 		return nil
 	}
-	deadline := time.NewTimer(faultWait)
-	defer deadline.Stop()
-	for {
-		stickies, _ := mps.ReadStickies(s.spec.Fates[g].LogDir)
-		if b, ok := mps.FaultOf(stickies, pids, started); ok {
-			return s.faultFact(g, b)
-		}
-		select {
-		case <-s.stopped:
-			return nil
-		case <-deadline.C:
-			return nil
-		case <-time.After(logPoll):
-		}
+	if b, ok := mps.AwaitFault(s.stopped, s.spec.Fates[g].LogDir, pids, started, client); ok {
+		return s.faultFact(g, b)
 	}
+	return nil
 }
 
 // faultFact is fault b of GPU g's server as an exit's fact: with the
@@ -85,28 +61,16 @@ func (s *supervisor) faultFact(g int, b mps.Blame) *job.ServerFault {
 }
 
 // awaitRecovery wakes the waiting slots once fault f's server has
-// recovered (its log's "Destroy server context" after the fault:
-// Sticky.Recovered), recoverWait at most, and after at least delay; the
-// run's end ends the wait. It runs on a goroutine of its own, as a
-// timer would.
+// recovered (mps.AwaitRecovery), and after at least delay; the run's end
+// ends the wait. It runs on a goroutine of its own, as a timer would.
 func (s *supervisor) awaitRecovery(f job.ServerFault, delay time.Duration) {
 	begun := time.Now()
-	bound := time.NewTimer(recoverWait)
-	defer bound.Stop()
-	dir := s.spec.Fates[f.GPU].LogDir
-wait:
-	for {
-		if st, _ := mps.ReadStickies(dir); f.N < len(st) && st[f.N].Recovered {
-			break
-		}
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-bound.C:
-			s.log.Warn(fmt.Sprintf("GPU %d's MPS server logged no recovery from its fault within %s: its instances start again anyway", s.spec.Fates[f.GPU].Index, recoverWait))
-			break wait
-		case <-time.After(logPoll):
-		}
+	recovered, ended := mps.AwaitRecovery(s.ctx.Done(), s.spec.Fates[f.GPU].LogDir, f.N)
+	switch {
+	case ended:
+		return
+	case !recovered:
+		s.log.Warn(fmt.Sprintf("GPU %d's MPS server logged no recovery from its fault within %s: its instances start again anyway", s.spec.Fates[f.GPU].Index, mps.RecoverWait))
 	}
 	if left := delay - time.Since(begun); left > 0 {
 		select {
@@ -116,6 +80,45 @@ wait:
 		}
 	}
 	deliver(s.ctx, s.wakeC, struct{}{})
+}
+
+// followClients gives each shared GPU's new MPS clients to their slots
+// (mps.Clients) until ctx ends.
+func (s *supervisor) followClients(ctx context.Context) {
+	tick := time.NewTicker(mps.ClientPoll)
+	defer tick.Stop()
+	for {
+		s.catchUpClients()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// catchUpClients adds each client its GPU's daemon logged since the last
+// call to the pids of the slot whose process it descends from
+// (mps.OwnerOf: O1–O4).
+func (s *supervisor) catchUpClients() {
+	s.clients.CatchUp(func(g int, pids []int) []int {
+		f := s.spec.Fates[g]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		leaders := make([]int, len(f.Slots))
+		for k, i := range f.Slots {
+			leaders[k] = s.slots[i].pid
+		}
+		owned, pending := mps.Owners(pids, leaders, mps.ReadProcStat)
+		for k, pids := range owned {
+			sl := &s.slots[f.Slots[k]]
+			for _, pid := range pids {
+				sl.seenPIDs(map[int]bool{pid: true})
+			}
+			sl.mpsClient = true
+		}
+		return pending
+	})
 }
 
 // seenPIDs adds the pids of slot i's current process tree to those its

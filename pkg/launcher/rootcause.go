@@ -43,28 +43,6 @@ type Failure struct {
 	MPS *MPSFault
 }
 
-// MPSFault is what gpulaunch knows of a GPU's MPS server's fault: the
-// server's log names every client it set the sticky error on, not which
-// one faulted.
-type MPSFault struct {
-	// GPU is the GPU's number in the plan.
-	GPU int
-	// Line is the server's log line that starts its list (its time and
-	// pid), PIDs the clients it lists, in its order.
-	Line string
-	PIDs []int
-	// Listed: the cause was named by the list's order (its client first,
-	// as the H200's server listed the faulting one); otherwise it was the
-	// first of the GPU's instances whose failure gpulaunch handled.
-	Listed bool
-	// With are the instances that failed with the server, not on their
-	// own.
-	With []int
-	// Said is the cause's last line of output: its CUDA error, as a
-	// rule ("CUDA error: an illegal memory access was encountered").
-	Said string
-}
-
 // Status is the rank's end as srun writes it: "1", "SIGSEGV".
 func (f Failure) Status() string { return job.Status(f.Code, f.Signal) }
 

@@ -56,9 +56,12 @@ type slot struct {
 	gpus       *telemetry.GPUWatch // the slot's GPUs across samples
 
 	// clientPIDs are the pids of the current or last process's tree
-	// that gpulaunch saw: its own, and those of the sampler's scans. An
-	// MPS server's fault lists its clients by pid (awaitFault).
+	// that gpulaunch saw: its own, those its GPU's MPS control daemon
+	// logged as clients (followClients), and those of the sampler's
+	// scans. An MPS server's fault lists its clients by pid (awaitFault).
+	// mpsClient: the daemon logged one of them as a client.
 	clientPIDs []int
+	mpsClient  bool
 	// fate is what its GPU's MPS server's last fault was to the slot,
 	// withServer whether it failed with it (fateMode.role).
 	fate       string
@@ -91,7 +94,7 @@ func (s *slot) began(p *process.Process, now time.Time) {
 		s.first = now
 	}
 	s.out.PID = p.PID
-	s.clientPIDs = append(s.clientPIDs[:0], p.PID)
+	s.clientPIDs, s.mpsClient = append(s.clientPIDs[:0], p.PID), false
 	s.rss, s.cpuPercent, s.sampledAt, s.sampledCPU, s.cpuNow = 0, 0, time.Time{}, 0, 0
 }
 

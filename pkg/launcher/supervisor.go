@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpulaunch/gpulaunch/pkg/gpu"
 	"github.com/gpulaunch/gpulaunch/pkg/job"
+	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/table"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
@@ -63,8 +64,9 @@ type supervisor struct {
 	reaper  *process.Reaper      // gpulaunch as subreaper: forks registered, orphans swept
 	begun   time.Time            // when the run started
 	// fateOf is each slot's place in spec.Fates, -1: none; nil without
-	// GPUs shared under MPS.
-	fateOf []int
+	// GPUs shared under MPS; clients follows their daemons' clients.
+	fateOf  []int
+	clients *mps.Clients
 
 	// ctx ends when the loop does; timers deliver their events only
 	// until then.
@@ -162,6 +164,9 @@ func Run(spec Spec) (Result, error) {
 	// TestQueueCrashThenResumeRunsEachTaskOnce). Forks and sweeps share
 	// the reaper's lock, so sweeping during the starts is safe.
 	group.Go(func() error { s.reaper.SweepUntil(ctx); return nil })
+	if s.clients != nil {
+		group.Go(func() error { s.followClients(ctx); return nil })
+	}
 	startErr := s.startAll()
 	sm := s.newSampler(spec, s.policy.sampleEvery())
 	// One sample now, thrown away, to learn whether the backend measures
@@ -234,6 +239,7 @@ func newSupervisor(spec Spec) (*supervisor, error) {
 				}
 			}
 		}
+		s.clients = mps.NewClients(spec.Fates)
 	}
 	for i, inst := range spec.Instances {
 		s.slots[i].inst, s.slots[i].gpus = inst, telemetry.NewGPUWatch(inst.GPUUUIDs, inst.Env)
@@ -420,13 +426,14 @@ func (s *supervisor) startOn(i int, fork process.SpawnFunc) error {
 // the mode decides what follows, and the slot's next process, when it
 // starts one at once, is forked here too and returned.
 func (s *supervisor) handleExit(i, pid int, end process.Reaped, fork process.SpawnFunc) *process.Process {
+	reaped := time.Now() // the exit's time: not the waits' below
 	s.awaitStop(i, end)
 	fault := s.awaitFault(i, end)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := &s.slots[i]
 	s.running--
-	e := s.runFacts(sl.ended(end, time.Now()))
+	e := s.runFacts(sl.ended(end, reaped))
 	e.Fault = fault
 	s.noteExit(i, pid, e)
 	s.apply(i, s.mode.afterExit(i, sl.job, e), fork)

@@ -38,7 +38,9 @@ type Blame struct {
 
 // FaultOf says which of a server's faults (its log's, oldest first) a
 // process that failed was failed by, if any: pids are the pids of its
-// process tree that gpulaunch saw, started when it started. The rules, in
+// process tree that gpulaunch saw (its own, and each client its daemon's
+// control.log named while it lived: ClientLog, OwnerOf), started when it
+// started. The rules, in
 // order:
 //
 //	C1. The newest fault whose list names one of pids: the server lists
@@ -47,8 +49,8 @@ type Blame struct {
 //	    a neighbour; the log does not say which.
 //	C2. Else the newest fault logged after the process started (the
 //	    server's clock, to the millisecond): a client of the process
-//	    gpulaunch did not see (a child that started and ended between
-//	    two of its scans), or one the server refused while sticky
+//	    gpulaunch did not see (a child that ended before its daemon's
+//	    log was read), or one the server refused while sticky
 //	    ("Error 807: MPS server is not ready to accept new MPS client
 //	    requests"), which the list does not name.
 //	C3. Else none: the process failed on its own. A fault logged before
@@ -88,6 +90,10 @@ func FateLine(s *Sharing) string {
 	if len(groups) == 0 {
 		return ""
 	}
-	return "under MPS one client's fault fails every client of its GPU's server: instances " + strings.Join(groups, "; ") +
+	line := "under MPS one client's fault fails every client of its GPU's server: instances " + strings.Join(groups, "; ") +
 		" share a fate (--share-gpus instead: each its own context, a fault fails only its instance)"
+	if s.GPUs[0].Threads == 0 { // the job's own MPS (ClientThreads, T2): its logs are not gpulaunch's
+		line += "; the job's own MPS: gpulaunch reads none of its servers' logs and names no fault's cause"
+	}
+	return line
 }

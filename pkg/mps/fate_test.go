@@ -55,6 +55,13 @@ func TestFateLine(t *testing.T) {
 	if got := FateLine(s); !strings.Contains(got, "instances 0,2 (GPU 0); 1,3 (GPU 1) share a fate") {
 		t.Errorf("under MPS: %q", got)
 	}
+	if got := FateLine(s); !strings.Contains(got, "the job's own MPS: gpulaunch reads none of its servers' logs and names no fault's cause") {
+		t.Errorf("under the job's own MPS (no thread share of gpulaunch's): %q", got)
+	}
+	s.GPUs[0].Threads, s.GPUs[1].Threads = 50, 50
+	if got := FateLine(s); strings.Contains(got, "the job's own MPS") {
+		t.Errorf("under gpulaunch's MPS: %q", got)
+	}
 	s.Mode = "turns"
 	if got := FateLine(s); got != "" {
 		t.Errorf("taking turns: %q, want none", got)

@@ -62,7 +62,11 @@ func WriteRootCause(w io.Writer, f *launcher.Failure, paint Paint) {
 // cannot tell.
 func writeMPSCause(w io.Writer, f *launcher.Failure, paint Paint) {
 	m := f.MPS
-	fmt.Fprintf(w, "%s instance %d, GPU %d's MPS client, exit %s\n", paint.Fail("root cause (first failure):"), f.Instance, m.GPU, f.Status())
+	head := "root cause (first failure):"
+	if m.Listed {
+		head = "root cause (listed first by the MPS server):"
+	}
+	fmt.Fprintf(w, "%s instance %d, GPU %d's MPS client, exit %s\n", paint.Fail(head), f.Instance, m.GPU, f.Status())
 	if m.Said != "" {
 		fmt.Fprintf(w, "  it said: %s\n", m.Said)
 	}

@@ -77,7 +77,7 @@ func (f *Feed) Take(slot int) (job.Task, job.Then) {
 // the rules of every task's end (task.go).
 func (f *Feed) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
 	f.running--
-	end, v := judgeTask(j, e, f.Tries, f.Host, "given back to the queue's holder")
+	end, v := judgeTask(j, e, f.Tries, f.Host, "given back to the queue's holder", false)
 	switch end {
 	case givenBack, withServer:
 		f.send(NodeMessage{Kind: MsgReturned, Seqs: []int{j.Task.Seq}})

@@ -170,7 +170,7 @@ func (q *Queue) Stop(why string, now bool) bool {
 // slot takes the next task, unless the run is stopping or the queue is
 // halted or empty, when it is done.
 func (q *Queue) AfterTaskExit(slot int, j job.Job, e job.Exit) job.Verdict {
-	end, v := judgeTask(j, e, q.Tries, q.Host, "not in the joblog, so --resume runs it again")
+	end, v := judgeTask(j, e, q.Tries, q.Host, "not in the joblog, so --resume runs it again", q.halted != "")
 	switch end {
 	case withServer:
 		q.GiveBack(j)

@@ -341,3 +341,33 @@ func TestJoblogStream(t *testing.T) {
 		}
 	}
 }
+
+// Rule 1 says what becomes of a task its GPU's MPS server took down: it
+// runs again once the server has recovered — but not after SIGHUP's
+// drain or --halt, or while the run stops: then --resume runs it.
+// Before, the log said "it runs again" in every case.
+func TestAfterTaskExitSaysWhatBecomesOfATaskGivenBack(t *testing.T) {
+	for _, tc := range []struct {
+		name, stop string
+		exit       exit
+		want       string
+	}{
+		{"rule 1: it runs again", "", failedExit.fault(false), "it runs again once the server has recovered"},
+		{"rule 1: after SIGHUP's drain, --resume runs it", "SIGHUP", failedExit.fault(false), "--resume runs it again"},
+		{"rule 1: while the run stops (--halt now), --resume runs it", "", failedExit.fault(false).whileStopping(), "--resume runs it again"},
+	} {
+		q := NewQueue(QueueConfig{Tasks: []job.Task{{Seq: 1, Command: "one"}, {Seq: 2, Command: "two"}}, Total: 2, Tries: 1, Halt: Halt{}})
+		first, _ := q.Take(0)
+		if tc.stop != "" {
+			q.Stop(tc.stop, false)
+		}
+		v := q.AfterTaskExit(0, job.OfTask(first), job.Exit(tc.exit))
+		var said []string
+		for _, n := range v.Notes {
+			said = append(said, n.Msg)
+		}
+		if len(said) != 1 || !strings.Contains(said[0], tc.want) {
+			t.Errorf("%s: said %q, want %q", tc.name, said, tc.want)
+		}
+	}
+}

@@ -14,7 +14,9 @@ import (
 //     client (job.ServerFault, not its cause), or ended by gpulaunch for
 //     that fault (job.EndedMPSFault) — did not fail on its own: it is
 //     given back, no try counted and no record written, and runs again
-//     once the GPU's server has recovered (the launcher's fateMode).
+//     once the GPU's server has recovered (pkg/fate's Machine) — but not
+//     in a run that stops or a queue that starts no new task (--halt,
+//     SIGHUP's drain): then it is as rule 2's, for --resume.
 //     The fault's cause is judged by the rules below, as any task.
 //  2. A task that gpulaunch ended (--halt now, a signal to gpulaunch, the
 //     holder's stop or its loss) did not finish: it is given back, not
@@ -41,13 +43,17 @@ const (
 
 // judgeTask applies rules 1 to 4 to the end e of job j, a task that runs
 // at most tries times, on host; back says what becomes of a task given
-// back, for the log.
-func judgeTask(j job.Job, e job.Exit, tries int, host, back string) (taskEnd, job.Verdict) {
+// back, for the log; halted: the queue starts no new task.
+func judgeTask(j job.Job, e job.Exit, tries int, host, back string, halted bool) (taskEnd, job.Verdict) {
 	t := j.Task
 	var v job.Verdict
 	switch rec := job.RecordOf(t, host, e); {
 	case e.By == job.EndedMPSFault || e.Fault != nil && !e.Fault.Cause && e.By == job.EndedItself:
-		v.Say(zap.InfoLevel, "task %d failed with its GPU's MPS server (%s; another client's fault): it runs again once the server has recovered, no try counted", t.Seq, e.Status())
+		then := "it runs again once the server has recovered, no try counted"
+		if e.Stopping || halted {
+			then = "no new task starts, so it does not run again here: " + back
+		}
+		v.Say(zap.InfoLevel, "task %d failed with its GPU's MPS server (%s; another client's fault): %s", t.Seq, e.Status(), then)
 		return withServer, v
 	case e.By.ByGpulaunch():
 		v.Say(zap.InfoLevel, "task %d was ended by gpulaunch (%s): %s", t.Seq, e.By, back)
