@@ -540,7 +540,7 @@ func (r *runner) start(tasks []job.Task, con *summary.Console) error {
 		parts.fates = c.mps.Fates(daemons)
 	}
 	if o.policy.DDP {
-		if parts.errs, err = launcher.MakeErrorDir(a.tmpRoot, a.env["TMPDIR"]); err != nil {
+		if parts.errs, err = instance.MakeErrorDir(a.tmpRoot, a.env["TMPDIR"]); err != nil {
 			log.Warn(fmt.Sprintf("--ddp: no directory for the ranks' error files (%v): a failure's root cause will not be shown", err))
 		}
 		parts.policy.ErrorDir = parts.errs.Path
@@ -663,7 +663,7 @@ type runParts struct {
 	// sharing is how the instances share GPUs; nil when they do not.
 	sharing *mps.Sharing
 	// errs are --ddp's error files; nil without --ddp.
-	errs *launcher.ErrorDir
+	errs *instance.ErrorDir
 }
 
 // stoppedBeforeRun is the end of a run that a signal stopped before it
@@ -755,7 +755,7 @@ func (r runner) finish(st runParts, res launcher.Result, run launcher.RunInfo) e
 	code := summary.End{Console: st.con, Stderr: a.stderr, Paint: paint(a.stderr, a.env), Quiet: r.o.flags.quiet, Feed: st.queue.Feed,
 		Queue: st.queue.q, Instances: st.insts, Result: res, Started: run.Started, Group: l.group, Sharing: st.sharing}.Write()
 	if st.errs != nil {
-		st.errs.Keep(res.RootCause)
+		st.errs.Keep(res.RootCause != nil && res.RootCause.Wrote)
 	}
 	if l.report != "" {
 		if err := report.WriteFile(l.report, buildReport(l, st.sharing, run, st.insts, res, code)); err != nil {

@@ -1,19 +1,33 @@
-//go:build linux
-
-package launcher
+package ddpgroup
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gpulaunch/gpulaunch/pkg/job"
 )
 
-// The group's whole sequence (groupMode, G1–G6) without a process: each
+var (
+	okExit     = exit{Code: 0}
+	failedExit = exit{Code: 3}
+	killedExit = exit{Code: -1, Signal: syscall.SIGSEGV}
+)
+
+// exit is a job.Exit for the tables, with the facts a case changes.
+type exit job.Exit
+
+func (e exit) endedBy(by job.Ended) exit { e.By = by; return e }
+func (e exit) whileStopping() exit       { e.Stopping = true; return e }
+func (e exit) afterWaitStarted() exit    { e.WaitStarted = true; return e }
+func (e exit) running(n int) exit        { e.Running = n; return e }
+
+// backoff is launcher's restartBackoff: 0.25 s, doubling.
+func backoff(n int) time.Duration { return 250 * time.Millisecond << (n - 1) }
+
+// The group's whole sequence (Machine, G1–G6) without a process: each
 // case feeds a group of three instances a series of events — an exit with
 // its facts, a wake of the waiting slots (resume), a stop of the run —
 // and checks each answer. A step's answer is written as the supervisor
@@ -32,7 +46,7 @@ func TestGroupSequence(t *testing.T) {
 		policy Policy
 		steps  []step
 	}{
-		{"G1, G2, G4: a failure ends the others, the last exit starts the backoff, all start again", Policy{DDP: true, Restarts: 2}, []step{
+		{"G1, G2, G4: a failure ends the others, the last exit starts the backoff, all start again", Policy{Restarts: 2}, []step{
 			{"exit 1", failed.running(2), "wait end-others=group restart"},
 			{"ending", exit{}, "group restart"},
 			{"exit 0", ended.running(1), "wait"},
@@ -42,7 +56,7 @@ func TestGroupSequence(t *testing.T) {
 			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 		}},
-		{"G1: the backoff doubles; with no restart left the others end as by -K", Policy{DDP: true, Restarts: 1}, []step{
+		{"G1: the backoff doubles; with no restart left the others end as by -K", Policy{Restarts: 1}, []step{
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"exit 1", ended.running(1), "wait"},
 			{"exit 2", ended.running(0), "wait wake-in=250ms"},
@@ -51,7 +65,7 @@ func TestGroupSequence(t *testing.T) {
 			{"resume 2", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
 			{"exit 2", failed.running(2), "done stop-all=kill-on-bad-exit"},
 		}},
-		{"G1: the second restart waits twice as long", Policy{DDP: true, Restarts: 2}, []step{
+		{"G1: the second restart waits twice as long", Policy{Restarts: 2}, []step{
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
 			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 			{"resume 1", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
@@ -59,21 +73,21 @@ func TestGroupSequence(t *testing.T) {
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=500ms"},
 			{"resume 1", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
 		}},
-		{"G1: without --restarts a failure is -K's", Policy{DDP: true}, []step{
+		{"G1: without --restarts a failure is -K's", Policy{}, []step{
 			{"exit 1", failed.running(2), "done stop-all=kill-on-bad-exit"},
 		}},
-		{"G1: a signal is a failure", Policy{DDP: true, Restarts: 1}, []step{
+		{"G1: a signal is a failure", Policy{Restarts: 1}, []step{
 			{"exit 1", killedExit.running(2), "wait end-others=group restart"},
 		}},
-		{"G1: an end by --timeout is gpulaunch's, not the group's failure", Policy{DDP: true, Restarts: 1}, []step{
+		{"G1: an end by --timeout is gpulaunch's, not the group's failure", Policy{Restarts: 1}, []step{
 			{"exit 1", killedExit.endedBy(job.EndedTimeout).running(2), "wait"},
 		}},
-		{"G2: a failure by itself while the group ends only waits", Policy{DDP: true, Restarts: 3}, []step{
+		{"G2: a failure by itself while the group ends only waits", Policy{Restarts: 3}, []step{
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"exit 1", failed.running(1), "wait"},
 			{"exit 2", ok.running(0), "wait wake-in=250ms"},
 		}},
-		{"G2, G4: the group ends again while it is woken: one not started yet waits for the next restart", Policy{DDP: true, Restarts: 2}, []step{
+		{"G2, G4: the group ends again while it is woken: one not started yet waits for the next restart", Policy{Restarts: 2}, []step{
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
 			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=2"},
 			{"exit 0", failed.running(1), "wait end-others=group restart"},
@@ -83,52 +97,53 @@ func TestGroupSequence(t *testing.T) {
 			{"resume 1", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
 			{"resume 2", exit{}, "now try=2 TORCHELASTIC_RESTART_COUNT=2,TORCHELASTIC_MAX_RESTARTS=2"},
 		}},
-		{"G3: a process that starts while the group ends is ended at once", Policy{DDP: true, Restarts: 1}, []step{
+		{"G3: a process that starts while the group ends is ended at once", Policy{Restarts: 1}, []step{
 			{"ending", exit{}, ""},
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"ending", exit{}, "group restart"},
 		}},
-		{"G5: a success waits; the last end is done and wakes the others, which are done", Policy{DDP: true, Restarts: 1}, []step{
+		{"G5: a success waits; the last end is done and wakes the others, which are done", Policy{Restarts: 1}, []step{
 			{"exit 0", ok.running(2), "wait"},
 			{"exit 1", ok.running(1), "wait"},
 			{"exit 2", ok.running(0), "done wake"},
 			{"resume 0", exit{}, "done"},
 			{"resume 1", exit{}, "done"},
 		}},
-		{"G5, G4: a success restarts with its group", Policy{DDP: true, Restarts: 1}, []step{
+		{"G5, G4: a success restarts with its group", Policy{Restarts: 1}, []step{
 			{"exit 0", ok.running(2), "wait"},
 			{"exit 1", failed.running(1), "wait end-others=group restart"},
 			{"exit 2", ended.running(0), "wait wake-in=250ms"},
 			{"resume 0", exit{}, "now try=1 TORCHELASTIC_RESTART_COUNT=1,TORCHELASTIC_MAX_RESTARTS=1"},
 		}},
-		{"G5: -W starts at the first end by itself", Policy{DDP: true, WaitAfterFirst: time.Second}, []step{
+		{"G5: -W starts at the first end by itself", Policy{WaitAfterFirst: true}, []step{
 			{"exit 0", ok.running(2), "wait start-wait"},
 			{"exit 1", ok.afterWaitStarted().running(1), "wait"},
 		}},
-		{"G5: -W does not start at an end gpulaunch caused", Policy{DDP: true, WaitAfterFirst: time.Second}, []step{
+		{"G5: -W does not start at an end gpulaunch caused", Policy{WaitAfterFirst: true}, []step{
 			{"exit 0", killedExit.endedBy(job.EndedMemory).running(2), "wait"},
 		}},
-		{"G6: a stop during the backoff: the waiting are done, none starts", Policy{DDP: true, Restarts: 1}, []step{
+		{"G6: a stop during the backoff: the waiting are done, none starts", Policy{Restarts: 1}, []step{
 			{"exit 0", failed.running(0), "wait end-others=group restart wake-in=250ms"},
 			{"stop", exit{}, ""},
 			{"resume 0", exit{}, "done"},
 			{"resume 1", exit{}, "done"},
 		}},
-		{"G6: a stop while the group ends: the exits are done", Policy{DDP: true, Restarts: 1}, []step{
+		{"G6: a stop while the group ends: the exits are done", Policy{Restarts: 1}, []step{
 			{"exit 0", failed.running(2), "wait end-others=group restart"},
 			{"stop", exit{}, ""},
 			{"ending", exit{}, ""},
 			{"exit 1", killedExit.endedBy(job.EndedSignalled).whileStopping().running(1), "done"},
 		}},
-		{"G6: an exit while the run stops is done, failed or not", Policy{DDP: true, Restarts: 1}, []step{
+		{"G6: an exit while the run stops is done, failed or not", Policy{Restarts: 1}, []step{
 			{"exit 0", failed.whileStopping().running(2), "done"},
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newGroupMode(make([]Instance, 3), tc.policy)
+			tc.policy.Backoff = backoff
+			m := New(make([]job.Job, 3), make([]int, 3), tc.policy)
 			for k := range 3 {
-				if _, then := m.first(k); then != job.Now {
+				if _, then := m.First(k); then != job.Now {
 					t.Fatalf("first(%d): %v, want now", k, then)
 				}
 			}
@@ -137,14 +152,14 @@ func TestGroupSequence(t *testing.T) {
 				var slot int
 				switch _, _ = fmt.Sscanf(st.event[strings.LastIndexByte(st.event, ' ')+1:], "%d", &slot); {
 				case strings.HasPrefix(st.event, "exit"):
-					got = groupAnswer(m.afterExit(slot, job.Job{Try: m.restarts}, job.Exit(st.exit)))
+					got = groupAnswer(m.AfterExit(slot, job.Job{Try: m.restarts}, job.Exit(st.exit)))
 				case strings.HasPrefix(st.event, "resume"):
-					j, then := m.resume(slot)
+					j, then := m.Resume(slot)
 					got = groupAnswer(job.Verdict{Then: then, Job: j})
 				case st.event == "stop":
-					m.stop("SIGTERM", true)
+					m.Stop("SIGTERM", true)
 				case st.event == "ending":
-					got = string(m.ending())
+					got = string(m.Ending())
 				}
 				if got != st.want {
 					t.Fatalf("step %d (%s): %q, want %q", k, st.event, got, st.want)
@@ -184,7 +199,7 @@ func groupAnswer(v job.Verdict) string {
 // end gpulaunch caused) is the first failure, with the file of the
 // attempt it failed in.
 func TestGroupFirstFailure(t *testing.T) {
-	insts := []Instance{{Index: 0, Rank: 4}, {Index: 1, Rank: 5}}
+	jobs, ranks := make([]job.Job, 2), []int{4, 5}
 	envFile := func(j job.Job) string {
 		for _, kv := range j.Env {
 			if v, ok := strings.CutPrefix(kv, "TORCHELASTIC_ERROR_FILE="); ok {
@@ -194,69 +209,38 @@ func TestGroupFirstFailure(t *testing.T) {
 		return ""
 	}
 	t.Run("the failure of the last attempt, with that attempt's file", func(t *testing.T) {
-		m := newGroupMode(insts, Policy{DDP: true, Restarts: 1, ErrorDir: "/run/e"})
-		j0, _ := m.first(0)
-		j1, _ := m.first(1)
+		m := New(jobs, ranks, Policy{Restarts: 1, ErrorDir: "/run/e", Backoff: backoff})
+		j0, _ := m.First(0)
+		j1, _ := m.First(1)
 		if j1.ErrorFile != "/run/e/attempt_0/5/error.json" || envFile(j1) != j1.ErrorFile {
 			t.Fatalf("attempt 0, rank 5: file %q, env %q", j1.ErrorFile, envFile(j1))
 		}
-		m.afterExit(1, j1, job.Exit(failedExit.running(1)))
-		m.afterExit(0, j0, job.Exit(killedExit.endedBy(job.EndedGroup).running(0)))
-		if m.firstFailure() != nil {
+		m.AfterExit(1, j1, job.Exit(failedExit.running(1)))
+		m.AfterExit(0, j0, job.Exit(killedExit.endedBy(job.EndedGroup).running(0)))
+		if m.FirstFailure() != nil {
 			t.Fatal("a failure the group restarts from is its first failure")
 		}
-		j0, _ = m.resume(0)
-		j1, _ = m.resume(1)
+		j0, _ = m.Resume(0)
+		j1, _ = m.Resume(1)
 		if j0.ErrorFile != "/run/e/attempt_1/4/error.json" {
 			t.Fatalf("attempt 1, rank 4: %q", j0.ErrorFile)
 		}
-		m.afterExit(0, j0, job.Exit(killedExit.running(1)))
-		m.afterExit(1, j1, job.Exit(killedExit.endedBy(job.EndedBadExit).whileStopping().running(0)))
+		m.AfterExit(0, j0, job.Exit(killedExit.running(1)))
+		m.AfterExit(1, j1, job.Exit(killedExit.endedBy(job.EndedBadExit).whileStopping().running(0)))
 		want := Failure{Instance: 0, Rank: 4, Attempt: 1, Code: -1, Signal: killedExit.Signal, ErrorFile: j0.ErrorFile}
-		if f := m.firstFailure(); f == nil || *f != want {
+		if f := m.FirstFailure(); f == nil || *f != want {
 			t.Fatalf("first failure %+v, want %+v", f, want)
 		}
 	})
 	t.Run("none when gpulaunch ended the rank, or without an error directory", func(t *testing.T) {
-		m := newGroupMode(insts, Policy{DDP: true})
-		j0, _ := m.first(0)
+		m := New(jobs, ranks, Policy{Backoff: backoff})
+		j0, _ := m.First(0)
 		if j0.ErrorFile != "" || envFile(j0) != "" {
 			t.Fatalf("no ErrorDir, yet file %q", j0.ErrorFile)
 		}
-		m.afterExit(0, j0, job.Exit(killedExit.endedBy(job.EndedTimeout).running(1)))
-		if f := m.firstFailure(); f != nil {
+		m.AfterExit(0, j0, job.Exit(killedExit.endedBy(job.EndedTimeout).running(1)))
+		if f := m.FirstFailure(); f != nil {
 			t.Fatalf("first failure %+v after an end by --timeout", f)
 		}
 	})
-}
-
-// ErrorDir's rules: made in $TMPDIR when it is absolute, else in the
-// temp root; removed at the end unless it holds the root cause.
-func TestErrorDir(t *testing.T) {
-	root, tmpdir := t.TempDir(), t.TempDir()
-	for _, tc := range []struct {
-		rule   string
-		tmpdir string
-		in     string
-		rc     *Failure
-		stays  bool
-	}{
-		{"made in an absolute $TMPDIR, dropped without a failure", tmpdir, tmpdir, nil, false},
-		{"a relative $TMPDIR is not taken", "rel", root, nil, false},
-		{"a failure that wrote no error file leaves nothing to keep", "", root, &Failure{}, false},
-		{"kept when it holds the root cause", "", root, &Failure{Wrote: true}, true},
-	} {
-		d, err := MakeErrorDir(root, tc.tmpdir)
-		if err != nil || filepath.Dir(d.Path) != tc.in || !strings.HasPrefix(filepath.Base(d.Path), "gpulaunch-torchelastic-") {
-			t.Fatalf("%s: %+v, %v; want a directory in %s", tc.rule, d, err, tc.in)
-		}
-		d.Keep(tc.rc)
-		d.Drop()
-		if _, err := os.Stat(d.Path); (err == nil) != tc.stays {
-			t.Errorf("%s: stays %v, want %v", tc.rule, err == nil, tc.stays)
-		}
-	}
-	if d, err := MakeErrorDir(filepath.Join(root, "missing"), ""); err == nil || d.Path != "" {
-		t.Errorf("no directory: %+v, %v", d, err)
-	}
 }
