@@ -172,7 +172,7 @@ func (s *slot) outcome(index int) Outcome {
 func (s *slot) row(index int, r *InstanceStatus) {
 	o := s.outcome(index)
 	r.State, r.PID, r.Started, r.Restarts = s.state(), o.PID, s.started, s.job.Try
-	r.Wall, r.Exit, r.EndedBy, r.first = o.Wall, "", o.EndedBy, s.first
+	r.Wall, r.Exit, r.EndedBy, r.First = o.Wall, "", o.EndedBy, s.first
 	if s.exited {
 		r.Exit = o.Status()
 	}
