@@ -5,6 +5,7 @@
 // and the file names its patterns expand to (pattern.go: srun's file
 // patterns, the one home of -o, -e, --report's and --metrics-file's); under --ddp, where a rank
 // reports its exception (TORCHELASTIC_ERROR_FILE) and how that report
-// reads. Pure: it reads the plan's slot and writes strings, touching no
-// process or file.
+// reads. Pure — it reads the plan's slot and writes strings, touching no
+// process or file — but for errordir.go: the run's directory of the
+// ranks' error files, made and removed, and a failed rank's file read.
 package instance
