@@ -323,6 +323,10 @@ func (m *Machine) beginFault(g, slot int, j job.Job, e job.Exit) job.Verdict {
 		}
 	}
 	f.restart = m.queue != nil || f.restarts < m.policy.Restarts
+	for _, s := range others { // said while they still run, until their own exits (noteRoles)
+		f.roles[s] = fmt.Sprintf("failing with GPU %d's MPS server, whose sticky error reaches every client (%s); ended in %s unless it fails by itself first",
+			f.fate.Index, m.causeOf(g)+" fault", StickyGrace)
+	}
 	v := m.downed(g, slot, j, e)
 	if len(others) > 0 {
 		v.EndOthers, v.Among, v.EndIn = job.EndedMPSFault, others, StickyGrace

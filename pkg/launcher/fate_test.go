@@ -80,6 +80,7 @@ func TestFateSequence(t *testing.T) {
 		}},
 		{"F2b, F3: without --restarts the GPU's instances are done; the cause is the one listed first, whichever exit came first", Policy{}, []step{
 			{"exit 1", failedExit.fault(0, 2), "wait end-others=MPS server fault among=0,3 in=2s"},
+			{"role 3", exit{}, "failing with GPU 0's MPS server, whose sticky error reaches every client (instance 2's fault); ended in 2s unless it fails by itself first"},
 			{"exit 2", failedExit.fault(0, 2), "wait"},
 			{"exit 0", failedExit.fault(0, 2), "wait"},
 			{"exit 3", ended, "done wake"},

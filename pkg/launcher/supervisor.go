@@ -851,6 +851,21 @@ func (s *supervisor) outputLost(where string, err error) {
 // the one place that does, so that `gpulaunch status`, the summary and
 // the report (from outcome) cannot disagree.
 func (s *supervisor) publish(i int) {
+	s.publishRow(i)
+	// A fault of its GPU's MPS server changes what its neighbours are
+	// (failing with the server) before any event of theirs: their rows
+	// are written too, so status says so at once.
+	if s.fateOf != nil && s.fateOf[i] >= 0 {
+		for k, g := range s.fateOf {
+			if k != i && g == s.fateOf[i] {
+				s.publishRow(k)
+			}
+		}
+	}
+}
+
+// publishRow writes slot i's row alone.
+func (s *supervisor) publishRow(i int) {
 	sl := &s.slots[i]
 	sl.fate, sl.withServer = s.traits.fateOf(i)
 	s.board.update(i, func(row *InstanceStatus) { sl.row(i, row) })
