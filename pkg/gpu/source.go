@@ -483,21 +483,27 @@ func NewStaticSource(node Node, usageDir string) Source {
 	return staticSource{node: node, usageDir: usageDir}
 }
 
-// SysfsLocality reads a PCI device's NUMA node (-1: unknown; numaNodeOf's
-// rules) and local CPU list.
+// SysfsLocality reads a PCI device's NUMA node — where an instance's host
+// memory goes: the node numa_node names (-1: unknown; numaNodeOf's rules),
+// by HostMemoryNode's rules, so never a GPU's own memory node — and its
+// local CPU list.
 func SysfsLocality(root fs.FS, bus string) (int, cpuset.Set) {
 	numa := -1
 	if root == nil {
 		return numa, cpuset.Set{}
 	}
-	if s, err := readTrim(root, sysPCI(bus, "numa_node")); err == nil {
-		numa = numaNodeOf(s, func() string { online, _ := readTrim(root, nodesOnline); return online })
-	}
 	var cpus cpuset.Set
 	if s, err := readTrim(root, sysPCI(bus, "local_cpulist")); err == nil {
 		cpus, _ = cpuset.Parse(s)
 	}
-	return numa, cpus
+	if s, err := readTrim(root, sysPCI(bus, "numa_node")); err == nil {
+		numa = numaNodeOf(s, func() string { online, _ := readTrim(root, nodesOnline); return online })
+	}
+	var named []int
+	if numa >= 0 {
+		named = []int{numa}
+	}
+	return HostMemoryNode(named, cpus, NewSysfsNodes(root)), cpus
 }
 
 // nodesOnline lists the machine's NUMA nodes.

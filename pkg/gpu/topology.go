@@ -32,7 +32,8 @@ type Topology struct {
 	// list format.
 	ReservedCPUs string `json:"reserved_cpus,omitempty"`
 	// Mock names the go-nvml mock server a simulated node is built on
-	// (dgxa100, dgxh100, dgxh200, dgxb200); empty for plain descriptions.
+	// (dgxa100, dgxh100, dgxh200, dgxb200; gh200, which go-nvml has not:
+	// pkg/nvml's mockServerGPUs); empty for plain descriptions.
 	Mock string `json:"mock,omitempty"`
 	// Layout generates the CPU list from counts; CPUList lists CPUs one by
 	// one. Exactly one of them is given.
@@ -61,10 +62,15 @@ type TopologyGPU struct {
 	// ComputeCapability is an NVIDIA GPU's, "9.0"; "" when not given.
 	ComputeCapability string `json:"compute_capability,omitempty"`
 	PCI               string `json:"pci"`
-	NUMA              *int   `json:"numa"`                 // null or -1: unknown
-	LocalCPUs         string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
-	MemoryMiB         uint64 `json:"memory_mib,omitempty"`
-	Minor             *int   `json:"minor,omitempty"` // default: position
+	NUMA              *int   `json:"numa"` // null or -1: unknown
+	// MemoryNUMA is the GPU's own memory as a NUMA node without CPUs
+	// (Grace Hopper's HBM: 4, 12, 20, 28 on a 4×GH200 node), where host
+	// memory is never bound (HostMemoryNode); the simulated NVML answers
+	// it as the GPU's NUMA node id, as NVML does on those machines.
+	MemoryNUMA *int   `json:"memory_numa,omitempty"`
+	LocalCPUs  string `json:"local_cpus,omitempty"` // default: the CPUs of its NUMA node
+	MemoryMiB  uint64 `json:"memory_mib,omitempty"`
+	Minor      *int   `json:"minor,omitempty"` // default: position
 	// Device is the GPU's device file (default /dev/nvidia<minor>, and an
 	// AMD or Intel GPU's render node /dev/dri/renderD<128+minor>); node
 	// files probe it to learn whether a device cgroup hides the GPU.
@@ -290,6 +296,10 @@ func (t Topology) gpus() ([]GPU, error) {
 	for _, c := range cpus {
 		numaCPUs[c.NUMA] = append(numaCPUs[c.NUMA], c.ID)
 	}
+	var nodes NUMANodes
+	if described {
+		nodes = describedNodes(cpus, t.GPUs)
+	}
 	seen := map[string]bool{}
 	var out []GPU
 	for i, tg := range t.GPUs {
@@ -312,22 +322,19 @@ func (t Topology) gpus() ([]GPU, error) {
 		if err := t.identify(&g, tg, i); err != nil {
 			return nil, fmt.Errorf("gpu %d: %w", i, err)
 		}
-		if tg.NUMA != nil && *tg.NUMA >= cpuset.MaxID {
-			return nil, fmt.Errorf("gpu %d: numa %d: a NUMA node is 0..%d (or -1: unknown)", i, *tg.NUMA, cpuset.MaxID-1)
-		}
-		if tg.NUMA != nil && *tg.NUMA >= 0 {
-			if _, ok := numaCPUs[*tg.NUMA]; !ok && described {
-				return nil, fmt.Errorf("gpu %d: numa node %d has no CPUs in this description", i, *tg.NUMA)
-			}
-			g.NUMANode = *tg.NUMA
+		if err := checkNUMA(tg, numaCPUs, nodes); err != nil {
+			return nil, fmt.Errorf("gpu %d: %w", i, err)
 		}
 		switch {
 		case tg.LocalCPUs != "":
 			if g.LocalCPUs, err = cpuset.Parse(tg.LocalCPUs); err != nil {
 				return nil, fmt.Errorf("gpu %d: local_cpus: %w", i, err)
 			}
-		case g.NUMANode >= 0 && described:
-			g.LocalCPUs = cpuset.New(numaCPUs[g.NUMANode]...)
+		case tg.NUMA != nil && *tg.NUMA >= 0 && described:
+			g.LocalCPUs = cpuset.New(numaCPUs[*tg.NUMA]...)
+		}
+		if tg.NUMA != nil && *tg.NUMA >= 0 {
+			g.NUMANode = HostMemoryNode([]int{*tg.NUMA}, g.LocalCPUs, nodes)
 		}
 		if tg.Tiles > 1 {
 			g.Tiles = g.split(tg.Tiles)
@@ -352,6 +359,35 @@ func (t Topology) gpus() ([]GPU, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].BusID < out[j].BusID })
 	return out, nil
+}
+
+// checkNUMA checks a described GPU's numa and memory_numa against the
+// description's nodes (nodes nil: a node file, whose nodes are this
+// machine's): numa names a node with CPUs, or the memory node of a GPU —
+// as a driver may name a Grace Hopper GPU's own node — with local_cpus
+// saying where its Grace is; memory_numa names a node without CPUs.
+func checkNUMA(tg TopologyGPU, numaCPUs map[int][]int, nodes NUMANodes) error {
+	for _, v := range []struct {
+		field string
+		n     *int
+	}{{"numa", tg.NUMA}, {"memory_numa", tg.MemoryNUMA}} {
+		if v.n != nil && *v.n >= cpuset.MaxID {
+			return fmt.Errorf("%s %d: a NUMA node is 0..%d (or -1: unknown)", v.field, *v.n, cpuset.MaxID-1)
+		}
+	}
+	if m := tg.MemoryNUMA; m != nil && *m >= 0 && len(numaCPUs[*m]) > 0 {
+		return fmt.Errorf("memory_numa %d: that node has CPUs in this description; a GPU's own memory node has none", *m)
+	}
+	if tg.NUMA == nil || *tg.NUMA < 0 || nodes == nil || len(numaCPUs[*tg.NUMA]) > 0 {
+		return nil
+	}
+	if _, memory := nodes.CPUs(*tg.NUMA); !memory {
+		return fmt.Errorf("numa node %d has no CPUs in this description", *tg.NUMA)
+	}
+	if tg.LocalCPUs == "" {
+		return fmt.Errorf("numa node %d is a GPU's memory (memory_numa), without CPUs: give local_cpus, the CPUs of the node it is attached to", *tg.NUMA)
+	}
+	return nil
 }
 
 // identify gives a described GPU its id and device file, as its vendor's

@@ -27,7 +27,12 @@ type library struct {
 	lib     gonvml.Interface
 	backend string
 	sysfs   fs.FS // where numa_node / local_cpulist are read when NVML does not say; may be nil
-	maxCPUs int   // how many CPUs an affinity query asks about
+	// nodes are the machine's NUMA nodes, which the Grace rule
+	// (gpu.HostMemoryNode) asks whether a node NVML names has CPUs: sysfs's
+	// on a real machine, the description's for a simulated one; nil: not
+	// known
+	nodes   gpu.NUMANodes
+	maxCPUs int // how many CPUs an affinity query asks about
 
 	mu      sync.Mutex
 	handles map[string]gonvml.Device // UUID → handle, filled by Inventory
@@ -59,7 +64,9 @@ func OpenNVML(sysfs fs.FS) (gpu.Source, error) {
 		}
 		return nil, fmt.Errorf("NVML init: %w", ret)
 	}
-	return newLibrary(lib, "nvml", sysfs, 0), nil
+	l := newLibrary(lib, "nvml", sysfs, 0)
+	l.nodes = gpu.NewSysfsNodes(sysfs)
+	return l, nil
 }
 
 func newLibrary(lib gonvml.Interface, backend string, sysfs fs.FS, maxCPUs int) *library {
@@ -154,16 +161,15 @@ func (l *library) describe(dev gonvml.Device, index int) (gpu.GPU, error) {
 	if mem, ret := dev.GetMemoryInfo(); ret == gonvml.SUCCESS {
 		g.MemoryBytes = mem.Total
 	}
-	// NVML's memory affinity is the CPU-side node; GetNumaNodeId is not
-	// used because on coherent platforms (Grace) it names the GPU's own
-	// memory node, where host allocations must not be bound.
-	if words, ret := dev.GetMemoryAffinity(64, gonvml.AFFINITY_SCOPE_NODE); ret == gonvml.SUCCESS {
-		if nodes := maskToSet(words); nodes.Size() == 1 {
-			g.NUMANode = nodes.Min()
-		}
-	}
 	if words, ret := dev.GetCpuAffinityWithinScope(l.maxCPUs, gonvml.AFFINITY_SCOPE_NODE); ret == gonvml.SUCCESS {
 		g.LocalCPUs = maskToSet(words)
+	}
+	// The nodes NVML's memory affinity names, through the Grace rule
+	// (gpu.HostMemoryNode: never a node without CPUs). GetNumaNodeId is
+	// not asked: on coherent platforms (Grace) it names the GPU's own
+	// memory node, where host allocations must not be bound.
+	if words, ret := dev.GetMemoryAffinity(64, gonvml.AFFINITY_SCOPE_NODE); ret == gonvml.SUCCESS {
+		g.NUMANode = gpu.HostMemoryNode(maskToSet(words).List(), g.LocalCPUs, l.nodes)
 	}
 	if g.NUMANode < 0 || g.LocalCPUs.IsEmpty() {
 		numa, cpus := gpu.SysfsLocality(l.sysfs, bus)
