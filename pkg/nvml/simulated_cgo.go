@@ -40,6 +40,10 @@ func mockServerGPUs(server string) (mockModel, int, bool) {
 		return mockModel{"NVIDIA H200 141GB HBM3e", 144384}, 8, true
 	case "dgxb200":
 		return mockModel{"NVIDIA B200 180GB HBM3e", 184320}, 8, true
+	case "gh200":
+		// no go-nvml server: a quad GH200 node as nvidia-smi names its
+		// GPUs on Alps and Isambard-AI ("NVIDIA GH200 120GB", 97871 MiB)
+		return mockModel{"NVIDIA GH200 120GB", 97871}, 4, true
 	}
 	return mockModel{}, 0, false
 }
@@ -64,9 +68,14 @@ func simulatedSource(t gpu.Topology, usageDir string) (gpu.Source, error) {
 	want := t.Node("")
 	// The description is in PCI order already; the mock's index i is the
 	// i-th GPU of the description.
+	described := map[string]gpu.TopologyGPU{}
+	for _, tg := range t.GPUs {
+		bus, _ := gpu.NormalizeBusID(tg.PCI) // checked by t.Node
+		described[bus] = tg
+	}
 	devices := make([]gonvml.Device, len(want.GPUs))
 	for _, g := range want.GPUs {
-		devices[g.Index] = simulatedDevice(g, model, usageDir)
+		devices[g.Index] = simulatedDevice(g, numaAnswers(described[g.BusID], g), model, usageDir)
 	}
 	srv := &mock.Interface{
 		InitFunc:                   func() gonvml.Return { return gonvml.SUCCESS },
@@ -89,13 +98,38 @@ func simulatedSource(t gpu.Topology, usageDir string) (gpu.Source, error) {
 		},
 	}
 	lib := newLibrary(srv, "simulated "+t.Name+" (go-nvml mock "+t.Mock+")", nil, maxID(want.CPUs)+1)
+	lib.nodes = t.NUMANodes()
 	return &simulated{library: lib, cpus: want.CPUs}, nil
 }
 
+// numaNodes is what a simulated GPU's NVML answers of its NUMA nodes.
+type numaNodes struct {
+	// affinity is nvmlDeviceGetMemoryAffinity's node: the description's
+	// numa as written, before the Grace rule, as the driver names it
+	affinity int
+	// id is nvmlDeviceGetNumaNodeId's: the GPU's own memory node where it
+	// has one (memory_numa: a Grace Hopper's, NVIDIA/cuCascade#119), else
+	// its node
+	id int
+}
+
+// numaAnswers is described GPU tg's numaNodes; g is it as described.
+func numaAnswers(tg gpu.TopologyGPU, g gpu.GPU) numaNodes {
+	n := numaNodes{affinity: g.NUMANode, id: g.NUMANode}
+	if tg.NUMA != nil {
+		n.affinity, n.id = *tg.NUMA, *tg.NUMA
+	}
+	if tg.MemoryNUMA != nil && *tg.MemoryNUMA >= 0 {
+		n.id = *tg.MemoryNUMA
+	}
+	return n
+}
+
 // simulatedDevice is GPU g of the description as NVML's calls answer for
-// it: its minor is its index, as on the mock servers; its utilisation,
-// memory in use and processes are what the apps declared (declared.go).
-func simulatedDevice(g gpu.GPU, model mockModel, usageDir string) *mock.Device {
+// it: its minor is its index, as on the mock servers; its NUMA nodes
+// numa's; its utilisation, memory in use and processes are what the apps
+// declared (declared.go).
+func simulatedDevice(g gpu.GPU, numa numaNodes, model mockModel, usageDir string) *mock.Device {
 	total := model.memoryMB << 20
 	declared := func() gpu.Usage {
 		if usageDir == "" {
@@ -123,16 +157,16 @@ func simulatedDevice(g gpu.GPU, model mockModel, usageDir string) *mock.Device {
 			return p, gonvml.SUCCESS
 		},
 		GetMemoryAffinityFunc: func(n int, _ gonvml.AffinityScope) ([]uint, gonvml.Return) {
-			if g.NUMANode < 0 {
+			if numa.affinity < 0 {
 				return nil, gonvml.ERROR_NOT_SUPPORTED
 			}
-			return setToMask(cpuset.New(g.NUMANode), n), gonvml.SUCCESS
+			return setToMask(cpuset.New(numa.affinity), n), gonvml.SUCCESS
 		},
 		GetCpuAffinityWithinScopeFunc: func(n int, _ gonvml.AffinityScope) ([]uint, gonvml.Return) {
 			return setToMask(g.LocalCPUs, n), gonvml.SUCCESS
 		},
 		GetCpuAffinityFunc: func(n int) ([]uint, gonvml.Return) { return setToMask(g.LocalCPUs, n), gonvml.SUCCESS },
-		GetNumaNodeIdFunc:  func() (int, gonvml.Return) { return g.NUMANode, gonvml.SUCCESS },
+		GetNumaNodeIdFunc:  func() (int, gonvml.Return) { return numa.id, gonvml.SUCCESS },
 		GetMigModeFunc: func() (int, int, gonvml.Return) {
 			return gonvml.DEVICE_MIG_DISABLE, gonvml.DEVICE_MIG_DISABLE, gonvml.SUCCESS
 		},
