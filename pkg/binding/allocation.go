@@ -273,8 +273,13 @@ func allowedCPUs(a *Allocation, w World) (cpuset.Set, cpuset.Set) {
 			mems = mems.Intersect(w.Cgroup.Mems)
 		}
 	}
+	// Memory goes to the layout's nodes only: those with CPUs. Mems_allowed
+	// also lists CPU-less nodes (a GH200's HBM, CXL memory), which are
+	// dropped, never used to widen a cgroup's {0,4} to every CPU node.
 	nodes := cpuset.New(w.Topology.NUMANodes()...)
-	if mems.IsEmpty() || !mems.IsSubsetOf(nodes) {
+	if in := mems.Intersect(nodes); !in.IsEmpty() {
+		mems = in
+	} else {
 		mems = nodes
 	}
 	return cpus, mems

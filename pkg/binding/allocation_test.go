@@ -157,6 +157,10 @@ func TestReconcileCPUsAndMemory(t *testing.T) {
 			warnWord: "reaches outside the cgroup"},
 		{name: "task bound narrower than its step's cgroup: warned", affinity: "0", cg: "0-3",
 			env: sched.Env{"SLURM_CPU_BIND_TYPE": "mask_cpu:", "SLURM_CPU_BIND": "quiet,mask_cpu:0x1"}, wantCPUs: "0", wantMems: "0-1", warnWord: "--cpu-bind=none"},
+		// a GH200's cgroup may list its GPU memory nodes (CPU-less): they are
+		// dropped, and the cgroup's CPU node kept, not widened to every node
+		{name: "cgroup mems with a CPU-less node: its CPU node only", affinity: "0-7", mems: "1,4", wantCPUs: "0-7", wantMems: "1"},
+		{name: "cgroup mems of CPU-less nodes only: the layout's nodes", affinity: "0-7", mems: "4-5", wantCPUs: "0-7", wantMems: "0-1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
