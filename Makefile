@@ -118,8 +118,9 @@ dist:
 # machine runs (make build's); INSTALL_BIN may be another architecture's
 # (make dist). Given INSTALL_BIN or GEN_BIN, install builds nothing.
 # MODULEFILES defaults to PREFIX/share/lmod/modulefiles, where the
-# modulefile finds the tree from its own path (the tree can move: the
-# release tarballs are this tree); elsewhere it gets PREFIX written in.
+# modulefile finds the tree from its own path, links resolved (the tree can
+# move: the release tarballs are this tree; a site's tree may link to it);
+# elsewhere it gets PREFIX written into its line `local root = ""`.
 PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_BIN ?= $(BIN)

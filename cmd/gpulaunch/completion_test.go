@@ -47,7 +47,7 @@ func everyCommandFlag(t *testing.T, check func(cmd string, f *pflag.Flag)) {
 // _arguments arm, fish's complete lines).
 func TestCompletionScriptsNameEveryFlag(t *testing.T) {
 	bash, zsh, fish := completionScript(t, "bash"), completionScript(t, "zsh"), completionScript(t, "fish")
-	bashCommands := strings.Fields(between(t, bash, "_gpulaunch_commands='", "'"))
+	bashCommands := strings.Fields(between(t, bash, "_gpulaunch_commands() {\n    echo '", "'"))
 	bashFlags := func(cmd string) []string { return strings.Fields(between(t, bash, "\n    "+cmd+") echo '", "'")) }
 	zshArm := func(cmd string) string { return between(t, zsh, "\n    "+cmd+")", ";;") }
 	everyCommandFlag(t, func(cmd string, f *pflag.Flag) {
@@ -161,28 +161,71 @@ func TestBashCompletion(t *testing.T) {
 		{name: "signal's instance", words: []string{"gpulaunch", "signal", "a"}, want: []string{"all"}, only: true},
 		{name: "signal's signal", words: []string{"gpulaunch", "signal", "--pid", "7", "all", "USR"}, want: []string{"USR1", "USR2"}, only: true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			prog := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=(); _gpulaunch; printf '%s\n' "${COMPREPLY[@]}"`
-			cmd := exec.Command(bash, append([]string{"--norc", "--noprofile", "-c", prog, "bash", script}, c.words...)...)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("bash: %v\n%s", err, out)
-			}
-			got := strings.Fields(string(out))
-			for _, w := range c.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("%q: COMPREPLY %v lacks %q", strings.Join(c.words, " "), got, w)
-				}
-			}
-			for _, w := range c.notWant {
-				if slices.Contains(got, w) {
-					t.Errorf("%q: COMPREPLY %v has %q", strings.Join(c.words, " "), got, w)
-				}
-			}
-			if c.only && len(got) != len(c.want) {
-				t.Errorf("%q: COMPREPLY %v, want only %v", strings.Join(c.words, " "), got, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { c.check(t, bash, script) })
+	}
+}
+
+// check sources setup in a fresh bash, sets COMP_WORDS and COMP_CWORD as
+// bash does for TAB, calls _gpulaunch and compares COMPREPLY with c.
+func (c bashCase) check(t *testing.T, bash, setup string) {
+	t.Helper()
+	prog := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=(); _gpulaunch; printf '%s\n' "${COMPREPLY[@]}"`
+	cmd := exec.Command(bash, append([]string{"--norc", "--noprofile", "-c", prog, "bash", setup}, c.words...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	got := strings.Fields(string(out))
+	for _, w := range c.want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%q: COMPREPLY %v lacks %q", strings.Join(c.words, " "), got, w)
+		}
+	}
+	for _, w := range c.notWant {
+		if slices.Contains(got, w) {
+			t.Errorf("%q: COMPREPLY %v has %q", strings.Join(c.words, " "), got, w)
+		}
+	}
+	if c.only && len(got) != len(c.want) {
+		t.Errorf("%q: COMPREPLY %v, want only %v", strings.Join(c.words, " "), got, c.want)
+	}
+}
+
+// TestBashCompletionStateInFunctions: the bash script keeps its state in
+// functions, none in shell variables, so that what carries a script's
+// functions and compspecs but not its unexported variables (Lmod's
+// source_sh, `declare -f` into another shell) carries a working
+// completion: a bash given only `declare -f` and `complete -p` of the
+// sourced script completes a command, a command's flags, the shells of
+// completion and the signals of signal.
+func TestBashCompletionStateInFunctions(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	script, carried := filepath.Join(dir, "gpulaunch.bash"), filepath.Join(dir, "carried.bash")
+	if err := os.WriteFile(script, []byte(completionScript(t, "bash")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bash, "--norc", "--noprofile", "-c", `source "$1" && declare -f && complete -p`, "bash", script).Output()
+	if err != nil {
+		t.Fatalf("bash: source the script, declare -f: %v", err)
+	}
+	if err := os.WriteFile(carried, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var status []string
+	statusFlagSet(new(clientFlags), new(bool)).VisitAll(func(f *pflag.Flag) { status = append(status, "--"+f.Name) })
+	status = append(status, "--help")
+	for _, c := range []bashCase{
+		{name: "a command begun", words: []string{"gpulaunch", "st"}, want: []string{"status"}, only: true},
+		{name: "a command's flags", words: []string{"gpulaunch", "status", "--"}, want: status, only: true},
+		{name: "the shells", words: []string{"gpulaunch", "completion", ""}, want: clidoc.Shells, only: true},
+		{name: "signal's signals", words: []string{"gpulaunch", "signal", "2", ""}, want: []string{"INT", "TERM", "HUP", "QUIT", "USR1", "USR2", "KILL"}, only: true},
+		{name: "run's flags", words: []string{"gpulaunch", "--mo"}, want: []string{"--monitor-interval"}, only: true},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.check(t, bash, carried) })
 	}
 }
 

@@ -90,7 +90,7 @@ func TestRenderersNameEveryFlag(t *testing.T) {
 		{Name: "help", Summary: "the help", Usage: "Usage: gpulaunch help", Operands: []Operand{{Choices: []string{"run", "help"}}}},
 	}
 	bash, zsh, fish := Bash(cmds, "v1"), Zsh(cmds, "v1"), Fish(cmds, "v1")
-	if !strings.Contains(bash, "_gpulaunch_commands='run help'") || !strings.Contains(bash, "    run) echo '--output -o --json' ;;") {
+	if !strings.Contains(bash, "_gpulaunch_commands() {\n    echo 'run help'\n}") || !strings.Contains(bash, "    run) echo '--output -o --json' ;;") {
 		t.Errorf("bash:\n%s", bash)
 	}
 	if !strings.Contains(zsh, "'(-o --output)'{-o+,--output=}'[stdout to this file]:file:_files'") {

@@ -3,9 +3,11 @@
 package integration
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,61 +32,232 @@ func installTree(t *testing.T) string {
 	return prefix
 }
 
-// TestInstallLmod: make install PREFIX=tmp, then a bash with Debian's
-// real Lmod does `module use …; module load gpulaunch`: gpulaunch runs,
-// man finds and renders its page, and bash completes `gpulaunch --mo`
-// through the completion the module loaded from the installed file. The
-// tree is then moved: the modulefile finds it from its own path.
+// lmodScript is what TestInstallLmod's interactive bash runs, given the
+// modulefile tree ($1) and the module's name ($2): load, use, and unload,
+// printing each variable the module changes before the load and after the
+// unload. complete_words prints what TAB gives after its words through
+// the compspec the load registered, as bash calls it (the function,
+// the word under the cursor, the word before).
+const lmodScript = `set -e
+source ` + lmodInit + `
+vars() { for v in MANPATH XDG_DATA_DIRS FPATH; do echo "$1 $v=${!v-unset}"; done; }
+complete_words() {
+    local spec fn
+    spec=$(complete -p gpulaunch)
+    fn=${spec##* -F }; fn=${fn%% *}
+    COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+    "$fn" gpulaunch "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}" || : # bash ignores its status
+    echo "complete [$*] with $fn: ${COMPREPLY[*]}"
+}
+system=$(man -w ls 2>/dev/null || true) # a system page, where the machine has its pages
+vars before
+module use "$1"
+module load "$2"
+echo "interactive: $-"
+declare -F _gpulaunch >/dev/null && echo "at load: the completion script was sourced" || echo "at load: no completion script sourced"
+echo "which: $(command -v gpulaunch)"
+gpulaunch version
+echo "manpage: $(man -w gpulaunch)"
+MANWIDTH=80 man gpulaunch | head -20
+complete_words gpulaunch st
+complete_words gpulaunch status --
+complete_words gpulaunch completion ""
+complete_words gpulaunch signal 2 ""
+complete_words gpulaunch --mo
+[ -z "$system" ] || [ "$(man -w ls)" = "$system" ] && echo "system pages: kept"
+module unload "$2"
+command -v gpulaunch || echo "unloaded"
+complete -p gpulaunch 2>/dev/null || echo "completion: removed"
+vars after
+`
+
+// TestInstallLmod: make install PREFIX=tmp, then an interactive bash
+// with Debian's real Lmod does `module use …; module load gpulaunch` with
+// the modulefile where make install put it, linked from another tree
+// (a site's central tree), copied there with its root written in (the
+// documented one-line edit), and in the tree after it was moved: each
+// time gpulaunch runs, man finds and renders its page, bash completes a
+// command, a command's flags, completion's shells and signal's signals
+// through the compspec the load registered (the load sourced no script:
+// the first TAB does), and the unload leaves MANPATH, XDG_DATA_DIRS and
+// FPATH unset as they were before. A copy without its root is refused.
 func TestInstallLmod(t *testing.T) {
 	if _, err := os.Stat(lmodInit); err != nil {
 		t.Fatalf("%s: %v: scripts/slurm-testbed.sh installs lmod", lmodInit, err)
 	}
 	prefix := installTree(t)
 	moved := prefix + "-moved"
-	script := `set -e
-source ` + lmodInit + `
-system=$(man -w ls 2>/dev/null || true) # a system page, where the machine has its pages
-module use "$1/share/lmod/modulefiles"
-module load gpulaunch
-echo "which: $(command -v gpulaunch)"
-gpulaunch version
-echo "manpage: $(man -w gpulaunch)"
-MANWIDTH=80 man gpulaunch | head -20
-COMP_WORDS=(gpulaunch --mo); COMP_CWORD=1; COMPREPLY=()
-_gpulaunch
-echo "completion: ${COMPREPLY[*]}"
-[ -z "$system" ] || [ "$(man -w ls)" = "$system" ] && echo "system pages: kept"
-module unload gpulaunch
-command -v gpulaunch || echo "unloaded"
-`
-	for _, root := range []string{prefix, moved} {
-		if root == moved {
-			if err := os.Rename(prefix, moved); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script, "bash", root)
-		cmd.Env = cleanEnv("PATH", "MANPATH", "XDG_DATA_DIRS", "FPATH", "LOADEDMODULES", "MODULEPATH")
-		cmd.Env = append(cmd.Env, "PATH=/usr/local/bin:/usr/bin:/bin", "MANPAGER=cat", "PAGER=cat")
-		out, err := cmd.CombinedOutput()
-		text := string(out)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", root, err, text)
-		}
-		for _, want := range []string{
-			"which: " + filepath.Join(root, "bin", "gpulaunch") + "\n",
-			"\ngpulaunch ",
-			"manpage: " + filepath.Join(root, "share", "man", "man1", "gpulaunch.1") + "\n",
-			"GPULAUNCH(1)", "NAME\n       gpulaunch - run N pinned copies",
-			"completion: --monitor-interval\n",
-			"system pages: kept",
-			"unloaded",
-		} {
-			if !strings.Contains(text, want) {
-				t.Errorf("%s: no %q in:\n%s", root, want, text)
-			}
+	installed, _ := filepath.Glob(filepath.Join(prefix, "share/lmod/modulefiles/gpulaunch/*.lua"))
+	if len(installed) != 1 {
+		t.Fatalf("modulefiles installed: %v", installed)
+	}
+	file := filepath.Base(installed[0])
+	site := t.TempDir()
+	linked, copied, bare := filepath.Join(site, "linked"), filepath.Join(site, "copied"), filepath.Join(site, "bare")
+	for _, d := range []string{linked, copied, bare} {
+		if err := os.MkdirAll(filepath.Join(d, "gpulaunch"), 0o755); err != nil {
+			t.Fatal(err)
 		}
 	}
+	// a relative link, as `ln -s ../../…` in a site's tree makes one
+	rel, err := filepath.Rel(filepath.Join(linked, "gpulaunch"), installed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rel, filepath.Join(linked, "gpulaunch", "1.0.lua")); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(installed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "\nlocal root = \"\"\n") {
+		t.Fatalf("%s: no line local root = \"\" to write the root into:\n%s", installed[0], text)
+	}
+	edited := strings.Replace(string(text), "\nlocal root = \"\"\n", "\nlocal root = \""+prefix+"\"\n", 1)
+	if err := os.WriteFile(filepath.Join(copied, "gpulaunch", "1.0.lua"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bare, "gpulaunch", "1.0.lua"), text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct{ name, tree, module, root string }{
+		{"its own tree", filepath.Join(prefix, "share/lmod/modulefiles"), "gpulaunch", prefix},
+		{"linked from a site's tree", linked, "gpulaunch/1.0", prefix},
+		{"copied with its root written in", copied, "gpulaunch/1.0", prefix},
+		{"the tree moved", filepath.Join(moved, "share/lmod/modulefiles"), "gpulaunch/" + strings.TrimSuffix(file, ".lua"), moved},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root == moved {
+				if err := os.Rename(prefix, moved); err != nil {
+					t.Fatal(err)
+				}
+			}
+			text, err := lmodBash(c.tree, c.module)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, text)
+			}
+			for _, want := range []string{
+				"interactive: ", "at load: no completion script sourced\n",
+				"which: " + filepath.Join(c.root, "bin", "gpulaunch") + "\n",
+				"\ngpulaunch ",
+				"manpage: " + filepath.Join(c.root, "share", "man", "man1", "gpulaunch.1") + "\n",
+				"GPULAUNCH(1)", "NAME\n       gpulaunch - run N pinned copies",
+				"complete [gpulaunch st] with _gpulaunch_load: status\n",
+				"complete [gpulaunch completion ] with _gpulaunch: bash zsh fish\n",
+				"complete [gpulaunch signal 2 ] with _gpulaunch: INT TERM HUP QUIT USR1 USR2 KILL\n",
+				"complete [gpulaunch --mo] with _gpulaunch: --monitor-interval\n",
+				"system pages: kept",
+				"unloaded", "completion: removed",
+			} {
+				if !strings.Contains(text, want) {
+					t.Errorf("no %q in:\n%s", want, text)
+				}
+			}
+			_, status, _ := strings.Cut(text, "complete [gpulaunch status --] with _gpulaunch: ")
+			status, _, _ = strings.Cut(status, "\n")
+			if flags := strings.Fields(status); !slices.Contains(flags, "--json") || !slices.Contains(flags, "--pid") || slices.Contains(flags, "--monitor-interval") {
+				t.Errorf("status --<TAB>: %v, want status's flags (--json, --pid), not run's:\n%s", flags, text)
+			}
+			for _, v := range []string{"MANPATH", "XDG_DATA_DIRS", "FPATH"} {
+				for _, when := range []string{"before", "after"} {
+					if !strings.Contains(text, when+" "+v+"=unset\n") {
+						t.Errorf("%s the module: want %s unset:\n%s", when, v, text)
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("copied without its root", func(t *testing.T) {
+		text, err := lmodBash(bare, "gpulaunch/1.0")
+		if err == nil {
+			t.Fatalf("module load of a bare copy succeeded:\n%s", text)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), `local root = "" (docs/install.md)`) || strings.Contains(text, "which: ") {
+			t.Errorf("want Lmod's error naming the line to edit, and nothing loaded:\n%s", text)
+		}
+	})
+}
+
+// lmodBash runs lmodScript in an interactive bash (no rc files) with the
+// variables the module changes unset and none of Lmod's own.
+func lmodBash(tree, module string) (string, error) {
+	cmd := exec.Command("bash", "--norc", "--noprofile", "-i", "-c", lmodScript, "bash", tree, module)
+	cmd.Env = cleanEnv("PATH", "MANPATH", "XDG_DATA_DIRS", "FPATH", "LOADEDMODULES", "MODULEPATH", "_LMFILES_")
+	cmd.Env = append(cmd.Env, "PATH=/usr/local/bin:/usr/bin:/bin", "MANPAGER=cat", "PAGER=cat")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestInstallLmodStartsNothing: a load of the module is a plain one — it
+// starts the processes a load of a module with one setenv starts (Lmod's
+// own), not one more (source_sh started a bash per load), counted as
+// strace sees the execs — and `module show` prints the module's lines,
+// not the completion script.
+func TestInstallLmodStartsNothing(t *testing.T) {
+	if _, err := os.Stat(lmodInit); err != nil {
+		t.Fatalf("%s: %v: scripts/slurm-testbed.sh installs lmod", lmodInit, err)
+	}
+	prefix := installTree(t)
+	tree := filepath.Join(prefix, "share/lmod/modulefiles")
+	show, err := lmodRun(nil, `module use "$1"; module show gpulaunch`, tree)
+	if err != nil || !strings.Contains(show, "complete(") {
+		t.Fatalf("module show gpulaunch: %v\n%s", err, show)
+	}
+	for _, script := range []string{"_gpulaunch_flags", "source_sh", "COMP_WORDS"} {
+		if strings.Contains(show, script) {
+			t.Errorf("module show gpulaunch prints %q, the completion script's:\n%s", script, show)
+		}
+	}
+
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("no strace to count the execs of a load (apt-get install strace)")
+	}
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := os.MkdirAll(filepath.Join(plain, "plain"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plain, "plain", "1.0.lua"), []byte(`setenv("PLAIN", "1")`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	execs := func(tree, module string) map[string]int {
+		trace := filepath.Join(t.TempDir(), "trace")
+		text, err := lmodRun([]string{strace, "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", trace},
+			`module use "$1"; module load "$2"`, tree, module)
+		if err != nil {
+			t.Fatalf("module load %s: %v\n%s", module, err, text)
+		}
+		data, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, line := range strings.Split(string(data), "\n") {
+			if _, after, ok := strings.Cut(line, `execve("`); ok && strings.HasSuffix(line, "= 0") {
+				prog, _, _ := strings.Cut(after, `"`)
+				got[prog]++
+			}
+		}
+		return got
+	}
+	if a, b := execs(plain, "plain"), execs(tree, "gpulaunch"); !maps.Equal(a, b) {
+		t.Errorf("module load gpulaunch execs %v; a plain module's load execs %v", b, a)
+	}
+}
+
+// lmodRun runs script after Lmod's init in a bash (no rc files) with
+// args as $1…, under the command wrap (none: nil), with none of Lmod's
+// variables.
+func lmodRun(wrap []string, script string, args ...string) (string, error) {
+	argv := append(slices.Clip(wrap), "bash", "--norc", "--noprofile", "-c", "source "+lmodInit+"; "+script, "bash")
+	cmd := exec.Command(argv[0], append(argv[1:], args...)...)
+	cmd.Env = cleanEnv("PATH", "MANPATH", "XDG_DATA_DIRS", "FPATH", "LOADEDMODULES", "MODULEPATH", "_LMFILES_")
+	cmd.Env = append(cmd.Env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // TestInstallCompletions: the installed scripts of zsh and fish parse in
