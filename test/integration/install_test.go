@@ -65,6 +65,10 @@ complete_words gpulaunch completion ""
 complete_words gpulaunch signal 2 ""
 complete_words gpulaunch --mo
 [ -z "$system" ] || [ "$(man -w ls)" = "$system" ] && echo "system pages: kept"
+# a shell started after the load, with bash-completion: its loader finds the
+# script through XDG_DATA_DIRS
+bash --norc --noprofile -i -c "source /usr/share/bash-completion/bash_completion; __load_completion gpulaunch; $(declare -f complete_words)
+  complete_words gpulaunch status --j" 2>/dev/null | sed 's/^/a later shell: /'
 module unload "$2"
 command -v gpulaunch || echo "unloaded"
 complete -p gpulaunch 2>/dev/null || echo "completion: removed"
@@ -82,8 +86,10 @@ vars after
 // the first TAB does), and the unload leaves MANPATH, XDG_DATA_DIRS and
 // FPATH unset as they were before. A copy without its root is refused.
 func TestInstallLmod(t *testing.T) {
-	if _, err := os.Stat(lmodInit); err != nil {
-		t.Fatalf("%s: %v: scripts/slurm-testbed.sh installs lmod", lmodInit, err)
+	for _, f := range []string{lmodInit, "/usr/share/bash-completion/bash_completion"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s: %v: scripts/slurm-testbed.sh installs lmod and bash-completion", f, err)
+		}
 	}
 	prefix := installTree(t)
 	moved := prefix + "-moved"
@@ -149,6 +155,7 @@ func TestInstallLmod(t *testing.T) {
 				"complete [gpulaunch signal 2 ] with _gpulaunch: INT TERM HUP QUIT USR1 USR2 KILL\n",
 				"complete [gpulaunch --mo] with _gpulaunch: --monitor-interval\n",
 				"system pages: kept",
+				"a later shell: complete [gpulaunch status --j] with _gpulaunch: --json\n",
 				"unloaded", "completion: removed",
 			} {
 				if !strings.Contains(text, want) {
@@ -197,8 +204,10 @@ func lmodBash(tree, module string) (string, error) {
 // strace sees the execs — and `module show` prints the module's lines,
 // not the completion script.
 func TestInstallLmodStartsNothing(t *testing.T) {
-	if _, err := os.Stat(lmodInit); err != nil {
-		t.Fatalf("%s: %v: scripts/slurm-testbed.sh installs lmod", lmodInit, err)
+	for _, f := range []string{lmodInit, "/usr/share/bash-completion/bash_completion"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s: %v: scripts/slurm-testbed.sh installs lmod and bash-completion", f, err)
+		}
 	}
 	prefix := installTree(t)
 	tree := filepath.Join(prefix, "share/lmod/modulefiles")
