@@ -34,7 +34,7 @@ func FuzzParseArgs(f *testing.F) {
 			checkParsed(t, args, err, o != nil, func() string { return validScale(o) })
 			return
 		}
-		o, err := a.parseRun(args[1:])
+		o, err := a.parseRun(args[1:], true)
 		checkParsed(t, args, err, o != nil, func() string { return validRun(o) })
 	})
 }

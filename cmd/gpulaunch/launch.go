@@ -93,16 +93,21 @@ func (a *app) newLaunch(o *runOptions, f found, path string, log *zap.Logger) (*
 	if l.rdv, err = o.flags.ddp.rendezvous(a.env, a.pid, alloc.Sched, g, g.Rank == 0); err != nil {
 		return nil, err
 	}
-	if l.report, err = report.FileFor(o.flags.report, l.names, g.MultiNode()); err != nil {
+	l.report, err = siteFile(o, "report", "report",
+		func() (string, error) { return report.FileFor(o.flags.report, l.names, g.MultiNode()) },
+		func() (string, error) { return report.Path(o.flags.report, l.names, g.MultiNode()) }, log)
+	if err != nil {
 		return nil, usageError{err}
 	}
-	if l.report != o.flags.report {
+	if l.report != "" && l.report != o.flags.report {
 		log.Info("--report: this node writes " + l.report)
 	}
-	if l.metricsFile, err = metrics.FileName(o.flags.metricsFile, l.names, g.MultiNode()); err != nil {
+	metricsFile := func() (string, error) { return metrics.FileName(o.flags.metricsFile, l.names, g.MultiNode()) }
+	l.metricsFile, err = siteFile(o, "metrics-file", "metrics file", metricsFile, metricsFile, log)
+	if err != nil {
 		return nil, usageError{err}
 	}
-	l.metricsExpanded = l.metricsFile != o.flags.metricsFile
+	l.metricsExpanded = l.metricsFile != "" && l.metricsFile != o.flags.metricsFile
 	l.bind = o.common.simulate == "" || binding.Bindable(a.root, l.plan)
 	return l, nil
 }

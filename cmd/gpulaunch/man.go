@@ -96,6 +96,14 @@ gpulaunch's own statuses:
 const manEnvironment = `Read by gpulaunch:
   GPULAUNCH_NODE_FILE            the node file when --node-file is not given
   GPULAUNCH_GPU_VENDOR           the vendor when --gpu-vendor is not given
+  GPULAUNCH_MONITOR_INTERVAL     the site's default for --monitor-interval (run, scale)
+  GPULAUNCH_METRICS_FILE         the site's default for --metrics-file (run; %j %s %N %n)
+  GPULAUNCH_METRICS_LISTEN       the site's default for --metrics-listen (run)
+  GPULAUNCH_REPORT               the site's default for --report (run; %j %s %N %n)
+                                 A flag given wins; empty is unset; a bad value is
+                                 refused; a file or port that cannot be had is a
+                                 warning and the run goes on without it. info lists
+                                 them (docs/install.md, "Site defaults")
   GPULAUNCH_RUN_ID               names a task queue over several nodes (the same on each)
   GPULAUNCH_KEY_DIR              the directory of a queue's key files (default ~/.gpulaunch)
   GPULAUNCH_NODE_GROUP           a queue over many nodes: nodes per relay's group

@@ -15,14 +15,17 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/gpuvendor"
 	"github.com/gpulaunch/gpulaunch/pkg/mps"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
+	"github.com/gpulaunch/gpulaunch/pkg/sitedefaults"
 )
 
 const infoUsage = `Usage: gpulaunch info [--json] [--simulate NODE|FILE]
 
 Shows what this process was given: GPUs by UUID and PCI address with their
 NUMA node and local CPUs, the CPUs and memory nodes it may use, the cgroup
-memory limit, the Slurm job/step and MPI local rank, and every guess made.
-Where NVIDIA's NVML does not start (its init fails, or does not answer in
+memory limit, the Slurm job/step and MPI local rank, every guess made, and
+the site defaults set in the environment (GPULAUNCH_MONITOR_INTERVAL,
+GPULAUNCH_METRICS_FILE, GPULAUNCH_METRICS_LISTEN, GPULAUNCH_REPORT: a run's
+flags when not given; docs/install.md, "Site defaults"). Where NVIDIA's NVML does not start (its init fails, or does not answer in
 GPULAUNCH_NVML_WAIT, default 10s), the GPUs are read from /proc/driver/nvidia
 and sysfs and NVML's error is among the warnings.`
 
@@ -44,7 +47,7 @@ func (a *app) info(args []string) error {
 		return err
 	}
 	log.Debug("allocation", zap.String("backend", alloc.Backend), zap.Int("gpus", len(alloc.GPUs)), zap.Stringer("cpus", alloc.CPUs))
-	doc := infoDoc{InfoDoc: report.InfoJSON(alloc)}
+	doc := infoDoc{InfoDoc: report.InfoJSON(alloc), SiteDefaults: sitedefaults.Show(a.env, checkSiteValue)}
 	if gpuvendor.Of(alloc.Vendor).MPS && len(alloc.GPUs) > 0 {
 		doc.MPS = mps.Describe(mps.NodeOf(a.env, controlOf(a).dirs()[0], a.uid))
 	}
@@ -55,6 +58,7 @@ func (a *app) info(args []string) error {
 	if m := doc.MPS; m != nil {
 		fmt.Fprintf(a.stdout, "MPS:       %s\n", m.Says)
 	}
+	sitedefaults.WriteInfo(a.stdout, doc.SiteDefaults)
 	return nil
 }
 
@@ -70,6 +74,9 @@ type infoDoc struct {
 	report.InfoDoc
 	// MPS is what --mps would find on an NVIDIA node; absent elsewhere.
 	MPS *mps.Info `json:"mps,omitempty"`
+	// SiteDefaults are the site's defaults set in the environment, each
+	// with why a run would refuse it; empty when none is set.
+	SiteDefaults []sitedefaults.Shown `json:"site_defaults"`
 }
 
 const planUsage = `Usage: gpulaunch plan -n N [-G G] [-c C] [--mem-bind preferred|bind|none] [--json] [--simulate NODE|FILE]

@@ -31,6 +31,7 @@ import (
 	"github.com/gpulaunch/gpulaunch/pkg/process"
 	"github.com/gpulaunch/gpulaunch/pkg/report"
 	"github.com/gpulaunch/gpulaunch/pkg/sched"
+	"github.com/gpulaunch/gpulaunch/pkg/sitedefaults"
 	"github.com/gpulaunch/gpulaunch/pkg/summary"
 	"github.com/gpulaunch/gpulaunch/pkg/taskqueue"
 	"github.com/gpulaunch/gpulaunch/pkg/tmux"
@@ -91,12 +92,12 @@ func (r *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.gpuIDs, "gpu-ids", "uuid", "how CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names GPUs: uuid, or index for apps that need integers (Intel's ZE_AFFINITY_MASK takes ordinals only)")
 	fs.StringVar(&r.visibility, "gpu-visibility", "own", "own: an instance sees its GPUs only; all: every GPU of the allocation, its own first (CUDA IPC, NCCL P2P)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan and start nothing (= gpulaunch plan)")
-	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md)")
-	fs.StringVar(&r.policy.Monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often (10ms at least); 0 turns telemetry off")
+	fs.StringVar(&r.report, "report", "", "write the run's summary, plan and warnings as JSON to this file (docs/report.md; default $GPULAUNCH_REPORT, the site's)")
+	fs.StringVar(&r.policy.Monitor, "monitor-interval", "2s", "sample each instance's CPU, memory and GPU use this often (10ms at least; the site's default $GPULAUNCH_MONITOR_INTERVAL, if set); 0 turns telemetry off")
 	fs.BoolVar(&r.tmux, "tmux", false, "inside tmux (smux): open a window with one pane per instance following its output, and one running gpulaunch top")
 	fs.StringVar(&r.ranks, "ranks", "global", "with one gpulaunch per node: global (RANK = node × N + instance) or local (each node a world of its own)")
-	fs.StringVar(&r.metricsFile, "metrics-file", "", "write the run's metrics in Prometheus's text format to this .prom file every --monitor-interval and at the end, replaced whole (node_exporter's textfile collector; %j %s %N %n as in -o; docs/report.md, \"Metrics\")")
-	fs.StringVar(&r.metricsListen, "metrics-listen", "", "serve the run's metrics at http://HOST:PORT/metrics while it runs (anyone who can reach the port may read them: give 127.0.0.1:PORT or the node's private address)")
+	fs.StringVar(&r.metricsFile, "metrics-file", "", "write the run's metrics in Prometheus's text format to this .prom file every --monitor-interval and at the end, replaced whole (node_exporter's textfile collector; %j %s %N %n as in -o; docs/report.md, \"Metrics\"; default $GPULAUNCH_METRICS_FILE, the site's)")
+	fs.StringVar(&r.metricsListen, "metrics-listen", "", "serve the run's metrics at http://HOST:PORT/metrics while it runs (anyone who can reach the port may read them: give 127.0.0.1:PORT or the node's private address; default $GPULAUNCH_METRICS_LISTEN, the site's)")
 	fs.BoolVarP(&r.quiet, "quiet", "q", false, "print none of gpulaunch's own informational lines, summary or progress line; warnings and errors still print")
 	r.ddp.register(fs)
 }
@@ -115,6 +116,10 @@ type runOptions struct {
 	ids    instance.GPUIDs
 	vis    instance.Visibility
 	req    binding.Request // -n, -G, -c, --mem-bind, --share-gpus; Instances 0 without -n
+	// site are the flags whose values are the site's defaults from the
+	// environment (sitedefaults.For): a file or port of theirs that cannot
+	// be had is a warning, not a refusal.
+	site sitedefaults.Applied
 }
 
 func (o *runOptions) register(fs *pflag.FlagSet) {
@@ -145,7 +150,9 @@ func newRunOptions() *runOptions {
 }
 
 // parseRun reads run's command line; nil options and no error: --help.
-func (a *app) parseRun(args []string) (*runOptions, error) {
+// site: the site's defaults in the environment fill the flags not given
+// (a user's run; a study's size's run is given its flags by the study).
+func (a *app) parseRun(args []string, site bool) (*runOptions, error) {
 	o := newRunOptions()
 	if done, err := a.parseFlags(o.fs, args, runUsage); done || err != nil {
 		return nil, err
@@ -158,6 +165,11 @@ func (a *app) parseRun(args []string) (*runOptions, error) {
 		return nil, usagef("no command to run: gpulaunch -n N -- COMMAND [ARGS…]")
 	}
 	var err error
+	if site {
+		if o.site, err = a.siteDefaults("run", o.fs, false); err != nil {
+			return nil, err
+		}
+	}
 	if o.policy, err = launcher.ReadPolicy(o.flags.policy); err != nil {
 		return nil, usageError{err}
 	}
@@ -276,7 +288,7 @@ func (o *runOptions) openMode() process.OpenMode {
 // run is `gpulaunch [run]`: read the command line, decide the launch,
 // start and supervise it, say how it went.
 func (a *app) run(args []string) error {
-	o, err := a.parseRun(args)
+	o, err := a.parseRun(args, true)
 	if o == nil {
 		return err
 	}
@@ -341,18 +353,22 @@ func (a *app) run(args []string) error {
 // or metrics file another run holds), the metrics port listened on and
 // closed.
 func (r runner) dryRun(tasks []job.Task) error {
-	a, o, l, log := r.a, r.o, r.l, r.log
+	a, o, l := r.a, r.o, r.l
 	probeJoblog := func() error { lock, err := r.lockJoblog(); lock.Release(false); return err }
 	if _, err := r.checkStart(tasks, nil, probeJoblog); err != nil {
 		return err
 	}
-	unlock, err := lockMetricsFile(l.metricsFile, log)
+	unlock, err := r.lockRunMetrics()
 	if err != nil {
 		return err
 	}
 	unlock()
-	if err := checkListen(o.flags.metricsListen); err != nil {
+	ln, err := r.listenRunMetrics()
+	if err != nil {
 		return err
+	}
+	if ln != nil {
+		ln.Close()
 	}
 	sh, err := planSharing(l.plan, l.alloc, a.env, o.shape.mps)
 	if err != nil {
@@ -482,14 +498,14 @@ func (r *runner) start(tasks []job.Task, con *summary.Console) error {
 	if err != nil || c.nothingLeft {
 		return err
 	}
-	metricsLn, err := listenMetrics(o.flags.metricsListen)
+	metricsLn, err := r.listenRunMetrics()
 	if err != nil {
 		return err
 	}
 	if metricsLn != nil {
 		defer metricsLn.Close() // closed by the run's end, or here when the start fails
 	}
-	unlockMetrics, err := lockMetricsFile(l.metricsFile, log)
+	unlockMetrics, err := r.lockRunMetrics()
 	if err != nil {
 		return err
 	}
@@ -567,16 +583,6 @@ func openQueue(o *runOptions, qc *taskqueue.QueueConfig, con *summary.Console) (
 		qc.Progress = con.Progress.Update
 	}
 	return taskqueue.NewQueue(*qc), opened, nil
-}
-
-// checkListen says whether --metrics-listen's address could be listened
-// on now (a dry run's check: the run listens on it at its start).
-func checkListen(addr string) error {
-	ln, err := listenMetrics(addr)
-	if ln != nil {
-		ln.Close()
-	}
-	return err
 }
 
 // lockJoblog makes this sweep the owner of its joblog before it reads it

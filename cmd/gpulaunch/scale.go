@@ -203,6 +203,10 @@ func (a *app) scale(args []string) error {
 	if done, err := a.parseFlags(o.fs, args, scaleUsage); done || err != nil {
 		return err
 	}
+	// GPULAUNCH_MONITOR_INTERVAL, given to every size's run (sitedefaults' rule 4)
+	if _, err := a.siteDefaults("scale", o.fs, true); err != nil {
+		return err
+	}
 	if err := o.read(); err != nil {
 		return err
 	}
@@ -255,7 +259,7 @@ func (o *scaleOptions) decide(a *app, f found, path string, log *zap.Logger) ([]
 			if err := o.axis.Fits(size, room); err != nil {
 				return nil, nil, nil, usageError{err}
 			}
-			ro, err := a.parseRun(o.axis.RunArgs(o.runFlags(), size, gpus, mode, o.argv))
+			ro, err := a.parseRun(o.axis.RunArgs(o.runFlags(), size, gpus, mode, o.argv), false)
 			if err != nil {
 				return nil, nil, nil, err
 			}
