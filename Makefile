@@ -32,7 +32,7 @@ FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/gpuvendor:FuzzVisibleDevices ./pkg/
 
 # Pure packages: no cgo, no Linux specifics outside _linux.go files, so
 # they build (and vet) for any GOOS; lint checks them on darwin.
-PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/sched ./pkg/cgroup ./pkg/nodegroup ./pkg/discover ./pkg/gpu ./pkg/gpuvendor ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps ./pkg/metrics ./pkg/table ./pkg/clidoc ./pkg/flagvalue ./pkg/filelock ./pkg/outputs ./pkg/tmux ./pkg/logging ./pkg/fate ./pkg/ddpgroup
+PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/sched ./pkg/cgroup ./pkg/nodegroup ./pkg/discover ./pkg/gpu ./pkg/gpuvendor ./pkg/scaling ./pkg/chart ./pkg/jsonerr ./pkg/privatedir ./pkg/job ./pkg/instance ./pkg/taskqueue ./pkg/nodelink ./pkg/mps ./pkg/metrics ./pkg/table ./pkg/clidoc ./pkg/flagvalue ./pkg/filelock ./pkg/outputs ./pkg/tmux ./pkg/logging ./pkg/fate ./pkg/ddpgroup ./pkg/sitedefaults
 
 .PHONY: build test integration demo bench bench-scale fuzz lint clean pictures stress dist install uninstall gpu-check
 
