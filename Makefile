@@ -3,12 +3,23 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/gpulaunch
 # The version, commit and date make stamps into the binary (`gpulaunch
-# version`). The date is the commit's (SOURCE_DATE_EPOCH overrides it), not
-# the clock's: the same commit builds the same file, and the tarballs of
-# `make dist` the same sums.
-VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# version`). The version is the VERSION file's: a release needs no tag, and
+# a tree without git (the source tarball) knows it. The commit and date are
+# git's; the source tarball carries them in the files COMMIT and
+# SOURCE_DATE_EPOCH (scripts/dist.sh writes them), which win when present —
+# a tarball unpacked inside another checkout (a Spack stage in a home that
+# is a git repo) must not take that checkout's commit. The date is the
+# commit's (SOURCE_DATE_EPOCH overrides it), not the clock's: the same
+# commit builds the same file, and the tarballs of `make dist` the same sums.
+VERSION := $(strip $(shell cat VERSION 2>/dev/null))
+$(if $(VERSION),,$(error VERSION: the file VERSION (the release number, e.g. 1.0.0) is missing or empty))
+ifneq ($(wildcard COMMIT),)
+COMMIT := $(strip $(shell cat COMMIT))
+SOURCE_DATE_EPOCH ?= $(strip $(shell cat SOURCE_DATE_EPOCH))
+else
 COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c+dirty; })
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+endif
 BUILD_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
 # No -s -w: stripping the symbol table and DWARF makes the file 23% smaller
 # (23.0 -> 17.8 MB) but its start not measurably faster (scripts/bench-start.sh,
@@ -112,7 +123,8 @@ dist:
 #   PREFIX/share/man/man1/gpulaunch.1             `gpulaunch man`
 #   PREFIX/share/bash-completion/completions/gpulaunch, share/zsh/site-functions/_gpulaunch,
 #   PREFIX/share/fish/vendor_completions.d/gpulaunch.fish   `gpulaunch completion SHELL`
-#   PREFIX/share/doc/gpulaunch/                   README.md, docs/*.md, the schemas, pictures
+#   PREFIX/share/doc/gpulaunch/                   README.md, LICENSE, THIRD_PARTY_NOTICES, CHANGELOG.md,
+#                                                 docs/*.md, the schemas, pictures
 #   MODULEFILES/gpulaunch/VERSION.lua             the Lmod modulefile (packaging/lmod)
 # The man page and completions are written by GEN_BIN, a gpulaunch this
 # machine runs (make build's); INSTALL_BIN may be another architecture's
@@ -139,7 +151,7 @@ install: $(if $(filter command line,$(origin INSTALL_BIN) $(origin GEN_BIN)),,bu
 	"$(GEN_BIN)" completion bash >"$(INSTALL_ROOT)/share/bash-completion/completions/gpulaunch"
 	"$(GEN_BIN)" completion zsh >"$(INSTALL_ROOT)/share/zsh/site-functions/_gpulaunch"
 	"$(GEN_BIN)" completion fish >"$(INSTALL_ROOT)/share/fish/vendor_completions.d/gpulaunch.fish"
-	install -m 0644 README.md $(wildcard LICENSE*) "$(INSTALL_ROOT)/share/doc/gpulaunch/"
+	install -m 0644 README.md LICENSE THIRD_PARTY_NOTICES CHANGELOG.md "$(INSTALL_ROOT)/share/doc/gpulaunch/"
 	install -m 0644 $(wildcard docs/*.md docs/*.json docs/*.svg) "$(INSTALL_ROOT)/share/doc/gpulaunch/docs/"
 	sed -e 's|@VERSION@|$(MODULE_VERSION)|g' \
 	  -e 's|@PREFIX@|$(if $(filter $(PREFIX)/share/lmod/modulefiles,$(MODULEFILES)),,$(PREFIX))|g' \

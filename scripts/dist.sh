@@ -10,8 +10,13 @@
 #   spack/gpulaunch/package.py                   packaging/spack's recipe with this version's sha256
 #   easybuild/gpulaunch-VERSION.eb               packaging/easybuild's easyconfig, its checksums filled in
 #
-# VERSION is git describe's, without a leading "v" in the file names
-# (v1.2.0 → gpulaunch-1.2.0-linux-amd64.tar.gz); the binary says v1.2.0.
+# VERSION is the VERSION file's (make reads it), without a leading "v" in
+# the file names; COMMIT is the commit beside it ("+dirty" with uncommitted
+# changes). Every tarball has LICENSE (Apache-2.0) and THIRD_PARTY_NOTICES
+# (scripts/notices.sh) in share/doc/gpulaunch — the source tarball at its
+# top — and the source tarball also the files COMMIT and SOURCE_DATE_EPOCH,
+# which make reads where there is no git: it builds the same version,
+# commit and date as the binaries.
 # Each binary tarball unpacks to gpulaunch-VERSION-linux-ARCH[-static]/ with
 # bin/, share/ (man page, completions, modulefile, docs) — the tree `make
 # install` makes — and README.txt, which states the binary's glibc floor,
@@ -38,7 +43,7 @@ command -v "$CROSS_CC" >/dev/null || die "$CROSS_CC not found: the arm64 binary 
 command -v readelf >/dev/null || die "readelf not found (binutils): it reads each binary's glibc floor"
 
 name_version=${VERSION#v}
-case "$VERSION" in *-dirty) echo "make dist: warning: the tree has uncommitted changes: the binaries have them, the source tarball (HEAD's) does not" >&2 ;; esac
+case "$COMMIT" in *+dirty) echo "make dist: warning: the tree has uncommitted changes: the binaries have them, the source tarball (HEAD's) does not" >&2 ;; esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpulaunch-dist.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -102,7 +107,11 @@ share/fish/vendor_completions.d/gpulaunch.fish; or \`gpulaunch completion bash|z
 
 Check: gpulaunch version; gpulaunch info; gpulaunch plan --simulate dgx-h100 -n 8
 Docs: share/doc/gpulaunch/README.md, man gpulaunch.
-Sums: SHA256SUMS beside the tarballs (sha256sum -c SHA256SUMS).
+Licence: Apache-2.0, share/doc/gpulaunch/LICENSE; the code linked into the binary, with its
+licences: share/doc/gpulaunch/THIRD_PARTY_NOTICES. Changes: share/doc/gpulaunch/CHANGELOG.md.
+Verify: in the directory of the downloads, sha256sum -c --ignore-missing SHA256SUMS (it checks
+the tarballs that are there). The tarballs are reproducible: make dist of commit $COMMIT
+gives the same SHA256SUMS. They are not signed.
 EOF
 }
 
@@ -113,12 +122,17 @@ src() {
 	echo "== $name"
 	git archive --format=tar --prefix="$name/" HEAD | tar -C "$work" -xf -
 	(cd "$work/$name" && $GO mod vendor)
+	# the commit and date git would give make (the Makefile reads these
+	# where they exist); HEAD's, as the files are HEAD's
+	git rev-parse HEAD >"$work/$name/COMMIT"
+	echo "$SOURCE_DATE_EPOCH" >"$work/$name/SOURCE_DATE_EPOCH"
 	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
 		-C "$work" -cf - "$name" | gzip -n -9 >"$DIST_DIR/$name.tar.gz"
 }
 
 # recipes: packaging/'s Spack recipe and easyconfig with this release's
-# version and sums, beside the tarballs they name.
+# version and sums, beside the tarballs they name; the recipe's url (from
+# which Spack derives other versions' URLs) names this release.
 recipes() {
 	local sum_src sum_amd64 sum_arm64
 	sum_src=$(sha256sum <"$DIST_DIR/gpulaunch-$name_version-src.tar.gz" | cut -d' ' -f1)
@@ -127,7 +141,9 @@ recipes() {
 	mkdir -p "$DIST_DIR/spack/gpulaunch" "$DIST_DIR/easybuild"
 	awk -v line="    version(\"$name_version\", sha256=\"$sum_src\")" \
 		'{ print } /^    # versions \(make dist adds/ { print line }' \
-		packaging/spack/gpulaunch/package.py >"$DIST_DIR/spack/gpulaunch/package.py"
+		packaging/spack/gpulaunch/package.py |
+		sed "s|/releases/download/v[^/\"]*/gpulaunch-[^/\"]*-src\.tar\.gz\"|/releases/download/v$name_version/gpulaunch-$name_version-src.tar.gz\"|" \
+		>"$DIST_DIR/spack/gpulaunch/package.py"
 	sed -e "s/@VERSION@/$name_version/g" -e "s/@SHA256_AMD64@/$sum_amd64/" -e "s/@SHA256_ARM64@/$sum_arm64/" \
 		-e "s/@GLIBC_AMD64@/$glibc_amd64/" -e "s/@GLIBC_ARM64@/$glibc_arm64/" \
 		-e '/^# EasyBuild easyconfig/,/^easyblock/{/^#/d}' \

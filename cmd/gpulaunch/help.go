@@ -14,7 +14,7 @@ import (
 const versionUsage = `Usage: gpulaunch version
        gpulaunch --version
 
-The version of this gpulaunch: what make build stamped (git describe), else
+The version of this gpulaunch: what make build stamped (the VERSION file's), else
 what the Go toolchain recorded in the binary — the module's version for
 'go install …@vX.Y.Z', the commit (+dirty with uncommitted changes) for a
 'go build' in a checkout — else "dev". Then the commit, the build date (the
