@@ -47,9 +47,11 @@ GLIBC_PINS := $(CURDIR)/pkg/glibcfloor/pins.h
 GLIBC_FLOOR_APPLIES := $(if $(filter auto,$(GLIBC_FLOOR)),$(shell set -- $$($(GO) env GOOS GOARCH CGO_ENABLED CC 2>/dev/null); \
   [ $$# -ge 4 ] || exit 0; target="$$1/$$2/$$3"; shift 3; machine=$$("$$@" -dumpmachine 2>/dev/null); \
   case "$$target/$$machine" in (linux/amd64/1/x86_64-*linux-gnu|linux/arm64/1/aarch64-*linux-gnu) echo yes;; esac))
+# A make run inside another (the tests') starts from the user's GOFLAGS.
+export GOFLAGS := $(strip $(filter-out -tags=glibcfloor,$(GOFLAGS)))
 ifeq ($(GLIBC_FLOOR_APPLIES),yes)
 CGO_CFLAGS += -include $(GLIBC_PINS) -DGPULAUNCH_GLIBC_PINS=$(shell sha256sum <$(GLIBC_PINS) | cut -c1-16)
-export GOFLAGS := $(strip $(GOFLAGS) -tags=glibcfloor)
+GOFLAGS += -tags=glibcfloor
 endif
 export GLIBC_FLOOR_APPLIES
 
