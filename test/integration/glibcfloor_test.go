@@ -66,6 +66,17 @@ func TestGlibcFloor(t *testing.T) {
 			}
 		})
 	}
+	// make test runs pkg/glibcfloor's tests of the start path on amd64;
+	// here they run on arm64 too, under qemu.
+	t.Run("arm64 start path", func(t *testing.T) {
+		test := filepath.Join(dir, "glibcfloor-arm64.test")
+		runIn(t, repo, []string{"GOFLAGS=-tags=glibcfloor", "CGO_ENABLED=1", "GOARCH=arm64", "CC=aarch64-linux-gnu-gcc"},
+			"go", "test", "-c", "-o", test, "./pkg/glibcfloor")
+		out := runIn(t, dir, nil, "qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu", test, "-test.v")
+		if !strings.Contains(out, "--- PASS: TestRule5ConstructorsRunOnce") || strings.Contains(out, "--- FAIL") {
+			t.Errorf("pkg/glibcfloor's tests on arm64:\n%s", out)
+		}
+	})
 	t.Run("the check refuses a binary without the floor", func(t *testing.T) {
 		bin := filepath.Join(dir, "gpulaunch-off")
 		runIn(t, repo, nil, "make", "--no-print-directory", "build", "GLIBC_FLOOR=off", "BIN="+bin)
