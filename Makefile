@@ -35,6 +35,37 @@ export TMPDIR := $(CURDIR)/.tmp
 export CGO_CFLAGS := -Wno-deprecated-declarations
 $(shell mkdir -p $(TMPDIR))
 
+# The glibc floor: cgo binaries that need nothing newer than GLIBC_2.28
+# (RHEL/Rocky 8), built against this machine's newer glibc. Its rules are
+# numbered in pkg/glibcfloor/pins.h, the header that pins each symbol newer
+# than the floor to its old version; here is only where they apply:
+# 1. Every C unit of the build gets the header (CGO_CFLAGS -include:
+#    runtime/cgo, net and go-nvml too) and the build the tag glibcfloor,
+#    which links pkg/glibcfloor's start path and libraries (crt1's
+#    __libc_start_main, DT_NEEDED). Exported, so that make build, make
+#    test, make integration's gpulaunch and make dist all build the binary
+#    the release ships.
+# 2. Only where the pins mean something: cgo for glibc on linux/amd64 or
+#    linux/arm64 (`go env`, and the C compiler's -dumpmachine *-linux-gnu:
+#    CC=aarch64-linux-gnu-gcc GOARCH=arm64 qualifies). Elsewhere — musl,
+#    darwin, another architecture, CGO_ENABLED=0 — or with GLIBC_FLOOR=off
+#    the build is the plain one and needs the glibc it was built against;
+#    make dist refuses to run without the floor.
+# 3. The header's sum is in the flags: go's build cache does not track a
+#    forced header, and an edited pin must rebuild what it changes.
+GLIBC_FLOOR ?= auto
+GLIBC_PINS := $(CURDIR)/pkg/glibcfloor/pins.h
+GLIBC_FLOOR_APPLIES := $(if $(filter auto,$(GLIBC_FLOOR)),$(shell set -- $$($(GO) env GOOS GOARCH CGO_ENABLED CC 2>/dev/null); \
+  [ $$# -ge 4 ] || exit 0; target="$$1/$$2/$$3"; shift 3; machine=$$("$$@" -dumpmachine 2>/dev/null); \
+  case "$$target/$$machine" in (linux/amd64/1/x86_64-*linux-gnu|linux/arm64/1/aarch64-*linux-gnu) echo yes;; esac))
+# A make run inside another (the tests') starts from the user's GOFLAGS.
+export GOFLAGS := $(strip $(filter-out -tags=glibcfloor,$(GOFLAGS)))
+ifeq ($(GLIBC_FLOOR_APPLIES),yes)
+CGO_CFLAGS += -include $(GLIBC_PINS) -DGPULAUNCH_GLIBC_PINS=$(shell sha256sum <$(GLIBC_PINS) | cut -c1-16)
+GOFLAGS += -tags=glibcfloor
+endif
+export GLIBC_FLOOR_APPLIES
+
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./pkg/cpuset:FuzzParse ./pkg/gpuvendor:FuzzVisibleDevices ./pkg/sched:FuzzHostlist ./pkg/sched:FuzzCounts \
   ./pkg/gpuvendor:FuzzAMDVisible ./pkg/gpuvendor:FuzzZEMask ./pkg/gpu:FuzzKFDProperties ./pkg/gpu:FuzzIntelUevent \

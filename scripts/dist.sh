@@ -19,9 +19,12 @@
 # commit and date as the binaries.
 # Each binary tarball unpacks to gpulaunch-VERSION-linux-ARCH[-static]/ with
 # bin/, share/ (man page, completions, modulefile, docs) — the tree `make
-# install` makes — and README.txt, which states the binary's glibc floor,
-# read here from its symbol versions (a cgo binary built on Debian 12 needs
-# GLIBC_2.34: newer than RHEL/Rocky 8's 2.28; the static one needs none).
+# install` makes — and README.txt, which states the binary's glibc floor.
+# The cgo binaries need nothing newer than GLIBC_2.28 (RHEL/Rocky 8),
+# although built on Debian 12's 2.36: the Makefile builds them with the
+# glibc floor (pkg/glibcfloor/pins.h), and each is checked here from its
+# symbol versions and libraries (scripts/glibc-floor.sh --check): make dist
+# fails when one needs more. The static ones need no glibc.
 #
 # The tarballs are reproducible: files sorted, owner 0, mtimes and the
 # stamped build date from SOURCE_DATE_EPOCH (the commit's date), gzip -n.
@@ -41,6 +44,7 @@ die() { echo "make dist: error: $*" >&2; exit 1; }
 [ "$host_arch" = amd64 ] || die "the release is built on linux/amd64 (cross-building arm64 with cgo); this is $host_arch"
 command -v "$CROSS_CC" >/dev/null || die "$CROSS_CC not found: the arm64 binary is cross-built with cgo; install Debian's gcc-aarch64-linux-gnu (apt-get install gcc-aarch64-linux-gnu)"
 command -v readelf >/dev/null || die "readelf not found (binutils): it reads each binary's glibc floor"
+[ "${GLIBC_FLOOR_APPLIES:-}" = yes ] || die "the glibc floor is off (GLIBC_FLOOR=off, or \`go env CC\` is not a glibc C compiler for linux/amd64: the Makefile's glibc floor lines): the cgo tarballs must need nothing newer than GLIBC_2.28; run make dist without GLIBC_FLOOR=off, with Debian's gcc"
 
 name_version=${VERSION#v}
 case "$COMMIT" in *+dirty) echo "make dist: warning: the tree has uncommitted changes: the binaries have them, the source tarball (HEAD's) does not" >&2 ;; esac
@@ -55,12 +59,15 @@ ldflags="-X main.version=$VERSION -X main.commit=$COMMIT -X main.buildDate=$BUIL
 gen="$work/gen/gpulaunch"
 CGO_ENABLED=1 $GO build -trimpath -ldflags "$ldflags" -o "$gen" ./cmd/gpulaunch
 
-# glibc_floor BIN: the newest GLIBC_x.y among BIN's symbol versions, or
-# "none" for a static binary (readelf reads any architecture's ELF).
+# glibc_floor BIN CGO: the newest GLIBC_x.y among BIN's symbol versions,
+# "none" for a static binary; a cgo one that needs more than GLIBC_2.28 (or
+# lacks the libraries the pins need) stops make dist, naming the symbols.
 glibc_floor() {
-	local v
-	v=$(readelf -V --wide "$1" 2>/dev/null | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -u -V | tail -1)
-	echo "${v:-none}"
+	if [ "$2" = 1 ]; then
+		scripts/glibc-floor.sh --check "$1" || die "$1 breaks the glibc floor (above); the release's cgo binaries run on glibc 2.28"
+	else
+		scripts/glibc-floor.sh "$1"
+	fi
 }
 
 # build NAME GOARCH CGO CC
@@ -68,10 +75,13 @@ build() {
 	local name=$1 arch=$2 cgo=$3 cc=$4
 	local stage="$work/$name"
 	local bin="$work/bin-$name/gpulaunch"
+	local goflags=${GOFLAGS:-}
 	echo "== $name"
-	CGO_ENABLED=$cgo GOOS=linux GOARCH=$arch CC=$cc $GO build -trimpath -ldflags "$ldflags" -o "$bin" ./cmd/gpulaunch
+	# The static builds have no C: the floor's build tag is not theirs.
+	[ "$cgo" = 1 ] || goflags=${goflags//-tags=glibcfloor/}
+	GOFLAGS=$goflags CGO_ENABLED=$cgo GOOS=linux GOARCH=$arch CC=$cc $GO build -trimpath -ldflags "$ldflags" -o "$bin" ./cmd/gpulaunch
 	make --no-print-directory install PREFIX="$stage" DESTDIR= INSTALL_BIN="$bin" GEN_BIN="$gen" >/dev/null
-	floor=$(glibc_floor "$bin")
+	floor=$(glibc_floor "$bin" "$cgo")
 	echo "   glibc floor: $floor"
 	readme "$name" "$arch" "$cgo" "$floor" >"$stage/README.txt"
 	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
@@ -84,7 +94,7 @@ readme() {
 	if [ "$floor" = none ]; then
 		needs="nothing: it is a static binary (CGO_ENABLED=0) and runs on any Linux $arch"
 	else
-		needs="glibc $floor or newer (measured from the binary's symbol versions: readelf -V bin/gpulaunch); RHEL/Rocky 8 have 2.28 — use the -static tarball there"
+		needs="glibc 2.28 or newer (RHEL/Rocky 8; SLES 15 and HPE Cray OS have 2.31): the newest symbol version the binary needs is GLIBC_$floor (readelf -V bin/gpulaunch), held at or below 2.28 by the build"
 	fi
 	if [ "$cgo" = 1 ]; then
 		what="NVML compiled in: NVIDIA GPUs, their utilisation telemetry and MIG through libnvidia-ml.so.1 where a driver is installed (without one gpulaunch reads sysfs and says so)."
