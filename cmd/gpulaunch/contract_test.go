@@ -43,6 +43,9 @@ import (
 //	            an unclosed quote, ends in a backslash
 //	bad.joblog  a file that is no joblog (--resume)
 //	node.json   a node file of one fake GPU (--node-file)
+//	gh200node.json
+//	            a node file whose GPU's numa is its own memory node
+//	            (memory_numa), without local_cpus
 //	topo.json   a topology file (--simulate FILE)
 //	cuda13.json, pascal.json
 //	            topology files of one GPU: a Hopper of a CUDA 13.1 driver,
@@ -148,6 +151,7 @@ var contract = []contractRow{
 	bad("run", "node-file", "empty", "--node-file= -n 1 -- ./app"),
 	bad("run", "node-file", "/proc", "--node-file /proc/self/status -n 1 -- ./app"),
 	bad("run", "node-file", "with --simulate", "--node-file node.json "+runS+" -- ./app"),
+	bad("run", "node-file", "a GPU's numa its own memory node, no local_cpus", "--node-file gh200node.json -n 1 -- ./app"),
 	bad("run", "gpu-vendor", "unknown", runS+" --gpu-vendor acme -- ./app"),
 	bad("run", "gpu-vendor", "empty", runS+" --gpu-vendor= -- ./app"),
 	bad("run", "gpu-vendor", "another vendor's simulated node", runS+" --gpu-vendor amd -- ./app"),
@@ -823,15 +827,16 @@ func contractEnv() []string {
 func makeFixtures(t *testing.T, tree, mark string, ro func(t *testing.T, dir string) error) {
 	t.Helper()
 	files := map[string]string{
-		"app":           "#!/bin/sh\ntouch " + mark + "\n",
-		"params.txt":    "1\n2\n",
-		"tasks.txt":     "./app\n./app\n",
-		"missing.txt":   "./app\n./nosuch\n",
-		"assign.txt":    "VAR=1 ./app\n",
-		"unclosed.txt":  "./app 'a\n",
-		"continued.txt": "./app \\\n",
-		"bad.joblog":    "Seq\tHost\nnot a record\n",
-		"node.json":     `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
+		"app":            "#!/bin/sh\ntouch " + mark + "\n",
+		"params.txt":     "1\n2\n",
+		"tasks.txt":      "./app\n./app\n",
+		"missing.txt":    "./app\n./nosuch\n",
+		"assign.txt":     "VAR=1 ./app\n",
+		"unclosed.txt":   "./app 'a\n",
+		"continued.txt":  "./app \\\n",
+		"bad.joblog":     "Seq\tHost\nnot a record\n",
+		"node.json":      `{"name": "fake", "gpus": [{"pci": "0000:01:00.0", "numa": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000", "device": "/nonexistent/nvidia0"}]}`,
+		"gh200node.json": `{"name": "gh200", "gpus": [{"pci": "0009:01:00.0", "numa": 4, "memory_numa": 4, "device": "/nonexistent/nvidia0"}]}`,
 		"topo.json": `{"name": "topo", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},
 			"gpus": [{"pci": "0000:01:00.0", "numa": 0}, {"pci": "0000:02:00.0", "numa": 0}]}`,
 		"cuda13.json": `{"name": "cuda13", "cuda_version": "13.1", "cpu_layout": {"sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4, "threads_per_core": 1},

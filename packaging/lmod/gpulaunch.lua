@@ -131,17 +131,39 @@ prepend_path("PATH", pathJoin(root, "bin"))
 -- an empty MANPATH entry keeps the system's pages (man-db reads it as the
 -- default path): without it, a MANPATH holding only ours hides them
 prependKeepingDefault("MANPATH", pathJoin(root, "share/man"), {""})
--- completions: bash-completion, zsh and fish look in XDG_DATA_DIRS
--- (share/bash-completion/completions, share/fish/vendor_completions.d) and
--- FPATH (site-functions) of a shell started after the load; XDG's default
--- is kept when the variable was unset
+-- completions: bash-completion and fish look in XDG_DATA_DIRS
+-- (share/bash-completion/completions, share/fish/vendor_completions.d) of a
+-- shell started after the load; XDG's default is kept when the variable was
+-- unset
 prependKeepingDefault("XDG_DATA_DIRS", pathJoin(root, "share"), {"/usr/local/share", "/usr/share"})
-prepend_path("FPATH", pathJoin(root, "share/zsh/site-functions"))
 
--- bashQuote is s in bash's single quotes.
-local function bashQuote(s)
+-- shQuote is s in single quotes, as bash and zsh read them.
+local function shQuote(s)
    return "'" .. s:gsub("'", "'\\''") .. "'"
 end
+
+-- addToZshPath adds dir to zsh's function path, by these rules:
+--   1. FPATH set in the environment (a user or site exports it): dir is
+--      prepended to it, and removed at unload, as any path.
+--   2. Else FPATH is not set, and must not become set: an exported FPATH
+--      replaces the whole fpath of every zsh started after it (zsh's own
+--      function directories, which only the zsh binary knows, compinit
+--      among them: "compinit: function definition file not found"), and
+--      in a zsh that loads the module it replaces that shell's fpath as
+--      well (Lmod's TACC/Lmod#718 and #853 are the same mistake). The zsh
+--      that loads the module gets dir in its fpath by a command run there
+--      (unload removes it); other shells get nothing, and a zsh started
+--      later finds the completion through ~/.zshrc's fpath line
+--      (docs/install.md, "Shell completions").
+local function addToZshPath(dir)
+   if (os.getenv("FPATH") or "") ~= "" then
+      prepend_path("FPATH", dir)
+   elseif myShellName() == "zsh" then
+      execute{cmd = "fpath=(" .. shQuote(dir) .. " $fpath)", modeA = {"load"}}
+      execute{cmd = "fpath=(${fpath:#" .. shQuote(dir) .. "})", modeA = {"unload"}}
+   end
+end
+addToZshPath(pathJoin(root, "share/zsh/site-functions"))
 
 -- The bash that loads the module completes gpulaunch at once: its first
 -- TAB after gpulaunch sources the installed script (which registers
@@ -150,7 +172,7 @@ end
 -- no script at load; unload removes the function and the completion.
 if myShellName() == "bash" then
    local script = pathJoin(root, "share/bash-completion/completions/gpulaunch")
-   set_shell_function("_gpulaunch_load", "source " .. bashQuote(script) .. ' && _gpulaunch "$@"', "")
+   set_shell_function("_gpulaunch_load", "source " .. shQuote(script) .. ' && _gpulaunch "$@"', "")
    complete("bash", "gpulaunch", "-o bashdefault -o default -F _gpulaunch_load")
 end
 

@@ -124,7 +124,7 @@ func (d DescribedNodes) All() []int {
 }
 
 // NUMANodes are the description's NUMA nodes (describedNodes); nil for a
-// node file, whose nodes are this machine's.
+// node file, whose nodes are this machine's (nodeFileNodes).
 func (t Topology) NUMANodes() NUMANodes {
 	cpus, err := t.cpus()
 	if err != nil || len(cpus) == 0 {
@@ -152,6 +152,39 @@ func describedNodes(cpus []CPU, gpus []TopologyGPU) DescribedNodes {
 		}
 	}
 	return d
+}
+
+// nodeFileNodes are a node file's NUMA nodes: this machine's (machine,
+// nil where not known), except that the GPUs' own memory nodes the file
+// names (memory, from memory_numa) have no CPUs, whatever the machine says.
+type nodeFileNodes struct {
+	machine NUMANodes
+	memory  DescribedNodes
+}
+
+// CPUs is NUMANodes'.
+func (n nodeFileNodes) CPUs(id int) (cpuset.Set, bool) {
+	if _, ok := n.memory[id]; ok {
+		return cpuset.Set{}, true
+	}
+	if n.machine == nil {
+		return cpuset.Set{}, false
+	}
+	return n.machine.CPUs(id)
+}
+
+// All is NUMANodes'.
+func (n nodeFileNodes) All() []int {
+	all := n.memory.All()
+	if n.machine != nil {
+		for _, id := range n.machine.All() {
+			if _, ok := n.memory[id]; !ok {
+				all = append(all, id)
+			}
+		}
+	}
+	sort.Ints(all)
+	return all
 }
 
 // SysfsNodes are this machine's NUMA nodes as sysfs lists them

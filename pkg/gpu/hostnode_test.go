@@ -2,6 +2,9 @@ package gpu
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -117,5 +120,57 @@ func TestDescribedGPUMemoryNode(t *testing.T) {
 		if _, err := ParseTopology([]byte(`{`+layout+`, `+doc+`}`), "t.json"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// The Grace rule through a node file (a GH200 whose GPUs NVML cannot
+// show): a GPU's numa naming its own memory node (memory_numa, as a
+// driver might) with local_cpus is bound to the node of this machine
+// holding those CPUs, never to the memory node; without this machine's
+// nodes it is unknown (-1), not the memory node; without local_cpus it
+// is refused, as in a topology file.
+func TestNodeFileGraceRule(t *testing.T) {
+	gh200 := fstest.MapFS{
+		"sys/devices/system/node/node0/cpulist":  {Data: []byte("0-71\n")},
+		"sys/devices/system/node/node1/cpulist":  {Data: []byte("72-143\n")},
+		"sys/devices/system/node/node4/cpulist":  {Data: []byte("\n")},
+		"sys/devices/system/node/node12/cpulist": {Data: []byte("\n")},
+	}
+	file := filepath.Join(t.TempDir(), "gh200.json")
+	write := func(text string) {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"gpus": [
+	  {"pci": "0009:01:00.0", "numa": 4, "memory_numa": 4, "local_cpus": "0-71"},
+	  {"pci": "0019:01:00.0", "numa": 1, "memory_numa": 12}]}`)
+	for _, c := range []struct {
+		name string
+		root fs.FS
+		want string
+	}{
+		{"this machine's nodes", gh200, "0009:01:00.0:0 0019:01:00.0:1"},
+		{"no machine's nodes", nil, "0009:01:00.0:-1 0019:01:00.0:1"},
+	} {
+		src, err := Open(Options{NodeFile: file, Root: c.root})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		node, err := src.Inventory()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, g := range node.GPUs {
+			got = append(got, fmt.Sprintf("%s:%d", g.BusID, g.NUMANode))
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%s: GPUs' nodes %v, want %s", c.name, got, c.want)
+		}
+	}
+	write(`{"gpus": [{"pci": "0009:01:00.0", "numa": 4, "memory_numa": 4}]}`)
+	if _, err := Open(Options{NodeFile: file, Root: gh200}); err == nil || !strings.Contains(err.Error(), "give local_cpus") {
+		t.Errorf("numa naming a GPU's memory without local_cpus: %v, want refused asking for local_cpus", err)
 	}
 }

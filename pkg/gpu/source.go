@@ -117,7 +117,7 @@ func Open(o Options) (Source, error) {
 	case o.Simulate != "":
 		return openSimulated(o.Simulate, o.SimulatedUsage, o.NVML, o.Vendor)
 	case o.NodeFile != "":
-		return openNodeFile(o.NodeFile, o.ProbeDevice, o.Vendor)
+		return openNodeFile(o.NodeFile, o.Root, o.ProbeDevice, o.Vendor)
 	}
 	var found []Source
 	var absent []string
@@ -368,7 +368,7 @@ func (n noGPU) Usage([]string) ([]Usage, error) {
 }
 func (n noGPU) Close() error { return nil }
 
-func openNodeFile(file string, probe func(string) error, asked Vendor) (Source, error) {
+func openNodeFile(file string, root fs.FS, probe func(string) error, asked Vendor) (Source, error) {
 	data, err := readDescription(file, "node file")
 	if err != nil {
 		return nil, err
@@ -380,6 +380,7 @@ func openNodeFile(file string, probe func(string) error, asked Vendor) (Source, 
 	if err := t.checkVendor(asked, "the node file "+file); err != nil {
 		return nil, err
 	}
+	t.machine = NewSysfsNodes(root)
 	node := t.Node("node file " + file)
 	node.CPUs = nil
 	probeHidden(node.GPUs, probe)

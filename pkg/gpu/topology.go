@@ -40,6 +40,11 @@ type Topology struct {
 	Layout  *CPULayout    `json:"cpu_layout,omitempty"`
 	CPUList []CPU         `json:"cpus,omitempty"`
 	GPUs    []TopologyGPU `json:"gpus"`
+
+	// machine is this machine's NUMA nodes, for a node file (nil: not
+	// known): a GPU's numa naming its own memory node resolves to the node
+	// holding its local CPUs (HostMemoryNode's rule 4).
+	machine NUMANodes
 }
 
 // CPULayout is a regular node: Sockets × NUMAPerSocket × CoresPerNUMA cores,
@@ -296,7 +301,7 @@ func (t Topology) gpus() ([]GPU, error) {
 	for _, c := range cpus {
 		numaCPUs[c.NUMA] = append(numaCPUs[c.NUMA], c.ID)
 	}
-	var nodes NUMANodes
+	var nodes NUMANodes = nodeFileNodes{machine: t.machine, memory: describedNodes(nil, t.GPUs)}
 	if described {
 		nodes = describedNodes(cpus, t.GPUs)
 	}
@@ -322,7 +327,7 @@ func (t Topology) gpus() ([]GPU, error) {
 		if err := t.identify(&g, tg, i); err != nil {
 			return nil, fmt.Errorf("gpu %d: %w", i, err)
 		}
-		if err := checkNUMA(tg, numaCPUs, nodes); err != nil {
+		if err := checkNUMA(tg, numaCPUs, nodes, described); err != nil {
 			return nil, fmt.Errorf("gpu %d: %w", i, err)
 		}
 		switch {
@@ -362,11 +367,12 @@ func (t Topology) gpus() ([]GPU, error) {
 }
 
 // checkNUMA checks a described GPU's numa and memory_numa against the
-// description's nodes (nodes nil: a node file, whose nodes are this
-// machine's): numa names a node with CPUs, or the memory node of a GPU —
-// as a driver may name a Grace Hopper GPU's own node — with local_cpus
-// saying where its Grace is; memory_numa names a node without CPUs.
-func checkNUMA(tg TopologyGPU, numaCPUs map[int][]int, nodes NUMANodes) error {
+// description's nodes (described false: a node file, whose nodes are this
+// machine's, which it does not check): numa names a node with CPUs, or the
+// memory node of a GPU — as a driver may name a Grace Hopper GPU's own
+// node — with local_cpus saying where its Grace is; memory_numa names a
+// node without CPUs.
+func checkNUMA(tg TopologyGPU, numaCPUs map[int][]int, nodes NUMANodes, described bool) error {
 	for _, v := range []struct {
 		field string
 		n     *int
@@ -381,8 +387,12 @@ func checkNUMA(tg TopologyGPU, numaCPUs map[int][]int, nodes NUMANodes) error {
 	if tg.NUMA == nil || *tg.NUMA < 0 || nodes == nil || len(numaCPUs[*tg.NUMA]) > 0 {
 		return nil
 	}
-	if _, memory := nodes.CPUs(*tg.NUMA); !memory {
+	cpus, listed := nodes.CPUs(*tg.NUMA)
+	switch {
+	case !listed && described:
 		return fmt.Errorf("numa node %d has no CPUs in this description", *tg.NUMA)
+	case !listed || !cpus.IsEmpty():
+		return nil // a node file: this machine's node, or one it does not list
 	}
 	if tg.LocalCPUs == "" {
 		return fmt.Errorf("numa node %d is a GPU's memory (memory_numa), without CPUs: give local_cpus, the CPUs of the node it is attached to", *tg.NUMA)

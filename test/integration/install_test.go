@@ -269,6 +269,54 @@ func lmodRun(wrap []string, script string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// TestInstallLmodLeavesZshsFpath: the module never sets an FPATH that was
+// not set (an exported FPATH replaces every later zsh's whole fpath, zsh's
+// own functions with it): a zsh started after a load in bash still runs
+// compinit; a zsh that loads the module has its fpath with the module's
+// directory first and compinit completes gpulaunch there, FPATH still not
+// exported, and the unload gives the fpath back as it was; an FPATH a user
+// exported gets the directory prepended and exactly its value back at
+// unload.
+func TestInstallLmodLeavesZshsFpath(t *testing.T) {
+	if _, err := exec.LookPath("zsh"); err != nil {
+		t.Fatalf("zsh not found: scripts/slurm-testbed.sh installs zsh")
+	}
+	prefix := installTree(t)
+	tree := filepath.Join(prefix, "share/lmod/modulefiles")
+	dir := filepath.Join(prefix, "share/zsh/site-functions")
+	compdump := filepath.Join(t.TempDir(), "zcompdump")
+
+	text, err := lmodRun(nil, `module use "$1"; module load gpulaunch; echo "FPATH=${FPATH-unset}"
+zsh -f -c 'autoload -Uz compinit && compinit -u -d "$1" && print "a later zsh: compinit ran"' zsh "$2" 2>&1`, tree, compdump)
+	if err != nil || !strings.Contains(text, "FPATH=unset\n") || !strings.Contains(text, "a later zsh: compinit ran") {
+		t.Errorf("bash, FPATH unset: want FPATH still unset after the load and a later zsh's compinit to run: %v\n%s", err, text)
+	}
+
+	zshInit := strings.Replace(lmodInit, "/init/bash", "/init/zsh", 1)
+	cmd := exec.Command("zsh", "-f", "-c", `source "$1"; autoload -Uz compinit; compinit -u -d "$4"
+before=($fpath)
+module use "$2"; module load gpulaunch
+print "first: $fpath[1]"
+[[ "${fpath[2,-1]}" == "$before" ]] && print "load: the fpath kept"
+[[ ${(t)FPATH} != *export* ]] && print "load: FPATH not exported"
+compinit -u -d "$4"; print "compdef: $_comps[gpulaunch]"
+module unload gpulaunch
+[[ "$fpath" == "$before" ]] && print "unload: fpath as before"`, "zsh", zshInit, tree, dir, compdump+"2")
+	cmd.Env = cleanEnv("PATH", "FPATH", "LOADEDMODULES", "MODULEPATH", "_LMFILES_")
+	cmd.Env = append(cmd.Env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	zsh := string(out)
+	for _, want := range []string{"first: " + dir + "\n", "load: the fpath kept", "load: FPATH not exported", "compdef: _gpulaunch\n", "unload: fpath as before"} {
+		if err != nil || !strings.Contains(zsh, want) {
+			t.Errorf("zsh loading the module: %v: no %q in:\n%s", err, want, zsh)
+		}
+	}
+	text, err = lmodRun(nil, `export FPATH=/opt/site/zsh; module use "$1"; module load gpulaunch; echo "loaded FPATH=$FPATH"; module unload gpulaunch; echo "unloaded FPATH=$FPATH"`, tree)
+	if err != nil || !strings.Contains(text, "loaded FPATH="+dir+":/opt/site/zsh\n") || !strings.Contains(text, "unloaded FPATH=/opt/site/zsh\n") {
+		t.Errorf("FPATH exported by the user: want the directory prepended, and its value back at unload: %v\n%s", err, text)
+	}
+}
+
 // TestInstallCompletions: the installed scripts of zsh and fish parse in
 // the real shells and complete there; bash's, sourced as
 // bash-completion loads it, completes a command's flags.
