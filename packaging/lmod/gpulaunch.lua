@@ -182,4 +182,4 @@ end
 -- setenv("GPULAUNCH_MONITOR_INTERVAL", "10s")
 -- setenv("GPULAUNCH_METRICS_FILE", "/run/gpulaunch/%j/%N.prom") -- a directory the job's prolog makes
 -- setenv("GPULAUNCH_METRICS_LISTEN", "127.0.0.1:9400")
--- setenv("GPULAUNCH_REPORT", "gpulaunch-report.json")
+-- setenv("GPULAUNCH_REPORT", "gpulaunch-%j.%s.json") -- one per job step: two runs given one name overwrite each other
