@@ -53,16 +53,25 @@ $(shell mkdir -p $(TMPDIR))
 #    make dist refuses to run without the floor.
 # 3. The header's sum is in the flags: go's build cache does not track a
 #    forced header, and an edited pin must rebuild what it changes.
+# 4. Every link is the host linker's (-linkmode=external in GOFLAGS): go's
+#    own linker, which links a program whose only cgo is the standard
+#    library's (runtime/cgo, net: most test binaries, test/rendezvous),
+#    cannot bind a pinned name ("relocation target
+#    pthread_create@GLIBC_2.2.5 not defined"). gpulaunch itself is linked
+#    by the host linker anyway (go-nvml is cgo). A CGO_ENABLED=0 go command
+#    (make test's second pass) is given GOFLAGS without it (NOFLOOR_GOFLAGS).
 GLIBC_FLOOR ?= auto
 GLIBC_PINS := $(CURDIR)/pkg/glibcfloor/pins.h
 GLIBC_FLOOR_APPLIES := $(if $(filter auto,$(GLIBC_FLOOR)),$(shell set -- $$($(GO) env GOOS GOARCH CGO_ENABLED CC 2>/dev/null); \
   [ $$# -ge 4 ] || exit 0; target="$$1/$$2/$$3"; shift 3; machine=$$("$$@" -dumpmachine 2>/dev/null); \
   case "$$target/$$machine" in (linux/amd64/1/x86_64-*linux-gnu|linux/arm64/1/aarch64-*linux-gnu) echo yes;; esac))
 # A make run inside another (the tests') starts from the user's GOFLAGS.
-export GOFLAGS := $(strip $(filter-out -tags=glibcfloor,$(GOFLAGS)))
+GLIBC_FLOOR_GOFLAGS := -tags=glibcfloor -ldflags=-linkmode=external
+NOFLOOR_GOFLAGS := $(strip $(filter-out $(GLIBC_FLOOR_GOFLAGS),$(GOFLAGS)))
+export GOFLAGS := $(NOFLOOR_GOFLAGS)
 ifeq ($(GLIBC_FLOOR_APPLIES),yes)
 CGO_CFLAGS += -include $(GLIBC_PINS) -DGPULAUNCH_GLIBC_PINS=$(shell sha256sum <$(GLIBC_PINS) | cut -c1-16)
-GOFLAGS += -tags=glibcfloor
+GOFLAGS += $(GLIBC_FLOOR_GOFLAGS)
 endif
 export GLIBC_FLOOR_APPLIES
 
@@ -85,14 +94,14 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) vet ./...
+	CGO_ENABLED=0 GOFLAGS="$(NOFLOOR_GOFLAGS)" $(GO) vet ./...
 	$(GO) vet -tags integration ./test/...
-	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(PURE_PKGS)
+	GOOS=darwin CGO_ENABLED=0 GOFLAGS="$(NOFLOOR_GOFLAGS)" $(GO) vet $(PURE_PKGS)
 	$(GO) mod tidy -diff
 
 test: lint
 	$(GO) test -race -count=1 ./...
-	CGO_ENABLED=0 $(GO) test -count=1 ./...
+	CGO_ENABLED=0 GOFLAGS="$(NOFLOOR_GOFLAGS)" $(GO) test -count=1 ./...
 
 # Signal sequences to real gpulaunch processes (README.md, "Signals"):
 # STRESS_SEQUENCES random ones and the scripted ones, to a normal build and

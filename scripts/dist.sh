@@ -77,8 +77,12 @@ build() {
 	local bin="$work/bin-$name/gpulaunch"
 	local goflags=${GOFLAGS:-}
 	echo "== $name"
-	# The static builds have no C: the floor's build tag is not theirs.
-	[ "$cgo" = 1 ] || goflags=${goflags//-tags=glibcfloor/}
+	# The static builds have no C: the floor's build tag and host linker
+	# (the Makefile's GLIBC_FLOOR_GOFLAGS) are not theirs.
+	if [ "$cgo" != 1 ]; then
+		goflags=${goflags//-tags=glibcfloor/}
+		goflags=${goflags//-ldflags=-linkmode=external/}
+	fi
 	GOFLAGS=$goflags CGO_ENABLED=$cgo GOOS=linux GOARCH=$arch CC=$cc $GO build -trimpath -ldflags "$ldflags" -o "$bin" ./cmd/gpulaunch
 	make --no-print-directory install PREFIX="$stage" DESTDIR= INSTALL_BIN="$bin" GEN_BIN="$gen" >/dev/null
 	floor=$(glibc_floor "$bin" "$cgo")
