@@ -46,6 +46,12 @@ echo "   1.0x: the command does not pay for NVML (a run that gives no GPU); info
 if [ -x scripts/bench-nvml.sh ]; then OLD="$OLD" scripts/bench-nvml.sh; else echo "  scripts/bench-nvml.sh: not there"; fi
 
 echo
+echo "== Lmod: loading gpulaunch's module against a plain module (scripts/bench-lmod.sh); 1.0x: a plain module"
+old_lua=
+[ -n "$OLD" ] && [ -f "$TMPDIR/bench-against/packaging/lmod/gpulaunch.lua" ] && old_lua=$TMPDIR/bench-against/packaging/lmod/gpulaunch.lua
+if [ -x scripts/bench-lmod.sh ]; then OLD_MODULEFILE="$old_lua" scripts/bench-lmod.sh; else echo "  scripts/bench-lmod.sh: not there"; fi
+
+echo
 echo "== placement score: share of each instance's CPUs local to its GPU (-n = devices: GPUs up to 8, LUMI's GCDs, Aurora's tiles)"
 echo "   gpulaunch against the site-wrapper baseline (GPU i, i-th block of the lowest CPUs)"
 printf '  %-16s %10s %10s\n' topology gpulaunch naive

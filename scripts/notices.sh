@@ -44,8 +44,12 @@ section() {
 	done
 }
 
+# A build without cgo cannot take the glibc floor's host linker (the
+# Makefile's GOFLAGS, when this runs under make).
 mods=$(for cgo in 1 0; do
-	CGO_ENABLED=$cgo $GO list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/gpulaunch
+	goflags=${GOFLAGS:-}
+	[ "$cgo" = 1 ] || goflags=${goflags//-ldflags=-linkmode=external/}
+	GOFLAGS=$goflags CGO_ENABLED=$cgo $GO list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/gpulaunch
 done | sort -u)
 
 {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,9 +28,15 @@ func TestNoticesCoverLinkedModules(t *testing.T) {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}", "./cmd/gpulaunch")
 		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+		if cgo == "0" {
+			// make's glibc floor links with the host linker, which a build
+			// without cgo cannot use: its GOFLAGS go without it
+			cmd.Env = append(cmd.Env, "GOFLAGS="+strings.Join(slices.DeleteFunc(strings.Fields(os.Getenv("GOFLAGS")),
+				func(f string) bool { return f == "-ldflags=-linkmode=external" }), " "))
+		}
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("go list -deps (CGO_ENABLED=%s): %v", cgo, err)
+			t.Fatalf("go list -deps (CGO_ENABLED=%s): %v %s", cgo, err, stderrOf(err))
 		}
 		for _, m := range strings.Fields(strings.ReplaceAll(string(out), " ", "@")) {
 			linked[strings.ReplaceAll(m, "@", " ")] = true
@@ -69,4 +76,12 @@ func noticeSections(text string) map[string]noticeSection {
 		out[name] = noticeSection{body: "(" + lic + "\n" + body}
 	}
 	return out
+}
+
+// stderrOf is what a failed command printed on stderr.
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return strings.TrimSpace(string(ee.Stderr))
+	}
+	return ""
 }
