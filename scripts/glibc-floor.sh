@@ -7,7 +7,8 @@
 #   scripts/glibc-floor.sh --check BIN  make dist's check of a cgo binary
 #                                       (pkg/glibcfloor/pins.h has the rules):
 #                                       exit 0 when BIN needs nothing newer
-#                                       than GLIBC_2.28 and loads the libraries
+#                                       than GLIBC_2.28 — no symbol, no version
+#                                       needed (GLIBC_ABI_DT_RELR) — and loads the libraries
 #                                       that hold the pinned symbols there;
 #                                       else exit 1, naming each symbol above
 #                                       the floor and each library missing
@@ -32,6 +33,16 @@ check() {
 		ver=${sym##*@GLIBC_}
 		if newer "$ver"; then problems+=("$sym (newer than GLIBC_$FLOOR: pin it in pkg/glibcfloor/pins.h)"); fi
 	done < <(readelf --dyn-syms --wide "$bin" | awk '$7 == "UND" && $8 ~ /@GLIBC_/ { print $8 }' | sort -u)
+	# Versions needed (the version-needs section), with or without a symbol
+	# at them: the link records some with none, e.g. GLIBC_ABI_DT_RELR for
+	# DT_RELR (-z pack-relative-relocs, some toolchains' default), which
+	# glibc before 2.36 does not define and so refuses to start the binary.
+	while read -r ver; do
+		case "$ver" in
+		GLIBC_[0-9]*) if newer "${ver#GLIBC_}"; then problems+=("version $ver needed (newer than GLIBC_$FLOOR)"); fi ;;
+		*) problems+=("version $ver needed (glibc $FLOOR does not define it; GLIBC_ABI_DT_RELR: link without -z pack-relative-relocs)") ;;
+		esac
+	done < <(readelf -V --wide "$bin" | sed -n '/^Version needs section/,/^$/s/.*Name: \(GLIBC_[^ ]*\).*/\1/p' | sort -u)
 	needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 	if grep -qx libc.so.6 <<<"$needed"; then
 		for lib in libpthread.so.0 libdl.so.2 libresolv.so.2; do

@@ -82,6 +82,9 @@ func TestDist(t *testing.T) {
 			if floor != "" && newerThanFloor(floor) {
 				t.Errorf("the cgo binary needs glibc %s, newer than 2.28: %v", floor, symbolsAboveFloor(t, bin))
 			}
+			if above := versionsNeededAboveFloor(t, bin); len(above) > 0 {
+				t.Errorf("the binary needs versions glibc 2.28 does not define: %v", above)
+			}
 			readme, _ := os.ReadFile(filepath.Join(tree, "README.txt"))
 			wants := []string{"Needs: nothing: it is a static binary"}
 			if floor != "" {

@@ -45,6 +45,9 @@ func TestGlibcFloor(t *testing.T) {
 			if floor := glibcFloor(t, bin); floor == "" || newerThanFloor(floor) {
 				t.Errorf("the binary needs glibc %q, want 2.28 or older; symbols above 2.28: %v", floor, symbolsAboveFloor(t, bin))
 			}
+			if above := versionsNeededAboveFloor(t, bin); len(above) > 0 {
+				t.Errorf("the binary needs versions glibc 2.28 does not define: %v", above)
+			}
 			needed := neededLibraries(t, bin)
 			for _, lib := range []string{"libpthread.so.0", "libdl.so.2", "libresolv.so.2", "libc.so.6"} {
 				if !slices.Contains(needed, lib) {
@@ -118,6 +121,30 @@ func symbolsAboveFloor(t *testing.T, bin string) []string {
 	for _, s := range syms {
 		if v, ok := strings.CutPrefix(s.Version, "GLIBC_"); ok && newerThanFloor(v) {
 			above = append(above, s.Name+"@"+s.Version)
+		}
+	}
+	return above
+}
+
+// versionsNeededAboveFloor: the glibc versions bin's version-needs section
+// names that glibc 2.28 does not define — newer than 2.28, or not a release
+// at all (GLIBC_ABI_DT_RELR, recorded for DT_RELR with no symbol at it, so
+// that symbolsAboveFloor cannot see it).
+func versionsNeededAboveFloor(t *testing.T, bin string) []string {
+	needs, err := openELF(t, bin).DynamicVersionNeeds()
+	if err != nil {
+		return nil // a static binary has none
+	}
+	var above []string
+	for _, need := range needs {
+		for _, dep := range need.Needs {
+			v, ok := strings.CutPrefix(dep.Dep, "GLIBC_")
+			if !ok {
+				continue
+			}
+			if _, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0]); err != nil || newerThanFloor(v) {
+				above = append(above, need.Name+": "+dep.Dep)
+			}
 		}
 	}
 	return above
