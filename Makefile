@@ -16,6 +16,11 @@ $(if $(VERSION),,$(error VERSION: the file VERSION (the release number, e.g. 1.0
 ifneq ($(wildcard COMMIT),)
 COMMIT := $(strip $(shell cat COMMIT))
 SOURCE_DATE_EPOCH ?= $(strip $(shell cat SOURCE_DATE_EPOCH))
+# go build asks no git there either: inside another checkout it would
+# record that checkout's commit in the binary's build information (`go
+# version -m`), and it fails outright where git refuses that checkout
+# ("dubious ownership": a tree owned by another user).
+BUILDVCS := -buildvcs=false
 else
 COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c+dirty; })
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
@@ -88,7 +93,7 @@ PURE_PKGS := ./pkg/cpuset ./pkg/binding ./pkg/sched ./pkg/cgroup ./pkg/nodegroup
 .PHONY: build test integration demo bench bench-scale fuzz lint clean pictures stress dist install uninstall gpu-check
 
 build:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpulaunch
+	$(GO) build -trimpath $(BUILDVCS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpulaunch
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \

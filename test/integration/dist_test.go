@@ -277,6 +277,11 @@ func checkSpackRecipe(t *testing.T, dist, version, releaseVersion string) {
 	if v := runIn(t, src, nil, bin, "version"); v != releaseVersion || !strings.Contains(v, "nvml:     compiled in") {
 		t.Errorf("the Spack build says:\n%s\nthe release's amd64 binary:\n%s", v, releaseVersion)
 	}
+	// src is inside this checkout (make's TMPDIR is its .tmp): the
+	// recipe's build must not record this checkout's commit
+	if m := runIn(t, src, nil, "go", "version", "-m", bin); strings.Contains(m, "vcs.revision") {
+		t.Errorf("the Spack build records the enclosing checkout's commit:\n%s", m)
+	}
 	if len(recipe.PostInstall) != 4 {
 		t.Errorf("post-install commands: %+v", recipe.PostInstall)
 	}
@@ -336,6 +341,33 @@ func checkSourceTarball(t *testing.T, dist, version, releaseVersion string) {
 	runIn(t, src, append(nogit, "GOFLAGS=-mod=vendor", "GOPROXY=off", "GOTOOLCHAIN=local"), "make", "--no-print-directory", "build", "BIN="+bin)
 	if v := runIn(t, src, nil, bin, "version"); v != releaseVersion {
 		t.Errorf("make build in the source tarball says:\n%s\nthe release's amd64 binary:\n%s", v, releaseVersion)
+	}
+	checkSourceTarballInAnotherCheckout(t, dist, version, releaseVersion)
+}
+
+// The source tarball unpacked inside another git checkout (a Spack or
+// EasyBuild stage under a home or a site tree kept in git), one owned by
+// another user, which git refuses to read ("dubious ownership"): make build
+// builds it offline all the same, into a binary that says the release's
+// version, commit and date and records no commit of that checkout in its
+// build information.
+func checkSourceTarballInAnotherCheckout(t *testing.T, dist, version, releaseVersion string) {
+	outer := t.TempDir()
+	runIn(t, outer, nil, "git", "init", "-q")
+	runIn(t, outer, nil, "git", "-c", "user.name=site", "-c", "user.email=site@example.org", "commit", "-q", "--allow-empty", "-m", "the site's tree")
+	runIn(t, outer, nil, "chown", "-R", "65534:65534", outer)
+	runIn(t, outer, nil, "tar", "-xzf", filepath.Join(dist, "gpulaunch-"+version+"-src.tar.gz"))
+	src := filepath.Join(outer, "gpulaunch-"+version+"-src")
+	bin := filepath.Join(t.TempDir(), "gpulaunch")
+	out, code := runCode(src, "env", "GOFLAGS=-mod=vendor", "GOPROXY=off", "GOTOOLCHAIN=local", "make", "--no-print-directory", "build", "BIN="+bin)
+	if code != 0 {
+		t.Fatalf("make build of the source tarball inside another user's git checkout: exit %d\n%s", code, out)
+	}
+	if v := runIn(t, src, nil, bin, "version"); v != releaseVersion {
+		t.Errorf("make build in the source tarball inside another checkout says:\n%s\nthe release's amd64 binary:\n%s", v, releaseVersion)
+	}
+	if m := runIn(t, src, nil, "go", "version", "-m", bin); strings.Contains(m, "vcs.revision") {
+		t.Errorf("the binary records the enclosing checkout's commit:\n%s", m)
 	}
 }
 

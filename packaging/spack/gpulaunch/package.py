@@ -67,6 +67,10 @@ class Gpulaunch(GoPackage):
             with open(epoch) as f:
                 when = datetime.datetime.fromtimestamp(int(f.read().strip()), datetime.timezone.utc)
             stamp.append(f"-X main.buildDate={when.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+            # as the Makefile: the stamps are the tarball's, and a stage
+            # inside another git checkout must neither lend the binary that
+            # checkout's commit nor fail where git refuses it
+            args.append("-buildvcs=false")
         i = args.index("-ldflags")
         args[i + 1] = " ".join(stamp)
         args.extend(["-trimpath", "./cmd/gpulaunch"])
