@@ -112,7 +112,7 @@ Needs: $needs.
 $what
 
 Install: unpack anywhere and put bin/ on PATH, e.g.
-  tar -xzf $name.tar.gz -C \$HOME/.local
+  mkdir -p \$HOME/.local && tar -xzf $name.tar.gz -C \$HOME/.local
   export PATH=\$HOME/.local/$name/bin:\$PATH MANPATH=\$HOME/.local/$name/share/man:\$MANPATH
 or load its Lmod module:
   module use \$HOME/.local/$name/share/lmod/modulefiles && module load gpulaunch

@@ -90,6 +90,8 @@ func TestDist(t *testing.T) {
 			if floor != "" {
 				wants = []string{"Needs: glibc 2.28 or newer", "the newest symbol version the binary needs is GLIBC_" + floor + " "}
 			}
+			// the install lines are copied and pasted: -C needs the directory
+			wants = append(wants, "mkdir -p $HOME/.local && tar -xzf "+name+".tar.gz -C $HOME/.local")
 			for _, want := range append(wants, "sha256sum -c --ignore-missing SHA256SUMS", "not signed", "Apache-2.0") {
 				if !strings.Contains(string(readme), want) {
 					t.Errorf("README.txt does not say %q:\n%s", want, readme)
@@ -460,6 +462,10 @@ func checkEasyconfig(t *testing.T, dist, version string) {
 	}
 	if len(ec.SoftwareLicenseURLs) != 1 || !strings.HasSuffix(ec.SoftwareLicenseURLs[0], "/v"+version+"/LICENSE") || len(ec.Docurls) == 0 {
 		t.Errorf("software_license_urls %v, docurls %v", ec.SoftwareLicenseURLs, ec.Docurls)
+	}
+	// a maintainer reads the glibc it needs: the floor, not a symbol version
+	if text, _ := os.ReadFile(filepath.Join(dist, "easybuild/gpulaunch-"+version+".eb")); !strings.Contains(string(text), "needs glibc 2.28 or newer") {
+		t.Errorf("the easyconfig does not say the glibc it needs (2.28 or newer):\n%s", text)
 	}
 	install := filepath.Join(unpack(t, filepath.Join(dist, name)), strings.TrimSuffix(name, ".tar.gz"))
 	for _, c := range ec.Postinstallcmds {
