@@ -26,8 +26,10 @@
 # symbol versions and libraries (scripts/glibc-floor.sh --check): make dist
 # fails when one needs more. The static ones need no glibc.
 #
-# The tarballs are reproducible: files sorted, owner 0, mtimes and the
-# stamped build date from SOURCE_DATE_EPOCH (the commit's date), gzip -n.
+# The tarballs are reproducible: files sorted, owner 0, modes 0644/0755
+# whatever the umask (a rebuilder's is not the release's: README.txt, the
+# vendored modules; and git archive's 0664), mtimes and the stamped build
+# date from SOURCE_DATE_EPOCH (the commit's date), gzip -n.
 #
 # Needs: go, gcc, gcc-aarch64-linux-gnu (Debian; `make dist` says so when it
 # is missing), readelf, sha256sum, tar. Usage: scripts/dist.sh (from make).
@@ -88,7 +90,7 @@ build() {
 	floor=$(glibc_floor "$bin" "$cgo")
 	echo "   glibc floor: $floor"
 	readme "$name" "$arch" "$cgo" "$floor" >"$stage/README.txt"
-	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mode=u+rwX,go=rX --mtime="@$SOURCE_DATE_EPOCH" \
 		-C "$work" -cf - "$name" | gzip -n -9 >"$DIST_DIR/$name.tar.gz"
 }
 
@@ -140,7 +142,7 @@ src() {
 	# where they exist); HEAD's, as the files are HEAD's
 	git rev-parse HEAD >"$work/$name/COMMIT"
 	echo "$SOURCE_DATE_EPOCH" >"$work/$name/SOURCE_DATE_EPOCH"
-	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mode=u+rwX,go=rX --mtime="@$SOURCE_DATE_EPOCH" \
 		-C "$work" -cf - "$name" | gzip -n -9 >"$DIST_DIR/$name.tar.gz"
 }
 
